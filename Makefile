@@ -1,0 +1,61 @@
+# calico-aio: one static binary that is the Calico CNI plugin, IPAM plugin,
+# node agent and calicoctl.
+
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+PKG       := github.com/calico-aio/calico-aio
+LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
+ROLES     := calico calico-ipam calico-node calicoctl
+TESTFLAGS ?= -timeout 15m
+# System packages the tests and the demo need, as "command:debian-package".
+SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack
+
+.PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean
+
+all: build
+
+## build: static binary bin/calico-aio plus a symlink for each role.
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/calico-aio .
+	@./build/check-static.sh $(BIN)/calico-aio
+	@for r in $(ROLES); do ln -sf calico-aio $(BIN)/$$r; done
+
+## deps: install missing system packages with apt-get (needs root).
+deps:
+	@missing=""; for d in $(SYSDEPS); do \
+		cmd=$${d%%:*}; pkg=$${d#*:}; \
+		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+## test: everything CI runs: unit, kernel (root, namespaces) and e2e tests.
+test: deps build
+	CI=$${CI:-true} $(GO) test $(TESTFLAGS) ./...
+
+## test-unit: the quick tests that need neither root nor system packages.
+test-unit:
+	$(GO) test -short ./...
+
+## bench: performance figures (see docs/PERFORMANCE.md).
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1 | tee bench.out
+
+## demo: the main job: start a local node with the embedded datastore.
+demo: deps build
+	./build/demo.sh
+
+demo-clean:
+	./build/demo.sh clean
+
+fmt:
+	gofmt -l -w .
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,117 @@
+// Package api holds the projectcalico.org/v3 resource types: their JSON/YAML
+// shapes, defaults and validation. It does no I/O.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// APIVersion is the group/version of every resource.
+const APIVersion = "projectcalico.org/v3"
+
+// TypeMeta is the kind and apiVersion of an object.
+type TypeMeta struct {
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// ObjectMeta is the subset of Kubernetes object metadata Calico stores.
+type ObjectMeta struct {
+	Name              string            `json:"name,omitempty"`
+	Namespace         string            `json:"namespace,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	CreationTimestamp string            `json:"creationTimestamp,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
+}
+
+// Resource is implemented by every kind (as a pointer to its struct).
+type Resource interface {
+	GetTypeMeta() *TypeMeta
+	GetObjectMeta() *ObjectMeta
+	// Default fills in the defaults Calico applies on write.
+	Default()
+	// Validate checks the whole object; the error names the bad field.
+	Validate() error
+}
+
+// KindInfo describes one kind: its names and how to make an empty one.
+type KindInfo struct {
+	Kind       string   // "IPPool"
+	Plural     string   // "ippools": the key segment in etcd
+	Namespaced bool     // whether objects live in a namespace
+	Aliases    []string // other accepted names on the command line: "ippool", "pool", ...
+	New        func() Resource
+}
+
+var kinds = map[string]KindInfo{}
+
+// register adds a kind to the table; called from each kind's file init.
+func register(k KindInfo) {
+	if _, dup := kinds[k.Kind]; dup {
+		panic("api: kind registered twice: " + k.Kind)
+	}
+	kinds[k.Kind] = k
+}
+
+// Kinds returns every registered kind sorted by name.
+func Kinds() []KindInfo {
+	out := make([]KindInfo, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+// LookupKind finds a kind by its Kind name, plural or any alias, ignoring case.
+func LookupKind(name string) (KindInfo, bool) {
+	n := strings.ToLower(name)
+	for _, k := range kinds {
+		if strings.ToLower(k.Kind) == n || k.Plural == n {
+			return k, true
+		}
+		for _, a := range k.Aliases {
+			if a == n {
+				return k, true
+			}
+		}
+	}
+	return KindInfo{}, false
+}
+
+// New returns an empty object of the kind with its TypeMeta set.
+func (k KindInfo) NewObject() Resource {
+	r := k.New()
+	*r.GetTypeMeta() = TypeMeta{Kind: k.Kind, APIVersion: APIVersion}
+	return r
+}
+
+// Decode parses one JSON object into the type named by its "kind" field.
+// The apiVersion must be projectcalico.org/v3 (or empty).
+func Decode(data []byte) (Resource, error) {
+	var tm TypeMeta
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return nil, fmt.Errorf("decoding resource: %w", err)
+	}
+	if tm.Kind == "" {
+		return nil, fmt.Errorf("resource has no kind")
+	}
+	if tm.APIVersion != "" && tm.APIVersion != APIVersion {
+		return nil, fmt.Errorf("unsupported apiVersion %q for kind %q (want %s)", tm.APIVersion, tm.Kind, APIVersion)
+	}
+	k, ok := kinds[tm.Kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown kind %q", tm.Kind)
+	}
+	r := k.NewObject()
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
+	}
+	*r.GetTypeMeta() = TypeMeta{Kind: k.Kind, APIVersion: APIVersion}
+	return r, nil
+}
