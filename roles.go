@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/calico-aio/calico-aio/ctl"
+	"github.com/calico-aio/calico-aio/felix"
 )
 
 func notYet(role string) int {
@@ -10,7 +13,10 @@ func notYet(role string) int {
 	return 1
 }
 
-func runCtl(args []string) int  { return notYet("calicoctl") }
-func runNode(args []string) int { return notYet("calico-node") }
+func runCtl(args []string) int {
+	return ctl.Main(args, ctl.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+}
+
+func runNode(args []string) int { return felix.Main(args) }
 func runCNI(args []string) int  { return notYet("calico (CNI plugin)") }
 func runIPAM(args []string) int { return notYet("calico-ipam") }

@@ -18,6 +18,9 @@ type TypeMeta struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 }
 
+// GetTypeMeta makes every kind, which embeds TypeMeta, provide half of Resource.
+func (t *TypeMeta) GetTypeMeta() *TypeMeta { return t }
+
 // ObjectMeta is the subset of Kubernetes object metadata Calico stores.
 type ObjectMeta struct {
 	Name              string            `json:"name,omitempty"`
@@ -84,7 +87,7 @@ func LookupKind(name string) (KindInfo, bool) {
 	return KindInfo{}, false
 }
 
-// New returns an empty object of the kind with its TypeMeta set.
+// NewObject returns an empty object of the kind with its TypeMeta set.
 func (k KindInfo) NewObject() Resource {
 	r := k.New()
 	*r.GetTypeMeta() = TypeMeta{Kind: k.Kind, APIVersion: APIVersion}

@@ -1,0 +1,204 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+type writeOp struct {
+	verb string // "create"
+	past string // "created"
+}
+
+var (
+	opCreate  = writeOp{"create", "created"}
+	opApply   = writeOp{"apply", "applied"}
+	opReplace = writeOp{"replace", "replaced"}
+	opDelete  = writeOp{"delete", "deleted"}
+)
+
+// resourceID names an object the way Calico's errors do: IPPool(name) or
+// WorkloadEndpoint(namespace/name).
+func resourceID(r api.Resource) string {
+	m := r.GetObjectMeta()
+	if m.Namespace != "" {
+		return fmt.Sprintf("%s(%s/%s)", r.GetTypeMeta().Kind, m.Namespace, m.Name)
+	}
+	return fmt.Sprintf("%s(%s)", r.GetTypeMeta().Kind, m.Name)
+}
+
+func describeStoreError(r api.Resource, err error) error {
+	id := resourceID(r)
+	switch {
+	case errors.Is(err, store.ErrAlreadyExists):
+		return fmt.Errorf("resource already exists: %s", id)
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("resource does not exist: %s", id)
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("update conflict: %s: the resource was modified, re-read it and try again", id)
+	}
+	return fmt.Errorf("%s: %w", id, err)
+}
+
+func runWrite(o IO, op writeOp, args []string) error {
+	fs := newFlagSet(op.verb, o)
+	var ds datastoreFlags
+	ds.register(fs)
+	file := fs.StringP("filename", "f", "", "file with the resources (\"-\" for stdin)")
+	ns := fs.StringP("namespace", "n", "", "namespace of namespaced resources (default \"default\")")
+	var skipExists, skipNotExists bool
+	if op == opCreate {
+		fs.BoolVar(&skipExists, "skip-exists", false, "do not fail when a resource already exists")
+	}
+	if op == opDelete {
+		fs.BoolVar(&skipNotExists, "skip-not-exists", false, "do not fail when a resource does not exist")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	docs, err := writeTargets(o, op, *file, *ns, fs.Args())
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	c, err := connect(ctx, &ds, o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if op != opDelete {
+		if err := validateAll(ctx, c, docs); err != nil {
+			return datastoreError(c, err)
+		}
+		if err := c.EnsureClusterInformation(ctx, version.Version); err != nil {
+			return datastoreError(c, err)
+		}
+	}
+	done := 0
+	for _, d := range docs {
+		err := writeOne(ctx, c, op, d.res)
+		switch {
+		case err == nil:
+		case op == opCreate && skipExists && errors.Is(err, store.ErrAlreadyExists):
+		case op == opDelete && skipNotExists && errors.Is(err, store.ErrNotFound):
+		default:
+			return reportFailure(o, op, docs, done, datastoreError(c, describeStoreError(d.res, err)))
+		}
+		done++
+	}
+	fmt.Fprintf(o.Stdout, "Successfully %s %d %sresource(s)\n", op.past, done, kindPhrase(docs))
+	return nil
+}
+
+// writeTargets reads the documents of -f, or for delete the KIND NAME... args.
+func writeTargets(o IO, op writeOp, file, ns string, args []string) ([]document, error) {
+	if file == "" {
+		if op != opDelete || len(args) < 2 {
+			if op == opDelete {
+				return nil, fmt.Errorf("usage: calicoctl delete (-f FILE | KIND NAME...)")
+			}
+			return nil, fmt.Errorf("usage: calicoctl %s -f FILE (\"-\" for stdin)", op.verb)
+		}
+		k, ok := api.LookupKind(args[0])
+		if !ok {
+			return nil, fmt.Errorf("resource type %q is not supported", args[0])
+		}
+		docs := make([]document, 0, len(args)-1)
+		for i, name := range args[1:] {
+			r := k.NewObject()
+			r.GetObjectMeta().Name = name
+			if err := setNamespace(r, ns); err != nil {
+				return nil, err
+			}
+			docs = append(docs, document{index: i + 1, res: r})
+		}
+		return docs, nil
+	}
+	if len(args) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q with -f", strings.Join(args, " "))
+	}
+	data, err := readInput(file, o.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := loadResources(data, ns)
+	if err != nil {
+		return nil, fmt.Errorf("failed to execute command: %w", err)
+	}
+	return docs, nil
+}
+
+// validateAll validates every document (and overlaps among the input's own
+// IP pools) before anything is written.
+func validateAll(ctx context.Context, c *store.Client, docs []document) error {
+	var errs []error
+	var pools []*api.IPPool
+	for _, d := range docs {
+		if err := c.Prepare(ctx, d.res); err != nil {
+			errs = append(errs, fmt.Errorf("document %d (%s): %w", d.index, resourceID(d.res), err))
+			continue
+		}
+		if p, ok := d.res.(*api.IPPool); ok {
+			if err := api.CheckPoolOverlap(p, pools); err != nil {
+				errs = append(errs, fmt.Errorf("document %d (%s): %w", d.index, resourceID(d.res), err))
+			}
+			pools = append(pools, p)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("failed to validate the input, nothing was written:\n%w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func writeOne(ctx context.Context, c *store.Client, op writeOp, r api.Resource) error {
+	var err error
+	switch op {
+	case opCreate:
+		_, err = c.CreateResource(ctx, r)
+	case opApply:
+		_, err = c.ApplyResource(ctx, r)
+	case opReplace:
+		_, err = c.UpdateResource(ctx, r)
+	case opDelete:
+		k, _ := api.LookupKind(r.GetTypeMeta().Kind)
+		m := r.GetObjectMeta()
+		var rev int64
+		if m.ResourceVersion != "" {
+			if _, scanErr := fmt.Sscan(m.ResourceVersion, &rev); scanErr != nil {
+				return fmt.Errorf("metadata.resourceVersion: %q is not a revision number", m.ResourceVersion)
+			}
+		}
+		_, err = c.DeleteResource(ctx, k, m.Namespace, m.Name, rev)
+	}
+	return err
+}
+
+func reportFailure(o IO, op writeOp, docs []document, done int, err error) error {
+	if done == 0 {
+		fmt.Fprintf(o.Stderr, "Failed to %s %sresource: [%v]\n", op.verb, kindPhrase(docs), err)
+	} else {
+		fmt.Fprintf(o.Stderr, "Partial success: %s the first %d out of %d %sresources:\nHit error: %v\n",
+			op.past, done, len(docs), kindPhrase(docs), err)
+	}
+	return exitError{code: 1}
+}
+
+// kindPhrase is "'IPPool' " when every document has that kind, else "".
+func kindPhrase(docs []document) string {
+	kind := ""
+	for _, d := range docs {
+		k := d.res.GetTypeMeta().Kind
+		if kind != "" && k != kind {
+			return ""
+		}
+		kind = k
+	}
+	return "'" + kind + "' "
+}

@@ -1,0 +1,121 @@
+// Package ctl is calicoctl: resource commands, IPAM and node status, and the
+// classic container and profile verbs.
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/store"
+)
+
+// IO is what a command reads and writes.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(io IO, args []string) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"create":  {"Create resources from a file", func(o IO, a []string) error { return runWrite(o, opCreate, a) }},
+		"apply":   {"Create or replace resources from a file", func(o IO, a []string) error { return runWrite(o, opApply, a) }},
+		"replace": {"Replace existing resources from a file", func(o IO, a []string) error { return runWrite(o, opReplace, a) }},
+		"delete":  {"Delete resources by file or by kind and name", func(o IO, a []string) error { return runWrite(o, opDelete, a) }},
+		"get":     {"Show resources", runGet},
+		"version": {"Show the version", func(o IO, _ []string) error {
+			fmt.Fprintf(o.Stdout, "Client Version:    %s\n", version.Version)
+			return nil
+		}},
+	}
+}
+
+// exitError carries an exit code with an already-printed message.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Main runs calicoctl with args (without the program name) and returns the
+// exit code.
+func Main(args []string, o IO) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(o.Stdout)
+		if len(args) == 0 {
+			return 1
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(o.Stderr, "calicoctl: unknown command %q\n", args[0])
+		usage(o.Stderr)
+		return 1
+	}
+	err := cmd.run(o, args[1:])
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, pflag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintln(o.Stderr, err)
+	return 1
+}
+
+func usage(w io.Writer) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "Usage:\n  calicoctl <command> [<args>...]\n\nCommands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+func newFlagSet(name string, o IO) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("calicoctl "+name, pflag.ContinueOnError)
+	fs.SetOutput(o.Stderr)
+	fs.SetInterspersed(true)
+	return fs
+}
+
+// connect opens the datastore described by the flags and environment.
+func connect(ctx context.Context, d *datastoreFlags, o IO) (*store.Client, error) {
+	cfg, err := d.storeConfig(o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	c, err := store.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to the datastore at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	return c, nil
+}
+
+// datastoreError rewords an unreachable-datastore error so the user sees where.
+func datastoreError(c *store.Client, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
+		return fmt.Errorf("cannot reach the datastore (%v); check --etcd-endpoints, ETCD_ENDPOINTS or %s", err, DefaultConfigPath)
+	}
+	return err
+}

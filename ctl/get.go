@@ -1,0 +1,122 @@
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+func runGet(o IO, args []string) error {
+	fs := newFlagSet("get", o)
+	var ds datastoreFlags
+	ds.register(fs)
+	output := fs.StringP("output", "o", "ps", "output format: ps, wide, yaml or json")
+	ns := fs.StringP("namespace", "n", "", "namespace (default \"default\")")
+	all := fs.BoolP("all-namespaces", "A", false, "list namespaced resources of every namespace")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return fmt.Errorf("usage: calicoctl get KIND [NAME...] [-o ps|wide|yaml|json] [-n NS | -A]")
+	}
+	switch *output {
+	case "ps", "wide", "yaml", "json":
+	default:
+		return fmt.Errorf("unknown output format %q: use ps, wide, yaml or json", *output)
+	}
+	k, ok := api.LookupKind(rest[0])
+	if !ok {
+		return fmt.Errorf("resource type %q is not supported", rest[0])
+	}
+	namespace := *ns
+	if k.Namespaced && namespace == "" && !*all {
+		namespace = "default"
+	}
+	if *all {
+		namespace = ""
+	}
+	ctx := context.Background()
+	c, err := connect(ctx, &ds, o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	var objs []api.Resource
+	var listRev int64
+	names := rest[1:]
+	if len(names) == 0 {
+		if objs, listRev, err = c.ListResources(ctx, k, namespace); err != nil {
+			return datastoreError(c, err)
+		}
+	} else {
+		for _, name := range names {
+			if k.Namespaced && namespace == "" {
+				namespace = "default"
+			}
+			r, err := c.GetResource(ctx, k, namespace, name)
+			if err != nil {
+				probe := k.NewObject()
+				probe.GetObjectMeta().Name, probe.GetObjectMeta().Namespace = name, namespace
+				return datastoreError(c, describeStoreError(probe, err))
+			}
+			objs = append(objs, r)
+		}
+	}
+
+	switch *output {
+	case "yaml", "json":
+		var v any = listObject(k, objs, listRev)
+		if len(names) == 1 {
+			v = objs[0]
+		}
+		return printStructured(o, *output, v)
+	}
+	t := tableFor(k, *output == "wide", k.Namespaced && *all)
+	ext := tableContext{}
+	if k.Kind == "Node" && *output == "wide" {
+		ext.defaultASN = defaultASN(ctx, c)
+	}
+	return t.print(o.Stdout, objs, ext)
+}
+
+// listObject is the <Kind>List wrapper calicoctl prints for several objects.
+func listObject(k api.KindInfo, objs []api.Resource, rev int64) map[string]any {
+	items := make([]any, len(objs))
+	for i, r := range objs {
+		items[i] = r
+	}
+	meta := map[string]any{}
+	if rev != 0 {
+		meta["resourceVersion"] = strconv.FormatInt(rev, 10)
+	}
+	return map[string]any{
+		"apiVersion": api.APIVersion,
+		"kind":       k.Kind + "List",
+		"items":      items,
+		"metadata":   meta,
+	}
+}
+
+func printStructured(o IO, format string, v any) error {
+	j, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		fmt.Fprintln(o.Stdout, string(j))
+		return nil
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return err
+	}
+	_, err = o.Stdout.Write(y)
+	return err
+}

@@ -1,0 +1,55 @@
+// Package e2e drives the real built binary: as calico-node, calicoctl and
+// the CNI plugins, across nodes made of network namespaces.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// binary is the path of the multi-call binary under test.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "calico-aio-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		if b, err := filepath.Abs("../bin/calico-aio"); err == nil && fileExists(b) && os.Getenv("E2E_REBUILD") == "" {
+			binary = b
+		} else {
+			binary = filepath.Join(dir, "calico-aio")
+			cmd := exec.Command("go", "build", "-o", binary, "..")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "building the binary: %v\n%s", err, out)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// runBin runs the binary under a role name with args and stdin.
+func runBin(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdin = bytes.NewBufferString(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}

@@ -1,0 +1,81 @@
+package felix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/embedded"
+)
+
+// Main runs calico-node until SIGTERM or SIGINT and returns the exit code.
+func Main(args []string) int {
+	cfg, err := ParseFlags(args, os.Getenv)
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "calico-node:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := Run(ctx, cfg); err != nil {
+		slog.Error("calico-node failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// Run starts the agent and blocks until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	slog.Info("calico-node starting", "version", version.Version, "node", cfg.NodeName)
+	if len(cfg.EtcdEndpoints) == 0 {
+		srv, err := embedded.Start(ctx, embedded.Config{DataDir: cfg.EtcdDataDir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		cfg.EtcdEndpoints = srv.Endpoints()
+		slog.Info("embedded etcd serving", "client", cfg.EtcdClientURL, "data", cfg.EtcdDataDir)
+	}
+	c, err := store.New(cfg.StoreConfig())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := retry(ctx, func() error { return c.EnsureClusterInformation(ctx, version.Version) }); err != nil {
+		return err
+	}
+	slog.Info("calico-node ready", "etcd", cfg.EtcdEndpoints)
+	<-ctx.Done()
+	slog.Info("calico-node stopping")
+	return nil
+}
+
+// retry calls f until it succeeds or ctx ends, backing off up to 5 s.
+func retry(ctx context.Context, f func() error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		slog.Warn("datastore not ready, retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}

@@ -1,0 +1,271 @@
+package api
+
+import (
+	"encoding/json"
+	"maps"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// FelixConfiguration holds dataplane agent settings: "default" for the
+// cluster, or "node.<name>" for one node. Nil fields mean the agent's default.
+type FelixConfiguration struct {
+	TypeMeta
+	Metadata ObjectMeta             `json:"metadata"`
+	Spec     FelixConfigurationSpec `json:"spec"`
+}
+
+// FelixConfigurationSpec is a subset of projectcalico.org/v3
+// FelixConfiguration.spec. Fields it does not model are kept in Extra and
+// written back unchanged, so nothing Calico wrote is lost on update.
+type FelixConfigurationSpec struct {
+	LogSeverityScreen string `json:"logSeverityScreen,omitempty"`
+	LogSeverityFile   string `json:"logSeverityFile,omitempty"`
+	LogSeveritySys    string `json:"logSeveritySys,omitempty"`
+	LogFilePath       string `json:"logFilePath,omitempty"`
+	LogPrefix         string `json:"logPrefix,omitempty"`
+
+	ReportingInterval        *Duration `json:"reportingInterval,omitempty"`
+	ReportingTTL             *Duration `json:"reportingTTL,omitempty"`
+	IptablesRefreshInterval  *Duration `json:"iptablesRefreshInterval,omitempty"`
+	IptablesLockTimeout      *Duration `json:"iptablesLockTimeout,omitempty"`
+	RouteRefreshInterval     *Duration `json:"routeRefreshInterval,omitempty"`
+	InterfaceRefreshInterval *Duration `json:"interfaceRefreshInterval,omitempty"`
+	IpsetsRefreshInterval    *Duration `json:"ipsetsRefreshInterval,omitempty"`
+	NetlinkTimeout           *Duration `json:"netlinkTimeout,omitempty"`
+
+	IPv6Support                 *bool        `json:"ipv6Support,omitempty"`
+	IptablesBackend             string       `json:"iptablesBackend,omitempty"`
+	NFTablesMode                string       `json:"nftablesMode,omitempty"`
+	ChainInsertMode             string       `json:"chainInsertMode,omitempty"`
+	DefaultEndpointToHostAction string       `json:"defaultEndpointToHostAction,omitempty"`
+	IptablesFilterAllowAction   string       `json:"iptablesFilterAllowAction,omitempty"`
+	IptablesMangleAllowAction   string       `json:"iptablesMangleAllowAction,omitempty"`
+	IptablesFilterDenyAction    string       `json:"iptablesFilterDenyAction,omitempty"`
+	IptablesMarkMask            *uint32      `json:"iptablesMarkMask,omitempty"`
+	FailsafeInboundHostPorts    *[]ProtoPort `json:"failsafeInboundHostPorts,omitempty"`
+	FailsafeOutboundHostPorts   *[]ProtoPort `json:"failsafeOutboundHostPorts,omitempty"`
+	NATOutgoingAddress          string       `json:"natOutgoingAddress,omitempty"`
+	NATPortRange                *Port        `json:"natPortRange,omitempty"`
+	ServiceLoopPrevention       string       `json:"serviceLoopPrevention,omitempty"`
+	IPForwarding                string       `json:"ipForwarding,omitempty"`
+
+	InterfacePrefix      string           `json:"interfacePrefix,omitempty"`
+	InterfaceExclude     string           `json:"interfaceExclude,omitempty"`
+	MTUIfacePattern      string           `json:"mtuIfacePattern,omitempty"`
+	RouteTableRange      *RouteTableRange `json:"routeTableRange,omitempty"`
+	RouteSource          string           `json:"routeSource,omitempty"`
+	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
+	DeviceRouteProtocol  *int             `json:"deviceRouteProtocol,omitempty"`
+
+	HealthEnabled            *bool   `json:"healthEnabled,omitempty"`
+	HealthHost               *string `json:"healthHost,omitempty"`
+	HealthPort               *int    `json:"healthPort,omitempty"`
+	PrometheusMetricsEnabled *bool   `json:"prometheusMetricsEnabled,omitempty"`
+	PrometheusMetricsHost    string  `json:"prometheusMetricsHost,omitempty"`
+	PrometheusMetricsPort    *int    `json:"prometheusMetricsPort,omitempty"`
+
+	IPIPEnabled            *bool   `json:"ipipEnabled,omitempty"`
+	IPIPMTU                *int    `json:"ipipMTU,omitempty"`
+	VXLANEnabled           *bool   `json:"vxlanEnabled,omitempty"`
+	VXLANPort              *int    `json:"vxlanPort,omitempty"`
+	VXLANVNI               *int    `json:"vxlanVNI,omitempty"`
+	VXLANMTU               *int    `json:"vxlanMTU,omitempty"`
+	VXLANMTUV6             *int    `json:"vxlanMTUV6,omitempty"`
+	WireguardEnabled       *bool   `json:"wireguardEnabled,omitempty"`
+	WireguardEnabledV6     *bool   `json:"wireguardEnabledV6,omitempty"`
+	WireguardListeningPort *int    `json:"wireguardListeningPort,omitempty"`
+	WireguardInterfaceName string  `json:"wireguardInterfaceName,omitempty"`
+	WireguardMTU           *int    `json:"wireguardMTU,omitempty"`
+	BPFEnabled             *bool   `json:"bpfEnabled,omitempty"`
+	BPFLogLevel            string  `json:"bpfLogLevel,omitempty"`
+	XDPEnabled             *bool   `json:"xdpEnabled,omitempty"`
+	FloatingIPs            *string `json:"floatingIPs,omitempty"`
+
+	// Extra holds the spec fields this type does not model, verbatim.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
+// optional remote CIDR.
+type ProtoPort struct {
+	Protocol string `json:"protocol"`
+	Port     uint16 `json:"port"`
+	Net      string `json:"net,omitempty"`
+}
+
+// RouteTableRange is the range of kernel routing tables the agent may use.
+type RouteTableRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+var logLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
+
+// felixKnownKeys are the JSON names of the modelled spec fields.
+var felixKnownKeys = func() map[string]bool {
+	known := map[string]bool{}
+	t := reflect.TypeFor[FelixConfigurationSpec]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			known[name] = true
+		}
+	}
+	return known
+}()
+
+type felixSpecFields FelixConfigurationSpec // no methods: plain encoding
+
+// UnmarshalJSON reads the modelled fields and keeps the rest in Extra.
+func (s *FelixConfigurationSpec) UnmarshalJSON(b []byte) error {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	var plain felixSpecFields
+	if err := json.Unmarshal(b, &plain); err != nil {
+		return err
+	}
+	*s = FelixConfigurationSpec(plain)
+	for k, v := range all {
+		if !felixKnownKeys[k] {
+			if s.Extra == nil {
+				s.Extra = map[string]json.RawMessage{}
+			}
+			s.Extra[k] = v
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the modelled fields plus Extra.
+func (s FelixConfigurationSpec) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(felixSpecFields(s))
+	if err != nil || len(s.Extra) == 0 {
+		return b, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	extra := maps.Clone(s.Extra)
+	maps.DeleteFunc(extra, func(k string, _ json.RawMessage) bool { return felixKnownKeys[k] })
+	maps.Copy(all, extra)
+	return json.Marshal(all)
+}
+
+func init() {
+	register(KindInfo{
+		Kind: "FelixConfiguration", Plural: "felixconfigurations",
+		Aliases: []string{"felixconfiguration", "felixconfig", "felixconfigs"},
+		New:     func() Resource { return &FelixConfiguration{} },
+	})
+}
+
+func (c *FelixConfiguration) GetObjectMeta() *ObjectMeta { return &c.Metadata }
+
+// Default does nothing: unset fields mean the agent's defaults.
+func (c *FelixConfiguration) Default() {}
+
+// Validate checks enumerations, ports, addresses and ranges of the
+// modelled fields.
+func (c *FelixConfiguration) Validate() error {
+	var f fieldErrs
+	f.meta(&c.Metadata, false, subdomainProblem)
+	s := &c.Spec
+	f.oneOf("spec.logSeverityScreen", s.LogSeverityScreen, logLevels...)
+	f.oneOf("spec.logSeverityFile", s.LogSeverityFile, logLevels...)
+	f.oneOf("spec.logSeveritySys", s.LogSeveritySys, logLevels...)
+	f.oneOf("spec.iptablesBackend", s.IptablesBackend, "Legacy", "NFT", "Auto")
+	f.oneOf("spec.nftablesMode", s.NFTablesMode, "Enabled", "Disabled", "Auto")
+	f.oneOf("spec.chainInsertMode", s.ChainInsertMode, "Insert", "Append")
+	f.oneOf("spec.defaultEndpointToHostAction", s.DefaultEndpointToHostAction, "Drop", "Accept", "Return")
+	f.oneOf("spec.iptablesFilterAllowAction", s.IptablesFilterAllowAction, "Accept", "Return")
+	f.oneOf("spec.iptablesMangleAllowAction", s.IptablesMangleAllowAction, "Accept", "Return")
+	f.oneOf("spec.iptablesFilterDenyAction", s.IptablesFilterDenyAction, "Drop", "Reject")
+	f.oneOf("spec.serviceLoopPrevention", s.ServiceLoopPrevention, "Drop", "Reject", "Disabled")
+	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
+	f.oneOf("spec.routeSource", s.RouteSource, "WorkloadIPs", "CalicoIPAM")
+	f.oneOf("spec.bpfLogLevel", s.BPFLogLevel, "Off", "Info", "Debug")
+	if s.FloatingIPs != nil {
+		f.oneOf("spec.floatingIPs", *s.FloatingIPs, "Enabled", "Disabled")
+	}
+	if s.IptablesMarkMask != nil && *s.IptablesMarkMask == 0 {
+		f.add("spec.iptablesMarkMask", "0", "must have at least one bit set")
+	}
+	for _, fp := range []struct {
+		path  string
+		ports *[]ProtoPort
+	}{{"spec.failsafeInboundHostPorts", s.FailsafeInboundHostPorts}, {"spec.failsafeOutboundHostPorts", s.FailsafeOutboundHostPorts}} {
+		if fp.ports == nil {
+			continue
+		}
+		for i, pp := range *fp.ports {
+			p := idx(fp.path, i)
+			f.oneOf(p+".protocol", pp.Protocol, "TCP", "UDP", "SCTP")
+			if pp.Protocol == "" {
+				f.add(p+".protocol", "", "is required")
+			}
+			if pp.Net != "" {
+				f.cidr(p+".net", pp.Net, 0, false)
+			}
+		}
+	}
+	f.ip("spec.natOutgoingAddress", s.NATOutgoingAddress, 4)
+	if s.NATPortRange != nil {
+		if msg := s.NATPortRange.problem(); msg != "" || s.NATPortRange.PortName != "" {
+			f.add("spec.natPortRange", s.NATPortRange.String(), "must be a port or port range")
+		}
+	}
+	for _, pp := range []struct {
+		field string
+		v     *int
+		lo    int
+		hi    int
+	}{
+		{"spec.healthPort", s.HealthPort, 1, 65535},
+		{"spec.prometheusMetricsPort", s.PrometheusMetricsPort, 1, 65535},
+		{"spec.vxlanPort", s.VXLANPort, 1, 65535},
+		{"spec.wireguardListeningPort", s.WireguardListeningPort, 1, 65535},
+		{"spec.vxlanVNI", s.VXLANVNI, 1, 1<<24 - 1},
+		{"spec.ipipMTU", s.IPIPMTU, 0, 65535},
+		{"spec.vxlanMTU", s.VXLANMTU, 0, 65535},
+		{"spec.vxlanMTUV6", s.VXLANMTUV6, 0, 65535},
+		{"spec.wireguardMTU", s.WireguardMTU, 0, 65535},
+		{"spec.deviceRouteProtocol", s.DeviceRouteProtocol, 0, 255},
+	} {
+		if pp.v != nil && (*pp.v < pp.lo || *pp.v > pp.hi) {
+			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))
+		}
+	}
+	if r := s.RouteTableRange; r != nil && (r.Min < 1 || r.Max < r.Min || r.Max > 250) {
+		f.add("spec.routeTableRange", strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), "must be a range within 1-250")
+	}
+	if s.MTUIfacePattern != "" {
+		if _, err := regexp.Compile(s.MTUIfacePattern); err != nil {
+			f.add("spec.mtuIfacePattern", s.MTUIfacePattern, "is not a valid regular expression")
+		}
+	}
+	for i, p := range strings.Split(s.InterfacePrefix, ",") {
+		if s.InterfacePrefix != "" && !interfaceRe.MatchString(p) {
+			f.add("spec.interfacePrefix", s.InterfacePrefix, "has an invalid prefix at position "+strconv.Itoa(i))
+		}
+	}
+	for _, d := range []struct {
+		field string
+		d     *Duration
+	}{
+		{"spec.reportingInterval", s.ReportingInterval}, {"spec.reportingTTL", s.ReportingTTL},
+		{"spec.iptablesRefreshInterval", s.IptablesRefreshInterval}, {"spec.iptablesLockTimeout", s.IptablesLockTimeout},
+		{"spec.routeRefreshInterval", s.RouteRefreshInterval}, {"spec.interfaceRefreshInterval", s.InterfaceRefreshInterval},
+		{"spec.ipsetsRefreshInterval", s.IpsetsRefreshInterval}, {"spec.netlinkTimeout", s.NetlinkTimeout},
+	} {
+		if d.d != nil && d.d.Duration < 0 {
+			f.add(d.field, d.d.String(), "must not be negative")
+		}
+	}
+	return f.join()
+}

@@ -1,0 +1,119 @@
+// Package embedded runs an in-process etcd member: the datastore of a
+// single-node install with no external etcd, and of tests.
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Defaults as DESIGN.md section 4.
+const (
+	DefaultDataDir   = "/var/lib/calico/etcd"
+	DefaultClientURL = "http://127.0.0.1:2379"
+	DefaultPeerURL   = "http://127.0.0.1:2380"
+)
+
+// Config of the embedded member.
+type Config struct {
+	Name      string // member name; default "calico"
+	DataDir   string // default DefaultDataDir
+	ClientURL string // default DefaultClientURL
+	PeerURL   string // default DefaultPeerURL
+	// NoFsync trades durability for speed (tests only).
+	NoFsync bool
+	// Logger receives etcd's logs; nil silences them below errors.
+	Logger *zap.Logger
+}
+
+// Server is a running member.
+type Server struct {
+	etcd      *embed.Etcd
+	clientURL string
+}
+
+// Start starts the member and waits until it serves clients or ctx ends.
+func Start(ctx context.Context, c Config) (*Server, error) {
+	if c.Name == "" {
+		c.Name = "calico"
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.ClientURL == "" {
+		c.ClientURL = DefaultClientURL
+	}
+	if c.PeerURL == "" {
+		c.PeerURL = DefaultPeerURL
+	}
+	curl, err := url.Parse(c.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd client URL %q: %w", c.ClientURL, err)
+	}
+	purl, err := url.Parse(c.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd peer URL %q: %w", c.PeerURL, err)
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd data dir: %w", err)
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = c.Name
+	cfg.Dir = c.DataDir
+	cfg.ListenClientUrls = []url.URL{*curl}
+	cfg.AdvertiseClientUrls = []url.URL{*curl}
+	cfg.ListenPeerUrls = []url.URL{*purl}
+	cfg.AdvertisePeerUrls = []url.URL{*purl}
+	cfg.InitialCluster = cfg.InitialClusterFromName(c.Name)
+	cfg.UnsafeNoFsync = c.NoFsync
+	cfg.Metrics = "basic"
+	lg := c.Logger
+	if lg == nil {
+		lg = zap.NewNop()
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting embedded etcd (data %s, client %s): %w", c.DataDir, c.ClientURL, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd failed: %w", err)
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd not ready: %w", ctx.Err())
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd not ready after 60s")
+	}
+	return &Server{etcd: e, clientURL: c.ClientURL}, nil
+}
+
+// Endpoints are the client URLs to give the store client.
+func (s *Server) Endpoints() []string { return []string{s.clientURL} }
+
+// Err reports a fatal server error.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// Close stops the member.
+func (s *Server) Close() { s.etcd.Close() }
+
+// FreeLoopbackURL returns an http URL on 127.0.0.1 with a port that was free
+// a moment ago.
+func FreeLoopbackURL() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String(), nil
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Key layout, exactly as Calico's etcdv3 datastore.
+const (
+	ResourcePrefix = "/calico/resources/v3/projectcalico.org/"
+	IPAMPrefix     = "/calico/ipam/v2/"
+	BlockPrefix    = IPAMPrefix + "assignment/"
+	HandlePrefix   = IPAMPrefix + "handle/"
+	HostPrefix     = IPAMPrefix + "host/"
+	IPAMConfigKey  = IPAMPrefix + "config"
+)
+
+// ResourceKey is the key of a resource; ns is ignored for cluster-scoped kinds.
+func ResourceKey(k api.KindInfo, ns, name string) string {
+	if k.Namespaced {
+		return ResourcePrefix + k.Plural + "/" + ns + "/" + name
+	}
+	return ResourcePrefix + k.Plural + "/" + name
+}
+
+// ResourceListPrefix is the prefix listing a kind (in one namespace when ns is set).
+func ResourceListPrefix(k api.KindInfo, ns string) string {
+	if k.Namespaced && ns != "" {
+		return ResourcePrefix + k.Plural + "/" + ns + "/"
+	}
+	return ResourcePrefix + k.Plural + "/"
+}
+
+func family(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
+func cidrSegment(p netip.Prefix) string { return strings.Replace(p.String(), "/", "-", 1) }
+
+// BlockKey is /calico/ipam/v2/assignment/ipv4/block/10.65.0.0-26.
+func BlockKey(cidr netip.Prefix) string {
+	return BlockPrefix + family(cidr) + "/block/" + cidrSegment(cidr)
+}
+
+// AffinityKey is /calico/ipam/v2/host/<node>/ipv4/block/10.65.0.0-26.
+func AffinityKey(node string, cidr netip.Prefix) string {
+	return HostPrefix + node + "/" + family(cidr) + "/block/" + cidrSegment(cidr)
+}
+
+// HostAffinityPrefix lists a node's affinities of one family ("ipv4"/"ipv6"), or all with "".
+func HostAffinityPrefix(node, fam string) string {
+	if fam == "" {
+		return HostPrefix + node + "/"
+	}
+	return HostPrefix + node + "/" + fam + "/block/"
+}
+
+// HandleKey is /calico/ipam/v2/handle/<id>.
+func HandleKey(id string) string { return HandlePrefix + id }
+
+// ParseCIDRSegment turns "10.65.0.0-26" back into a prefix.
+func ParseCIDRSegment(seg string) (netip.Prefix, error) {
+	i := strings.LastIndexByte(seg, '-')
+	if i < 0 {
+		return netip.Prefix{}, fmt.Errorf("key segment %q is not a CIDR with '-' for '/'", seg)
+	}
+	return netip.ParsePrefix(seg[:i] + "/" + seg[i+1:])
+}
