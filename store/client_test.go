@@ -110,3 +110,7 @@ func TestUnreachableEtcdFailsWithinTimeout(t *testing.T) {
 		t.Fatal("get against a closed port succeeded")
 	}
 }
+
+func storetestClient(t *testing.T) *store.Client {
+	return storetest.StartEtcd(t).Client(t)
+}
