@@ -25,6 +25,7 @@ fi
 
 stop
 mkdir -p "$STATE"
+trap 'echo "demo failed; cleaning up" >&2; stop' ERR
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 ctl() { echo "\$ calicoctl $*"; "$BIN/calicoctl" --etcd-endpoints "$ENDPOINT" "$@"; }
 
@@ -76,6 +77,7 @@ say "an invalid pool is refused and nothing is written"
 printf 'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: bad}\nspec: {cidr: 10.48.1.0/24}\n' |
 	ctl create -f - || true
 
+trap - ERR
 if [ "${DEMO_KEEP:-1}" = 0 ]; then
 	stop
 	say "demo finished and cleaned up"

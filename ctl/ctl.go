@@ -53,6 +53,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs calicoctl with args (without the program name) and returns the
 // exit code.
 func Main(args []string, o IO) int {
+	args = hoistGlobalFlags(args)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(o.Stdout)
 		if len(args) == 0 {
@@ -78,6 +79,27 @@ func Main(args []string, o IO) int {
 	}
 	fmt.Fprintln(o.Stderr, err)
 	return 1
+}
+
+// valueFlags are the global flags that take a separate value.
+var valueFlags = map[string]bool{"-c": true, "--config": true, "--etcd-endpoints": true, "--etcd-ca-cert-file": true,
+	"--etcd-cert-file": true, "--etcd-key-file": true, "--timeout": true}
+
+// hoistGlobalFlags moves global flags given before the command behind it, so
+// "calicoctl --etcd-endpoints X get nodes" works like "calicoctl get nodes --etcd-endpoints X".
+func hoistGlobalFlags(args []string) []string {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-h" && args[i] != "--help" {
+		if valueFlags[args[i]] && i+1 < len(args) {
+			i++
+		}
+		i++
+	}
+	if i == 0 || i >= len(args) {
+		return args
+	}
+	out := append([]string{args[i]}, args[i+1:]...)
+	return append(out, args[:i]...)
 }
 
 func usage(w io.Writer) {

@@ -259,3 +259,13 @@ func TestTablesLookLikeCalico(t *testing.T) {
 		t.Errorf("get wep -A:\n%s", got)
 	}
 }
+
+func TestGlobalFlagsBeforeCommand(t *testing.T) {
+	h := newHarness(t)
+	var out, errb bytes.Buffer
+	code := ctl.Main([]string{"--etcd-endpoints", h.ep, "--config", "", "get", "ippools"},
+		ctl.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	if code != 0 || !strings.HasPrefix(out.String(), "NAME") {
+		t.Errorf("exit %d, out %q, err %q", code, out.String(), errb.String())
+	}
+}

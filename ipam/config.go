@@ -1,0 +1,76 @@
+package ipam
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/calico-aio/calico-aio/store"
+)
+
+// Config is the cluster IPAM configuration at /calico/ipam/v2/config.
+type Config struct {
+	StrictAffinity     bool `json:"strict_affinity,omitempty"`
+	AutoAllocateBlocks bool `json:"auto_allocate_blocks"`
+	// MaxBlocksPerHost limits the blocks a node may claim; 0 is unlimited.
+	MaxBlocksPerHost             int    `json:"maxBlocksPerHost,omitempty"`
+	KubeVirtVMAddressPersistence string `json:"kubeVirtVMAddressPersistence,omitempty"`
+}
+
+// DefaultConfig is what applies when no config is stored.
+func DefaultConfig() Config { return Config{AutoAllocateBlocks: true} }
+
+func parseConfig(val []byte) (Config, error) {
+	if val == nil {
+		return DefaultConfig(), nil
+	}
+	var c Config
+	if err := json.Unmarshal(val, &c); err != nil {
+		return c, fmt.Errorf("IPAM config %s: %w", store.IPAMConfigKey, err)
+	}
+	return c, nil
+}
+
+// GetConfig reads the IPAM config (the default when none is stored).
+func (a *Allocator) GetConfig(ctx context.Context) (Config, error) {
+	kv, err := a.get(ctx, store.IPAMConfigKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return DefaultConfig(), nil
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	return parseConfig(kv.Value)
+}
+
+// SetConfig writes the IPAM config (compare-and-swap against what was read).
+func (a *Allocator) SetConfig(ctx context.Context, update func(*Config)) (Config, error) {
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		kv, err := a.get(ctx, store.IPAMConfigKey)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return Config{}, err
+		}
+		cfg := DefaultConfig()
+		if err == nil {
+			if cfg, err = parseConfig(kv.Value); err != nil {
+				return cfg, err
+			}
+		}
+		update(&cfg)
+		if cfg.MaxBlocksPerHost < 0 {
+			return cfg, fmt.Errorf("maxBlocksPerHost: %d is negative", cfg.MaxBlocksPerHost)
+		}
+		val, _ := json.Marshal(cfg)
+		if kv.Revision == 0 {
+			_, err = a.c.Create(ctx, store.IPAMConfigKey, val)
+		} else {
+			_, err = a.c.Update(ctx, store.IPAMConfigKey, val, kv.Revision)
+		}
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrAlreadyExists) {
+			continue
+		}
+		return cfg, err
+	}
+	return Config{}, fmt.Errorf("writing IPAM config: too many conflicts")
+}
