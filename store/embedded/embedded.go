@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -21,6 +22,9 @@ const (
 	DefaultPeerURL   = "http://127.0.0.1:2380"
 )
 
+// DefaultTLSClientURL is the default client URL when CertFile is set.
+const DefaultTLSClientURL = "https://127.0.0.1:2379"
+
 // Config of the embedded member.
 type Config struct {
 	Name      string // member name; default "calico"
@@ -31,6 +35,35 @@ type Config struct {
 	NoFsync bool
 	// Logger receives etcd's logs; nil silences them below errors.
 	Logger *zap.Logger
+
+	// Client TLS (optional). With CertFile and KeyFile set, clients are
+	// served over TLS and ClientURL must be https (the default becomes
+	// DefaultTLSClientURL). TrustedCAFile verifies client certs; with
+	// ClientCertAuth a client must present a cert signed by it.
+	CertFile       string
+	KeyFile        string
+	TrustedCAFile  string
+	ClientCertAuth bool
+}
+
+// clientTLS returns the client TLS info, or an error when the options do not fit
+// together or with the client URL's scheme.
+func (c Config) clientTLS(curl *url.URL) (transport.TLSInfo, error) {
+	info := transport.TLSInfo{CertFile: c.CertFile, KeyFile: c.KeyFile, TrustedCAFile: c.TrustedCAFile, ClientCertAuth: c.ClientCertAuth}
+	switch {
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		return info, fmt.Errorf("embedded etcd TLS: CertFile and KeyFile must be set together")
+	case c.CertFile == "" && (c.TrustedCAFile != "" || c.ClientCertAuth):
+		return info, fmt.Errorf("embedded etcd TLS: TrustedCAFile and ClientCertAuth need CertFile and KeyFile")
+	case c.ClientCertAuth && c.TrustedCAFile == "":
+		return info, fmt.Errorf("embedded etcd TLS: ClientCertAuth needs TrustedCAFile")
+	case c.CertFile != "" && curl.Scheme != "https":
+		// etcd would otherwise serve plain http and only log a warning.
+		return info, fmt.Errorf("embedded etcd TLS: client URL %q must be https when CertFile is set", c.ClientURL)
+	case c.CertFile == "" && curl.Scheme == "https":
+		return info, fmt.Errorf("embedded etcd: client URL %q is https but CertFile and KeyFile are not set", c.ClientURL)
+	}
+	return info, nil
 }
 
 // Server is a running member.
@@ -49,6 +82,9 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	}
 	if c.ClientURL == "" {
 		c.ClientURL = DefaultClientURL
+		if c.CertFile != "" {
+			c.ClientURL = DefaultTLSClientURL
+		}
 	}
 	if c.PeerURL == "" {
 		c.PeerURL = DefaultPeerURL
@@ -56,6 +92,10 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	curl, err := url.Parse(c.ClientURL)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd client URL %q: %w", c.ClientURL, err)
+	}
+	tlsInfo, err := c.clientTLS(curl)
+	if err != nil {
+		return nil, err
 	}
 	purl, err := url.Parse(c.PeerURL)
 	if err != nil {
@@ -69,6 +109,7 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	cfg.Dir = c.DataDir
 	cfg.ListenClientUrls = []url.URL{*curl}
 	cfg.AdvertiseClientUrls = []url.URL{*curl}
+	cfg.ClientTLSInfo = tlsInfo
 	cfg.ListenPeerUrls = []url.URL{*purl}
 	cfg.AdvertisePeerUrls = []url.URL{*purl}
 	cfg.InitialCluster = cfg.InitialClusterFromName(c.Name)

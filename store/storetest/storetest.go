@@ -3,6 +3,7 @@ package storetest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,22 @@ type Etcd struct {
 // test temp dir; it is stopped when the test ends.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
+	return start(t, testConfig(t))
+}
+
+// StartEtcdTLS is StartEtcd serving clients over https with the given server
+// cert and key (see WriteTestCerts). With clientCertAuth a client must present
+// a cert signed by caFile.
+func StartEtcdTLS(t testing.TB, caFile, certFile, keyFile string, clientCertAuth bool) *Etcd {
+	t.Helper()
+	c := testConfig(t)
+	c.ClientURL = "https://" + strings.TrimPrefix(c.ClientURL, "http://")
+	c.TrustedCAFile, c.CertFile, c.KeyFile, c.ClientCertAuth = caFile, certFile, keyFile, clientCertAuth
+	return start(t, c)
+}
+
+func testConfig(t testing.TB) embedded.Config {
+	t.Helper()
 	cu, err := embedded.FreeLoopbackURL()
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +45,12 @@ func StartEtcd(t testing.TB) *Etcd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Etcd{Config: embedded.Config{Name: "test", DataDir: t.TempDir(), ClientURL: cu, PeerURL: pu, NoFsync: true}}
+	return embedded.Config{Name: "test", DataDir: t.TempDir(), ClientURL: cu, PeerURL: pu, NoFsync: true}
+}
+
+func start(t testing.TB, c embedded.Config) *Etcd {
+	t.Helper()
+	e := &Etcd{Config: c}
 	e.Restart(t)
 	t.Cleanup(e.Stop)
 	return e
@@ -58,6 +80,7 @@ func (e *Etcd) Stop() {
 func (e *Etcd) Endpoints() []string { return []string{e.Config.ClientURL} }
 
 // Client returns a store client for the member, closed when the test ends.
+// It has no client TLS; a StartEtcdTLS member needs a store.Config with certs.
 func (e *Etcd) Client(t testing.TB) *store.Client {
 	t.Helper()
 	c, err := store.New(store.Config{Endpoints: e.Endpoints(), RequestTimeout: 10 * time.Second})

@@ -1,0 +1,277 @@
+package ipam
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// AutoAssignArgs asks for addresses of either or both families.
+type AutoAssignArgs struct {
+	Num4, Num6 int
+	HandleID   string            // owner of the addresses: "<network>.<containerID>"
+	Attrs      map[string]string // secondary attributes: pod, namespace, ...
+	Node       string
+	IPv4Pools  []string // names or CIDRs; empty means every eligible pool
+	IPv6Pools  []string
+	Use        api.IPPoolAllowedUse // default Workload
+}
+
+// Assigned are the addresses handed out, each with its block's mask
+// (10.65.0.5/26), as Calico's IPAM result carries them.
+type Assigned struct {
+	IPv4 []netip.Prefix
+	IPv6 []netip.Prefix
+}
+
+// Addrs returns every address, IPv4 first.
+func (as Assigned) Addrs() []netip.Addr {
+	var out []netip.Addr
+	for _, p := range append(append([]netip.Prefix{}, as.IPv4...), as.IPv6...) {
+		out = append(out, p.Addr())
+	}
+	return out
+}
+
+// tx is one attempt: the blocks read or claimed, changes to them and the
+// handle, committed together in one compare-and-swap transaction.
+type tx struct {
+	snap   *snapshot
+	blocks map[string]*blockKV
+	handle *Handle
+	id     string
+}
+
+func newTx(snap *snapshot, blocks map[string]*blockKV, id string) *tx {
+	h := &Handle{Block: map[string]int{}}
+	if snap.handle != nil {
+		h.Block = maps.Clone(snap.handle.Block)
+	}
+	return &tx{snap: snap, blocks: blocks, handle: h, id: id}
+}
+
+func (t *tx) write() (*writeOps, error) {
+	w := &writeOps{}
+	for cidr, bk := range t.blocks {
+		if bk.dirty {
+			if err := w.putBlock(cidr, bk); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(w.ops) > 0 {
+		w.putHandle(t.id, t.handle, t.snap.handleRev)
+	}
+	return w, nil
+}
+
+// take assigns up to n addresses from one block.
+func (t *tx) take(bk *blockKV, n int, attrs map[string]string) ([]netip.Prefix, error) {
+	cidr, err := bk.block.Prefix()
+	if err != nil {
+		return nil, err
+	}
+	got := bk.block.autoAssign(cidr, n, t.id, attrs)
+	if len(got) == 0 {
+		return nil, nil
+	}
+	bk.dirty = true
+	t.handle.add(bk.block.CIDR, len(got))
+	out := make([]netip.Prefix, len(got))
+	for i, a := range got {
+		out[i] = netip.PrefixFrom(a, cidr.Bits())
+	}
+	return out, nil
+}
+
+func (a *Allocator) attrs(node string, extra map[string]string) map[string]string {
+	m := map[string]string{AttrNode: node, AttrTimestamp: a.now().UTC().String()}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
+}
+
+// AutoAssign allocates addresses for a handle on a node. Steady state (a
+// free address in one of the node's blocks) costs three etcd round trips:
+// one read of pools, config, node, affinities and handle; one read of the
+// node's blocks; one transaction writing the blocks and the handle.
+func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigned, error) {
+	if req.HandleID == "" {
+		return Assigned{}, fmt.Errorf("auto-assign: no handle ID")
+	}
+	if req.Node == "" {
+		return Assigned{}, fmt.Errorf("auto-assign: no node name")
+	}
+	if req.Num4 < 0 || req.Num6 < 0 || req.Num4+req.Num6 == 0 {
+		return Assigned{}, fmt.Errorf("auto-assign: asked for %d IPv4 and %d IPv6 addresses", req.Num4, req.Num6)
+	}
+	if req.Use == "" {
+		req.Use = api.IPPoolAllowedUseWorkload
+	}
+	attrs := a.attrs(req.Node, req.Attrs)
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		snap, err := a.readSnapshot(ctx, req.Node, req.HandleID)
+		if err != nil {
+			return Assigned{}, err
+		}
+		var pools4, pools6 []pool
+		if req.Num4 > 0 {
+			if pools4, err = choosePools(snap.pools, true, req.IPv4Pools, req.Node, snap.nodeLabels, req.Use); err != nil {
+				return Assigned{}, err
+			}
+		}
+		if req.Num6 > 0 {
+			if pools6, err = choosePools(snap.pools, false, req.IPv6Pools, req.Node, snap.nodeLabels, req.Use); err != nil {
+				return Assigned{}, err
+			}
+		}
+		affine4, affine6 := snap.affineIn(pools4), snap.affineIn(pools6)
+		blocks, err := a.readBlocks(ctx, append(append([]string{}, affine4...), affine6...))
+		if err != nil {
+			return Assigned{}, err
+		}
+		t := newTx(snap, blocks, req.HandleID)
+		var out Assigned
+		if out.IPv4, err = a.assignFamily(ctx, t, true, req.Num4, pools4, affine4, req.Node, attrs); err != nil {
+			return Assigned{}, err
+		}
+		if out.IPv6, err = a.assignFamily(ctx, t, false, req.Num6, pools6, affine6, req.Node, attrs); err != nil {
+			return Assigned{}, err
+		}
+		w, err := t.write()
+		if err != nil {
+			return Assigned{}, err
+		}
+		ok, err := a.commit(ctx, w)
+		if err != nil {
+			return Assigned{}, err
+		}
+		if ok {
+			return out, nil
+		}
+		backoff(attempt)
+	}
+	return Assigned{}, fmt.Errorf("auto-assign for %s: gave up after %d conflicting attempts", req.HandleID, maxRetries)
+}
+
+// backoff sleeps a little, growing with the attempt, with jitter so that
+// contending writers spread out.
+func backoff(attempt int) {
+	base := time.Duration(min(attempt+1, 20)) * time.Millisecond
+	time.Sleep(base/2 + rand.N(base))
+}
+
+// assignFamily takes n addresses of one family: from the node's blocks,
+// then from newly claimed blocks, then (unless strict affinity) borrowed
+// from other nodes' blocks.
+func (a *Allocator) assignFamily(ctx context.Context, t *tx, is4 bool, n int, pools []pool, affine []string, node string, attrs map[string]string) ([]netip.Prefix, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	var out []netip.Prefix
+	for _, cidr := range affine {
+		bk, ok := t.blocks[cidr]
+		if !ok || !bk.block.AffineTo(node) || len(out) == n {
+			continue
+		}
+		got, err := t.take(bk, n-len(out), attrs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	cfg := t.snap.cfg
+	claimed := 0
+	for len(out) < n && cfg.AutoAllocateBlocks &&
+		(cfg.MaxBlocksPerHost == 0 || t.snap.blockCount(is4)+claimed < cfg.MaxBlocksPerHost) {
+		bk, err := a.claimFree(ctx, node, pools)
+		if err != nil {
+			return nil, err
+		}
+		if bk == nil {
+			break // every block of the pools is taken
+		}
+		claimed++
+		t.blocks[bk.block.CIDR] = bk
+		got, err := t.take(bk, n-len(out), attrs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	if len(out) < n && !cfg.StrictAffinity {
+		got, err := a.borrow(ctx, t, pools, node, n-len(out), attrs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	if len(out) < n {
+		fam := "IPv6"
+		if is4 {
+			fam = "IPv4"
+		}
+		names := make([]string, len(pools))
+		for i, p := range pools {
+			names[i] = fmt.Sprintf("%s (%s)", p.name, p.prefix)
+		}
+		return nil, fmt.Errorf("%w: could not allocate %d %s address(es) for node %q from pools %v (strictAffinity=%v, maxBlocksPerHost=%d)",
+			ErrExhausted, n, fam, node, names, cfg.StrictAffinity, cfg.MaxBlocksPerHost)
+	}
+	return out, nil
+}
+
+// borrow takes addresses from blocks not affine to this node.
+func (a *Allocator) borrow(ctx context.Context, t *tx, pools []pool, node string, n int, attrs map[string]string) ([]netip.Prefix, error) {
+	fam := "ipv6"
+	if len(pools) > 0 && pools[0].prefix.Addr().Is4() {
+		fam = "ipv4"
+	}
+	kvs, err := a.list(ctx, blockFamilyPrefix(fam))
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, kv := range kvs {
+		if len(out) == n {
+			break
+		}
+		b, err := parseBlock(kv)
+		if err != nil {
+			return nil, err
+		}
+		if _, seen := t.blocks[b.CIDR]; seen || b.Free() == 0 || b.AffineTo(node) {
+			continue
+		}
+		p, err := b.Prefix()
+		if err != nil {
+			continue
+		}
+		if !inPools(pools, p) {
+			continue
+		}
+		bk := &blockKV{block: b, rev: kv.Revision}
+		t.blocks[b.CIDR] = bk
+		got, err := t.take(bk, n-len(out), attrs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+func inPools(pools []pool, block netip.Prefix) bool {
+	for _, p := range pools {
+		if p.prefix.Contains(block.Addr()) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,223 @@
+package ipam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/calico-aio/calico-aio/store"
+)
+
+// ReleaseByHandle frees every address a handle holds and deletes the
+// handle, in one transaction. A missing handle is not an error (nothing is
+// held); it returns the addresses freed.
+func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]netip.Addr, error) {
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		hkv, err := a.get(ctx, store.HandleKey(handleID))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		h, err := parseHandle(handleID, hkv.Value)
+		if err != nil {
+			return nil, err
+		}
+		cidrs := make([]string, 0, len(h.Block))
+		for c := range h.Block {
+			cidrs = append(cidrs, c)
+		}
+		sort.Strings(cidrs)
+		blocks, err := a.readBlocks(ctx, cidrs)
+		if err != nil {
+			return nil, err
+		}
+		w := &writeOps{}
+		var freed []netip.Addr
+		for _, c := range cidrs {
+			bk, ok := blocks[c]
+			if !ok {
+				continue
+			}
+			got, err := releaseFromBlock(bk, w, func(ord int) bool { return bk.block.handleOf(ord) == handleID })
+			if err != nil {
+				return nil, err
+			}
+			freed = append(freed, got...)
+		}
+		w.putHandle(handleID, &Handle{Block: map[string]int{}}, hkv.Revision)
+		ok, err := a.commit(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return freed, nil
+		}
+		backoff(attempt)
+	}
+	return nil, fmt.Errorf("release of handle %s: gave up after %d conflicting attempts", handleID, maxRetries)
+}
+
+// releaseFromBlock frees matching ordinals and adds the block's write: a
+// put, or a delete when an unaffine block is left empty.
+func releaseFromBlock(bk *blockKV, w *writeOps, match func(int) bool) ([]netip.Addr, error) {
+	cidr, err := bk.block.Prefix()
+	if err != nil {
+		return nil, err
+	}
+	ords := bk.block.release(match)
+	if len(ords) == 0 {
+		return nil, nil
+	}
+	out := make([]netip.Addr, len(ords))
+	for i, o := range ords {
+		out[i] = ordinalAddr(cidr, o)
+	}
+	if bk.block.Affinity == nil && bk.block.InUse() == 0 {
+		return out, w.deleteBlock(bk.block.CIDR, bk)
+	}
+	return out, w.putBlock(bk.block.CIDR, bk)
+}
+
+// ReleaseOptions names one address to free. Handle and SequenceNumber, when
+// set, must match the allocation: a stale release of an address that was
+// freed and handed out again in between frees nothing.
+type ReleaseOptions struct {
+	Addr           netip.Addr
+	Handle         string
+	SequenceNumber *uint64
+}
+
+// ReleaseIPs frees addresses and fixes their handles, in one transaction.
+// It returns the addresses that were not allocated (or did not match).
+func (a *Allocator) ReleaseIPs(ctx context.Context, opts []ReleaseOptions) ([]netip.Addr, error) {
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		unallocated, ok, err := a.releaseIPsOnce(ctx, opts)
+		if err != nil || ok {
+			return unallocated, err
+		}
+		backoff(attempt)
+	}
+	return nil, fmt.Errorf("release of %d address(es): gave up after %d conflicting attempts", len(opts), maxRetries)
+}
+
+func (a *Allocator) releaseIPsOnce(ctx context.Context, opts []ReleaseOptions) ([]netip.Addr, bool, error) {
+	snap, err := a.readSnapshot(ctx, "", "")
+	if err != nil {
+		return nil, false, err
+	}
+	cidrOf := map[netip.Addr]string{}
+	var cidrs []string
+	for _, o := range opts {
+		c, err := a.blockContaining(ctx, snap.pools, o.Addr)
+		if err != nil {
+			return nil, false, err
+		}
+		if c == "" {
+			continue
+		}
+		cidrOf[o.Addr] = c
+		cidrs = append(cidrs, c)
+	}
+	blocks, err := a.readBlocks(ctx, cidrs)
+	if err != nil {
+		return nil, false, err
+	}
+	var unallocated []netip.Addr
+	handleDelta := map[string]map[string]int{}
+	toFree := map[string]map[int]bool{}
+	for _, o := range opts {
+		bk := blocks[cidrOf[o.Addr]]
+		if bk == nil {
+			unallocated = append(unallocated, o.Addr)
+			continue
+		}
+		p, _ := bk.block.Prefix()
+		ord := addrOrdinal(p, o.Addr)
+		h := bk.block.handleOf(ord)
+		seq, hasSeq := bk.block.SequenceNumberForAllocation[fmt.Sprint(ord)]
+		if bk.block.Allocations[ord] == nil || (o.Handle != "" && o.Handle != h) ||
+			(o.SequenceNumber != nil && (!hasSeq || seq != *o.SequenceNumber)) {
+			unallocated = append(unallocated, o.Addr)
+			continue
+		}
+		if toFree[bk.block.CIDR] == nil {
+			toFree[bk.block.CIDR] = map[int]bool{}
+		}
+		toFree[bk.block.CIDR][ord] = true
+		if h != "" {
+			if handleDelta[h] == nil {
+				handleDelta[h] = map[string]int{}
+			}
+			handleDelta[h][bk.block.CIDR]--
+		}
+	}
+	w := &writeOps{}
+	for c, ords := range toFree {
+		bk := blocks[c]
+		if _, err := releaseFromBlock(bk, w, func(o int) bool { return ords[o] }); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := a.adjustHandles(ctx, w, handleDelta); err != nil {
+		return nil, false, err
+	}
+	ok, err := a.commit(ctx, w)
+	return unallocated, ok, err
+}
+
+// adjustHandles reads the handles in one transaction and adds their
+// updated values (or deletes) to w.
+func (a *Allocator) adjustHandles(ctx context.Context, w *writeOps, delta map[string]map[string]int) error {
+	if len(delta) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(delta))
+	ops := make([]clientv3.Op, 0, len(delta))
+	for id := range delta {
+		ids = append(ids, id)
+		ops = append(ops, clientv3.OpGet(store.HandleKey(id)))
+	}
+	resp, err := a.txn(ctx, nil, ops, nil)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		kvs := kvsOf(resp, i)
+		if len(kvs) == 0 {
+			continue // the handle is already gone: nothing to fix
+		}
+		h, err := parseHandle(id, kvs[0].Value)
+		if err != nil {
+			return err
+		}
+		for c, n := range delta[id] {
+			h.add(c, n)
+		}
+		w.putHandle(id, h, kvs[0].Revision)
+	}
+	return nil
+}
+
+// blockContaining finds the CIDR of the block holding addr: from its pool's
+// block size, or (pool gone) by looking at the existing blocks.
+func (a *Allocator) blockContaining(ctx context.Context, pools []pool, addr netip.Addr) (string, error) {
+	if p, ok := poolFor(pools, addr); ok {
+		return p.blockOf(addr).String(), nil
+	}
+	keys, err := a.blockKeys(ctx, familyOf(addr))
+	if err != nil {
+		return "", err
+	}
+	for k := range keys {
+		if k.Contains(addr) {
+			return k.String(), nil
+		}
+	}
+	return "", nil
+}
