@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/ctl"
 	"github.com/calico-aio/calico-aio/felix"
 )
@@ -19,4 +20,4 @@ func runCtl(args []string) int {
 
 func runNode(args []string) int { return felix.Main(args) }
 func runCNI(args []string) int  { return notYet("calico (CNI plugin)") }
-func runIPAM(args []string) int { return notYet("calico-ipam") }
+func runIPAM(args []string) int { return cni.IPAMMain() }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"sort"
 	"time"
 
 	"github.com/calico-aio/calico-aio/store/api"
@@ -20,6 +21,9 @@ type AutoAssignArgs struct {
 	IPv4Pools  []string // names or CIDRs; empty means every eligible pool
 	IPv6Pools  []string
 	Use        api.IPPoolAllowedUse // default Workload
+	// ReuseExisting returns the handle's addresses when it already holds
+	// some, writing nothing (a repeated CNI ADD).
+	ReuseExisting bool
 }
 
 // Assigned are the addresses handed out, each with its block's mask
@@ -119,6 +123,9 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 		snap, err := a.readSnapshot(ctx, req.Node, req.HandleID)
 		if err != nil {
 			return Assigned{}, err
+		}
+		if req.ReuseExisting && snap.handle != nil && !snap.handle.empty() {
+			return a.existing(ctx, req.HandleID, snap.handle)
 		}
 		var pools4, pools6 []pool
 		if req.Num4 > 0 {
@@ -274,4 +281,37 @@ func inPools(pools []pool, block netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// existing returns the addresses a handle holds, with their block masks.
+func (a *Allocator) existing(ctx context.Context, id string, h *Handle) (Assigned, error) {
+	cidrs := make([]string, 0, len(h.Block))
+	for c := range h.Block {
+		cidrs = append(cidrs, c)
+	}
+	sort.Strings(cidrs)
+	blocks, err := a.readBlocks(ctx, cidrs)
+	if err != nil {
+		return Assigned{}, err
+	}
+	var out Assigned
+	for _, c := range cidrs {
+		bk, ok := blocks[c]
+		if !ok {
+			continue
+		}
+		p, err := bk.block.Prefix()
+		if err != nil {
+			return Assigned{}, err
+		}
+		for _, ord := range bk.block.handleOrdinals(id) {
+			addr := netip.PrefixFrom(ordinalAddr(p, ord), p.Bits())
+			if addr.Addr().Is4() {
+				out.IPv4 = append(out.IPv4, addr)
+			} else {
+				out.IPv6 = append(out.IPv6, addr)
+			}
+		}
+	}
+	return out, nil
 }

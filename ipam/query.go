@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/calico-aio/calico-aio/store/api"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -25,27 +25,11 @@ func (a *Allocator) IPsByHandle(ctx context.Context, handleID string) ([]netip.A
 	if err != nil {
 		return nil, err
 	}
-	cidrs := make([]string, 0, len(h.Block))
-	for c := range h.Block {
-		cidrs = append(cidrs, c)
-	}
-	sort.Strings(cidrs)
-	blocks, err := a.readBlocks(ctx, cidrs)
+	as, err := a.existing(ctx, handleID, h)
 	if err != nil {
 		return nil, err
 	}
-	var out []netip.Addr
-	for _, c := range cidrs {
-		bk, ok := blocks[c]
-		if !ok {
-			continue
-		}
-		p, _ := bk.block.Prefix()
-		for _, ord := range bk.block.handleOrdinals(handleID) {
-			out = append(out, ordinalAddr(p, ord))
-		}
-	}
-	return out, nil
+	return as.Addrs(), nil
 }
 
 // BlockInfo is a stored block with its prefix and revision.
@@ -156,6 +140,46 @@ func (a *Allocator) ListAffinities(ctx context.Context) ([]AffinityInfo, error) 
 		var v affinityValue
 		_ = json.Unmarshal(kv.Value, &v)
 		out = append(out, AffinityInfo{Node: parts[0], CIDR: cidr, State: v.State, Key: kv.Key, Revision: kv.Revision})
+	}
+	return out, nil
+}
+
+// CanServe reports whether some pool can serve node for the wanted
+// families (the datastore error, if any, is returned as such).
+func (a *Allocator) CanServe(ctx context.Context, node string, want4, want6 bool, pools4, pools6 []string) (bool, error) {
+	snap, err := a.readSnapshot(ctx, node, "")
+	if err != nil {
+		return false, err
+	}
+	if want4 {
+		if _, err := choosePools(snap.pools, true, pools4, node, snap.nodeLabels, api.IPPoolAllowedUseWorkload); err != nil {
+			return false, nil
+		}
+	}
+	if want6 {
+		if _, err := choosePools(snap.pools, false, pools6, node, snap.nodeLabels, api.IPPoolAllowedUseWorkload); err != nil {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// HandlesOnNode lists the handles with the given prefix that hold
+// addresses allocated by node.
+func (a *Allocator) HandlesOnNode(ctx context.Context, node, prefix string) ([]string, error) {
+	blocks, err := a.ListBlocks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, b := range blocks {
+		for _, al := range b.Allocations() {
+			if al.Attrs[AttrNode] == node && strings.HasPrefix(al.Handle, prefix) && !seen[al.Handle] {
+				seen[al.Handle] = true
+				out = append(out, al.Handle)
+			}
+		}
 	}
 	return out, nil
 }

@@ -59,7 +59,7 @@ func New(cfg Config) (*Client, error) {
 		info := transport.TLSInfo{TrustedCAFile: cfg.CAFile, CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
 		var err error
 		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd TLS config: %w", err)
+			return nil, fmt.Errorf("etcd TLS config (ca %q, cert %q, key %q): %w", cfg.CAFile, cfg.CertFile, cfg.KeyFile, err)
 		}
 	}
 	eps := make([]string, 0, len(cfg.Endpoints))
