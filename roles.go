@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/calico-aio/calico-aio/cni"
@@ -9,15 +8,10 @@ import (
 	"github.com/calico-aio/calico-aio/felix"
 )
 
-func notYet(role string) int {
-	fmt.Fprintf(os.Stderr, "%s: not implemented yet\n", role)
-	return 1
-}
-
 func runCtl(args []string) int {
 	return ctl.Main(args, ctl.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 }
 
 func runNode(args []string) int { return felix.Main(args) }
-func runCNI(args []string) int  { return notYet("calico (CNI plugin)") }
+func runCNI(args []string) int  { return cni.Main() }
 func runIPAM(args []string) int { return cni.IPAMMain() }

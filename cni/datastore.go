@@ -3,12 +3,8 @@ package cni
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -89,50 +85,6 @@ func ipamError(err error) error {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	return types.NewError(types.ErrTryAgainLater, "datastore error during IP allocation", err.Error())
-}
-
-// journalDir holds releases that could not reach the datastore during DEL.
-func (c *NetConf) journalDir() string { return filepath.Join(c.libDir(), "pending-releases") }
-
-// journalRelease records a handle to release later; DEL then succeeds so
-// the pod does not hang in Terminating.
-func (c *NetConf) journalRelease(handle string) error {
-	dir := c.journalDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("journal dir: %w", err)
-	}
-	tmp := filepath.Join(dir, "."+handle+".tmp")
-	if err := os.WriteFile(tmp, []byte(handle+"\n"), 0o644); err != nil {
-		return fmt.Errorf("journal write: %w", err)
-	}
-	return os.Rename(tmp, filepath.Join(dir, handle))
-}
-
-// ReplayJournal releases every journaled handle the datastore now accepts.
-// It is called by each CNI invocation once connected, and by the agent.
-func ReplayJournal(ctx context.Context, al *ipam.Allocator, dir string) (int, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || e.IsDir() {
-			continue
-		}
-		if _, err := al.ReleaseByHandle(ctx, name); err != nil {
-			return n, fmt.Errorf("replaying release of %s: %w", name, err)
-		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
 }
 
 // resultIPs renders allocated prefixes for a CNI result.

@@ -114,7 +114,7 @@ func ipamResult(got ipam.Assigned) *current.Result {
 // replayJournal releases what earlier DELs could not; failures wait for the
 // next call.
 func (s *session) replayJournal(ctx context.Context) {
-	if n, err := ReplayJournal(ctx, s.al, s.conf.journalDir()); err != nil {
+	if n, err := ReplayJournal(ctx, s.cl, s.al, s.conf.journalDir()); err != nil {
 		slog.Warn("journal replay incomplete", "err", err)
 	} else if n > 0 {
 		slog.Info("replayed journaled releases", "count", n)
@@ -146,7 +146,7 @@ func (s *session) release(ctx context.Context, handle string) error {
 	defer lock.unlock()
 	if _, err := s.al.ReleaseByHandle(ctx, handle); err != nil {
 		slog.Warn("datastore unavailable during DEL; journaling the release", "handle", handle, "err", err)
-		if jerr := s.conf.journalRelease(handle); jerr != nil {
+		if jerr := s.conf.journal(pendingDelete{Handle: handle}); jerr != nil {
 			return types.NewError(types.ErrIOFailure, "could not release addresses nor journal the release", fmt.Sprintf("%v; %v", err, jerr))
 		}
 		return nil

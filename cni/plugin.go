@@ -1,0 +1,203 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Main runs the "calico" CNI plugin under skel and returns the exit code.
+func Main() int {
+	p := &plugin{}
+	funcs := skel.CNIFuncs{Add: p.add, Del: p.del, Check: p.check, GC: p.gc, Status: p.status}
+	if err := skel.PluginMainFuncsWithError(funcs, Versions, "calico "+version.Version); err != nil {
+		if perr := err.Print(); perr != nil {
+			slog.Error("printing CNI error", "err", perr)
+		}
+		return 1
+	}
+	return 0
+}
+
+type plugin struct{}
+
+func (p *plugin) add(a *skel.CmdArgs) (err error) {
+	s, err := newSession(a, true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ctx := context.Background()
+	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
+
+	// A repeated ADD of the same container returns what exists.
+	if wep, err := s.existingEndpoint(ctx, id); err != nil {
+		return err
+	} else if wep != nil {
+		return types.PrintResult(endpointResult(wep, a.Netns), s.conf.CNIVersion)
+	}
+
+	addrs, release, err := s.allocateAddrs(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+
+	w := podWiring{netns: a.Netns, ifName: a.IfName, hostVeth: id.hostVeth, mtu: s.conf.EffectiveMTU(),
+		addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
+	mac, err := w.setup()
+	if err != nil {
+		return wiringError(err)
+	}
+	defer func() {
+		if err != nil {
+			_ = teardown(id.hostVeth)
+		}
+	}()
+
+	profiles := profilesFor(s.conf, id)
+	for _, name := range profiles {
+		if err := ensureProfile(ctx, s.cl, name, id.orchestrator == OrchestratorK8s); err != nil {
+			return types.NewError(types.ErrTryAgainLater, "creating profile "+name, err.Error())
+		}
+	}
+	wep := buildEndpoint(id, s.node, addrs, mac, profiles)
+	if err := s.writeEndpoint(ctx, wep); err != nil {
+		return err
+	}
+	return types.PrintResult(endpointResult(wep, a.Netns), s.conf.CNIVersion)
+}
+
+// existingEndpoint returns the pod's endpoint when it exists for this very
+// container (nil otherwise).
+func (s *session) existingEndpoint(ctx context.Context, id identity) (*api.WorkloadEndpoint, error) {
+	r, err := s.cl.GetResource(ctx, wepKind, id.namespace, id.endpoint)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, types.NewError(types.ErrTryAgainLater, "datastore unreachable", err.Error())
+	}
+	wep := r.(*api.WorkloadEndpoint)
+	if wep.Spec.ContainerID != id.containerID {
+		return nil, nil
+	}
+	return wep, nil
+}
+
+// allocateAddrs gets the pod's addresses: in-process for calico-ipam, by
+// exec of the configured plugin otherwise. release undoes it.
+func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identity) ([]netip.Addr, func(), error) {
+	if s.conf.IPAM.Type != "calico-ipam" {
+		return s.delegateIPAM(ctx, a)
+	}
+	handle := handleID(s.conf.Name, a.ContainerID)
+	lock, err := lockFile(s.lockPath())
+	if err != nil {
+		return nil, nil, types.NewError(types.ErrIOFailure, "IPAM lock", err.Error())
+	}
+	s.replayJournal(ctx)
+	attrs := map[string]string{}
+	if id.orchestrator == OrchestratorK8s {
+		attrs[ipam.AttrNamespace], attrs[ipam.AttrPod] = id.namespace, id.pod
+	}
+	got, err := allocate(ctx, s.al, s.conf, s.args, s.node, handle, attrs)
+	lock.unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() {
+		if _, err := s.al.ReleaseByHandle(context.Background(), handle); err != nil {
+			slog.Error("releasing addresses after a failed ADD; journaling", "handle", handle, "err", err)
+			_ = s.conf.journal(pendingDelete{Handle: handle})
+		}
+	}
+	return got.Addrs(), release, nil
+}
+
+// delegateIPAM runs another IPAM plugin (host-local, ...) as the spec says.
+func (s *session) delegateIPAM(ctx context.Context, a *skel.CmdArgs) ([]netip.Addr, func(), error) {
+	r, err := invoke.DelegateAdd(ctx, s.conf.IPAM.Type, a.StdinData, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() { _ = invoke.DelegateDel(context.Background(), s.conf.IPAM.Type, a.StdinData, nil) }
+	res, err := current.NewResultFromResult(r)
+	if err != nil {
+		release()
+		return nil, nil, types.NewError(types.ErrDecodingFailure, "IPAM result", err.Error())
+	}
+	var out []netip.Addr
+	for _, ip := range res.IPs {
+		if addr, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+			out = append(out, addr.Unmap())
+		}
+	}
+	if len(out) == 0 {
+		release()
+		return nil, nil, types.NewError(types.ErrInternal, fmt.Sprintf("IPAM plugin %s returned no addresses", s.conf.IPAM.Type), "")
+	}
+	return out, release, nil
+}
+
+func wiringError(err error) error {
+	var taken *InterfaceTakenError
+	var route *RouteTakenError
+	switch {
+	case errors.As(err, &taken), errors.As(err, &route):
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	return types.NewError(types.ErrInternal, "pod network setup failed", err.Error())
+}
+
+// writeEndpoint creates the endpoint, or replaces one left by an earlier
+// container of the same pod.
+func (s *session) writeEndpoint(ctx context.Context, wep *api.WorkloadEndpoint) error {
+	_, err := s.cl.CreateResource(ctx, wep)
+	if errors.Is(err, store.ErrAlreadyExists) {
+		_, err = s.cl.UpdateResource(ctx, wep)
+	}
+	if err != nil {
+		return types.NewError(types.ErrTryAgainLater, "writing WorkloadEndpoint "+wep.Metadata.Name, err.Error())
+	}
+	return nil
+}
+
+// endpointResult is the CNI result for an endpoint: the host and pod
+// interfaces and the pod's /32 (/128) addresses.
+func endpointResult(wep *api.WorkloadEndpoint, netns string) *current.Result {
+	idx := 1
+	r := &current.Result{
+		CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: []*current.Interface{
+			{Name: wep.Spec.InterfaceName, Mac: hostMAC.String()},
+			{Name: wep.Spec.Endpoint, Mac: wep.Spec.MAC, Sandbox: netns},
+		},
+	}
+	for _, n := range wep.Spec.IPNetworks {
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			continue
+		}
+		r.IPs = append(r.IPs, &current.IPConfig{Interface: &idx,
+			Address: net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}})
+	}
+	return r
+}

@@ -1,0 +1,229 @@
+package cni
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// del tears the pod down. It succeeds when things are already gone, with
+// the netns gone, and with the datastore down (the release and endpoint
+// delete are then journaled and replayed by the next call or the agent).
+func (p *plugin) del(a *skel.CmdArgs) error {
+	s, err := newSession(a, true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ctx := context.Background()
+	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
+	if err := teardown(id.hostVeth); err != nil {
+		return types.NewError(types.ErrInternal, "removing the pod's veth", err.Error())
+	}
+	if s.conf.IPAM.Type != "calico-ipam" {
+		if err := invoke.DelegateDel(ctx, s.conf.IPAM.Type, a.StdinData, nil); err != nil {
+			return err
+		}
+	}
+	// With a delegated IPAM the handle holds nothing and its release is a no-op.
+	pd := pendingDelete{Handle: handleID(s.conf.Name, a.ContainerID), Namespace: id.namespace, Endpoint: id.endpoint, ContainerID: id.containerID}
+	lock, err := lockFile(s.lockPath())
+	if err != nil {
+		return types.NewError(types.ErrIOFailure, "IPAM lock", err.Error())
+	}
+	defer lock.unlock()
+	if err := completeDelete(ctx, s.cl, s.al, pd); err != nil {
+		slog.Warn("datastore unavailable during DEL; journaling", "endpoint", id.endpoint, "err", err)
+		if jerr := s.conf.journal(pd); jerr != nil {
+			return types.NewError(types.ErrIOFailure, "could not complete DEL nor journal it", fmt.Sprintf("%v; %v", err, jerr))
+		}
+		return nil
+	}
+	s.replayJournal(ctx)
+	return nil
+}
+
+// check verifies that the pod is wired as ADD left it and that its
+// endpoint is in the datastore and matches.
+func (p *plugin) check(a *skel.CmdArgs) error {
+	s, err := newSession(a, true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
+	wep, err := s.existingEndpoint(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	if wep == nil {
+		return types.NewError(types.ErrUnknownContainer, fmt.Sprintf("no WorkloadEndpoint %s/%s for container %s", id.namespace, id.endpoint, a.ContainerID), "")
+	}
+	if wep.Spec.InterfaceName != id.hostVeth || wep.Spec.Node != s.node {
+		return types.NewError(types.ErrInternal, fmt.Sprintf("WorkloadEndpoint %s names interface %s on node %s, want %s on %s", id.endpoint, wep.Spec.InterfaceName, wep.Spec.Node, id.hostVeth, s.node), "")
+	}
+	var addrs []netip.Addr
+	for _, n := range wep.Spec.IPNetworks {
+		if pr, err := netip.ParsePrefix(n); err == nil {
+			addrs = append(addrs, pr.Addr())
+		}
+	}
+	if err := checkHost(id.hostVeth, addrs); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	if err := checkPod(a.Netns, a.IfName, wep.Spec.MAC, addrs); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	return nil
+}
+
+// checkHost: the host veth exists, is up, and routes each pod address.
+func checkHost(hostVeth string, addrs []netip.Addr) error {
+	link, err := netlink.LinkByName(hostVeth)
+	if err != nil {
+		return fmt.Errorf("host interface %s: %w", hostVeth, err)
+	}
+	if link.Attrs().Flags&net.FlagUp == 0 {
+		return fmt.Errorf("host interface %s is down", hostVeth)
+	}
+	for _, a := range addrs {
+		routes, err := netlink.RouteListFiltered(familyNum(a), &netlink.Route{Dst: hostPrefix(a), LinkIndex: link.Attrs().Index}, netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
+		if err != nil || len(routes) == 0 {
+			return fmt.Errorf("no host route for %s via %s", a, hostVeth)
+		}
+	}
+	return nil
+}
+
+// checkPod: the pod interface has the MAC and exactly the addresses, and
+// the gateway routes.
+func checkPod(netnsPath, ifName, mac string, addrs []netip.Addr) error {
+	target, err := ns.GetNS(netnsPath)
+	if err != nil {
+		return fmt.Errorf("network namespace %s: %w", netnsPath, err)
+	}
+	defer target.Close()
+	return target.Do(func(ns.NetNS) error {
+		link, err := netlink.LinkByName(ifName)
+		if err != nil {
+			return fmt.Errorf("pod interface %s: %w", ifName, err)
+		}
+		if got := link.Attrs().HardwareAddr.String(); got != mac {
+			return fmt.Errorf("pod interface %s has MAC %s, endpoint says %s", ifName, got, mac)
+		}
+		have, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, h := range have {
+			if h.IP.IsLinkLocalUnicast() {
+				continue
+			}
+			got = append(got, h.IPNet.String())
+		}
+		for _, a := range addrs {
+			if !slices.Contains(got, hostPrefix(a).String()) {
+				return fmt.Errorf("pod interface %s lacks address %s (has %v)", ifName, a, got)
+			}
+		}
+		if len(got) != len(addrs) {
+			return fmt.Errorf("pod interface %s has addresses %v, want %v", ifName, got, addrs)
+		}
+		routes, err := netlink.RouteList(link, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		for _, a := range addrs {
+			if !hasDefaultRoute(routes, a.Is4()) {
+				return fmt.Errorf("pod has no default route for %s", a)
+			}
+		}
+		return nil
+	})
+}
+
+func hasDefaultRoute(routes []netlink.Route, v4 bool) bool {
+	for _, r := range routes {
+		isDefault := r.Dst == nil
+		if r.Dst != nil {
+			ones, _ := r.Dst.Mask.Size()
+			isDefault = ones == 0
+		}
+		if isDefault && r.Gw != nil && (r.Gw.To4() != nil) == v4 {
+			want := hostLinkLocal
+			if v4 {
+				want = gatewayV4
+			}
+			if r.Gw.Equal(want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (p *plugin) status(a *skel.CmdArgs) error {
+	s, err := newSession(a, true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return s.checkServable(context.Background())
+}
+
+// gc releases this network's stale allocations on this node (as the IPAM
+// plugin does) and deletes this node's endpoints of this network whose
+// attachment is no longer valid.
+func (p *plugin) gc(a *skel.CmdArgs) error {
+	s, err := newSession(a, true)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ctx := context.Background()
+	released, err := s.gcAllocations(ctx)
+	if err != nil {
+		return err
+	}
+	valid := map[string]bool{}
+	list := s.conf.ValidAttachments
+	if list == nil {
+		list = s.conf.Attachments
+	}
+	for _, at := range list {
+		valid[at.ContainerID+"/"+at.IfName] = true
+	}
+	stale := map[string]bool{}
+	for _, h := range released {
+		stale[h] = true
+	}
+	weps, _, err := s.cl.ListResources(ctx, wepKind, "")
+	if err != nil {
+		return types.NewError(types.ErrTryAgainLater, "datastore error during GC", err.Error())
+	}
+	for _, r := range weps {
+		w := r.(*api.WorkloadEndpoint)
+		if w.Spec.Node != s.node || valid[w.Spec.ContainerID+"/"+w.Spec.Endpoint] {
+			continue
+		}
+		if !stale[handleID(s.conf.Name, w.Spec.ContainerID)] && !slices.Contains(w.Spec.Profiles, s.conf.Name) {
+			continue // another network's endpoint
+		}
+		if err := deleteEndpoint(ctx, s.cl, w.Metadata.Namespace, w.Metadata.Name, w.Spec.ContainerID); err != nil {
+			return types.NewError(types.ErrTryAgainLater, "deleting stale endpoint "+w.Metadata.Name, err.Error())
+		}
+	}
+	return nil
+}

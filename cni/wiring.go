@@ -1,0 +1,259 @@
+package cni
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/felix/rtproto"
+)
+
+// The "169.254.1.1 trick": the pod's default gateway is a link-local
+// address nobody owns; the host veth answers ARP for it by proxy ARP.
+var (
+	gatewayV4 = net.IPv4(169, 254, 1, 1)
+	hostMAC   = net.HardwareAddr{0xee, 0xee, 0xee, 0xee, 0xee, 0xee}
+	// hostLinkLocal is the EUI-64 link-local address of a veth with hostMAC:
+	// the pod's IPv6 default gateway.
+	hostLinkLocal = net.ParseIP("fe80::ecee:eeff:feee:eeee")
+)
+
+// podWiring is what ADD builds for one pod interface.
+type podWiring struct {
+	netns    string
+	ifName   string
+	hostVeth string
+	mtu      int
+	addrs    []netip.Addr
+	// allowForwarding sets ip_forward inside the pod.
+	allowForwarding bool
+}
+
+// InterfaceTakenError says the pod's interface name already exists in the pod namespace.
+type InterfaceTakenError struct{ Name, Netns string }
+
+func (e *InterfaceTakenError) Error() string {
+	return fmt.Sprintf("interface %q already exists in network namespace %s", e.Name, e.Netns)
+}
+
+// RouteTakenError says a host route for the pod address points elsewhere.
+type RouteTakenError struct {
+	Addr netip.Addr
+	Dev  string
+}
+
+func (e *RouteTakenError) Error() string {
+	return fmt.Sprintf("a host route for %s already exists via interface %s (another workload holds this address?)", e.Addr, e.Dev)
+}
+
+// setup creates the veth pair and configures both ends; on error it removes
+// what it created. It returns the pod-side MAC.
+func (w podWiring) setup() (mac string, err error) {
+	target, err := ns.GetNS(w.netns)
+	if err != nil {
+		return "", fmt.Errorf("opening network namespace %s: %w", w.netns, err)
+	}
+	defer target.Close()
+
+	if err := w.checkHostRoutes(); err != nil {
+		return "", err
+	}
+	// A leftover host veth of an earlier, failed attempt of this pod goes first.
+	if old, lerr := netlink.LinkByName(w.hostVeth); lerr == nil {
+		_ = netlink.LinkDel(old)
+	}
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: w.hostVeth, MTU: w.mtu, HardwareAddr: hostMAC},
+		PeerName:      w.ifName,
+		PeerNamespace: netlink.NsFd(int(target.Fd())),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		if errors.Is(err, syscall.EEXIST) {
+			if _, herr := netlink.LinkByName(w.hostVeth); herr == nil {
+				_ = netlink.LinkDel(veth)
+			}
+			return "", &InterfaceTakenError{Name: w.ifName, Netns: w.netns}
+		}
+		return "", fmt.Errorf("creating veth %s/%s: %w", w.hostVeth, w.ifName, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = netlink.LinkDel(veth)
+		}
+	}()
+	host, err := netlink.LinkByName(w.hostVeth)
+	if err != nil {
+		return "", fmt.Errorf("host veth %s: %w", w.hostVeth, err)
+	}
+	if err := w.hostSysctls(); err != nil {
+		return "", err
+	}
+	if err := netlink.LinkSetUp(host); err != nil {
+		return "", fmt.Errorf("setting %s up: %w", w.hostVeth, err)
+	}
+	err = target.Do(func(ns.NetNS) error {
+		m, err := w.configurePod()
+		mac = m
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := w.addHostRoutes(host); err != nil {
+		return "", err
+	}
+	return mac, nil
+}
+
+func (w podWiring) has6() bool {
+	for _, a := range w.addrs {
+		if a.Is6() {
+			return true
+		}
+	}
+	return false
+}
+
+func writeSysctl(path, value string) error {
+	if err := os.WriteFile(filepath.Join("/proc/sys", path), []byte(value), 0o644); err != nil {
+		return fmt.Errorf("sysctl %s=%s: %w", path, value, err)
+	}
+	return nil
+}
+
+func (w podWiring) hostSysctls() error {
+	v := w.hostVeth
+	settings := [][2]string{
+		{"net/ipv4/conf/" + v + "/proxy_arp", "1"},
+		{"net/ipv4/neigh/" + v + "/proxy_delay", "0"},
+		{"net/ipv4/conf/" + v + "/forwarding", "1"},
+		{"net/ipv4/conf/" + v + "/route_localnet", "1"},
+	}
+	if w.has6() {
+		settings = append(settings,
+			[2]string{"net/ipv6/conf/" + v + "/disable_ipv6", "0"},
+			[2]string{"net/ipv6/conf/" + v + "/accept_dad", "0"},
+			[2]string{"net/ipv6/conf/" + v + "/proxy_ndp", "1"},
+			[2]string{"net/ipv6/conf/" + v + "/accept_ra", "0"},
+			[2]string{"net/ipv6/conf/" + v + "/forwarding", "1"})
+	}
+	for _, s := range settings {
+		if err := writeSysctl(s[0], s[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configurePod runs inside the pod namespace: addresses, link up, routes.
+func (w podWiring) configurePod() (string, error) {
+	link, err := netlink.LinkByName(w.ifName)
+	if err != nil {
+		return "", fmt.Errorf("pod interface %s: %w", w.ifName, err)
+	}
+	if w.has6() {
+		if err := writeSysctl("net/ipv6/conf/all/disable_ipv6", "0"); err != nil {
+			return "", err
+		}
+		_ = writeSysctl("net/ipv6/conf/"+w.ifName+"/accept_dad", "0")
+	}
+	if w.allowForwarding {
+		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return "", err
+		}
+	}
+	for _, a := range w.addrs {
+		addr := &netlink.Addr{IPNet: hostPrefix(a)}
+		if err := netlink.AddrAdd(link, addr); err != nil {
+			return "", fmt.Errorf("adding %s to %s: %w", a, w.ifName, err)
+		}
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return "", fmt.Errorf("setting %s up: %w", w.ifName, err)
+	}
+	idx := link.Attrs().Index
+	routes := []*netlink.Route{}
+	for _, a := range w.addrs {
+		if a.Is4() {
+			routes = append(routes,
+				&netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: gatewayV4, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK},
+				&netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, Gw: gatewayV4})
+			break
+		}
+	}
+	if w.has6() {
+		routes = append(routes, &netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, Gw: hostLinkLocal})
+	}
+	for _, r := range routes {
+		if err := netlink.RouteAdd(r); err != nil {
+			return "", fmt.Errorf("adding pod route %s via %v: %w", r.Dst, r.Gw, err)
+		}
+	}
+	return link.Attrs().HardwareAddr.String(), nil
+}
+
+func hostPrefix(a netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
+}
+
+// checkHostRoutes refuses a pod address that the host already routes to
+// another interface: overwriting it would steal another workload's traffic.
+func (w podWiring) checkHostRoutes() error {
+	for _, a := range w.addrs {
+		routes, err := netlink.RouteListFiltered(familyNum(a), &netlink.Route{Dst: hostPrefix(a)}, netlink.RT_FILTER_DST)
+		if err != nil {
+			return fmt.Errorf("listing host routes for %s: %w", a, err)
+		}
+		for _, r := range routes {
+			if r.Dst == nil || r.Dst.String() != hostPrefix(a).String() {
+				continue
+			}
+			dev := fmt.Sprint(r.LinkIndex)
+			if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
+				dev = l.Attrs().Name
+			}
+			if dev != w.hostVeth {
+				return &RouteTakenError{Addr: a, Dev: dev}
+			}
+		}
+	}
+	return nil
+}
+
+func familyNum(a netip.Addr) int {
+	if a.Is4() {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
+}
+
+func (w podWiring) addHostRoutes(host netlink.Link) error {
+	for _, a := range w.addrs {
+		r := &netlink.Route{LinkIndex: host.Attrs().Index, Dst: hostPrefix(a), Scope: netlink.SCOPE_LINK, Protocol: rtproto.Workload}
+		if err := netlink.RouteReplace(r); err != nil {
+			return fmt.Errorf("adding host route %s dev %s: %w", a, w.hostVeth, err)
+		}
+	}
+	return nil
+}
+
+// teardown removes the pod's veth pair, and with it the host routes:
+// deleting the host end deletes both. It is idempotent: a missing interface
+// is already done, and the pod namespace need not exist any more.
+func teardown(hostVeth string) error {
+	l, err := netlink.LinkByName(hostVeth)
+	if err != nil {
+		return nil
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
+		return fmt.Errorf("deleting %s: %w", hostVeth, err)
+	}
+	return nil
+}
