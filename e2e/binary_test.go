@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
-		return m.Run()
+		code := m.Run()
+		if refDir != "" {
+			os.RemoveAll(refDir)
+		}
+		return code
 	}()
 	os.Exit(code)
 }

@@ -7,12 +7,14 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // DefaultEndpoint is the embedded etcd's client URL.
@@ -26,6 +28,9 @@ type Config struct {
 	KeyFile        string
 	DialTimeout    time.Duration // default 5s
 	RequestTimeout time.Duration // per call; default 10s
+	// Dialer, when set, opens the TCP connections (tests use it to reach an
+	// etcd that listens inside another network namespace).
+	Dialer func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // KV is one key with its value and mod revision.
@@ -68,7 +73,12 @@ func New(cfg Config) (*Client, error) {
 			eps = append(eps, e)
 		}
 	}
+	var dialOpts []grpc.DialOption
+	if cfg.Dialer != nil {
+		dialOpts = append(dialOpts, grpc.WithContextDialer(cfg.Dialer))
+	}
 	cli, err := clientv3.New(clientv3.Config{
+		DialOptions: dialOpts,
 		Endpoints:   eps,
 		DialTimeout: cfg.DialTimeout,
 		TLS:         tlsCfg,

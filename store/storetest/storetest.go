@@ -3,6 +3,7 @@ package storetest
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,9 @@ import (
 type Etcd struct {
 	Config embedded.Config
 	Server *embedded.Server
+	// Enter, when set, runs a function on a thread inside the network
+	// namespace the member lives in (see StartEtcdIn).
+	Enter func(func() error) error
 }
 
 // StartEtcd starts an embedded etcd on free loopback ports with its data in a
@@ -33,6 +37,44 @@ func StartEtcdTLS(t testing.TB, caFile, certFile, keyFile string, clientCertAuth
 	c.ClientURL = "https://" + strings.TrimPrefix(c.ClientURL, "http://")
 	c.TrustedCAFile, c.CertFile, c.KeyFile, c.ClientCertAuth = caFile, certFile, keyFile, clientCertAuth
 	return start(t, c)
+}
+
+// StartEtcdIn starts a member inside another network namespace, listening
+// for clients on ip (an address of that namespace): processes there reach it
+// at Endpoints(), and Client dials into the namespace through enter.
+func StartEtcdIn(t testing.TB, enter func(func() error) error, ip string) *Etcd {
+	t.Helper()
+	c := testConfig(t)
+	c.ClientURL = "http://" + net.JoinHostPort(ip, portOf(t, c.ClientURL))
+	e := &Etcd{Config: c, Enter: enter}
+	e.Restart(t)
+	t.Cleanup(e.Stop)
+	return e
+}
+
+func portOf(t testing.TB, u string) string {
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(u, "http://"), "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// dialer opens connections from inside the member's namespace.
+func (e *Etcd) dialer() func(ctx context.Context, addr string) (net.Conn, error) {
+	if e.Enter == nil {
+		return nil
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := e.Enter(func() error {
+			var d net.Dialer
+			var err error
+			conn, err = d.DialContext(ctx, "tcp", addr)
+			return err
+		})
+		return conn, err
+	}
 }
 
 func testConfig(t testing.TB) embedded.Config {
@@ -61,11 +103,18 @@ func (e *Etcd) Restart(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := embedded.Start(ctx, e.Config)
+	run := func(f func() error) error { return f() }
+	if e.Enter != nil {
+		run = e.Enter
+	}
+	err := run(func() error {
+		s, err := embedded.Start(ctx, e.Config)
+		e.Server = s
+		return err
+	})
 	if err != nil {
 		t.Fatalf("embedded etcd: %v", err)
 	}
-	e.Server = s
 }
 
 // Stop stops the member (idempotent).
@@ -83,7 +132,7 @@ func (e *Etcd) Endpoints() []string { return []string{e.Config.ClientURL} }
 // It has no client TLS; a StartEtcdTLS member needs a store.Config with certs.
 func (e *Etcd) Client(t testing.TB) *store.Client {
 	t.Helper()
-	c, err := store.New(store.Config{Endpoints: e.Endpoints(), RequestTimeout: 10 * time.Second})
+	c, err := store.New(store.Config{Endpoints: e.Endpoints(), RequestTimeout: 10 * time.Second, Dialer: e.dialer()})
 	if err != nil {
 		t.Fatal(err)
 	}
