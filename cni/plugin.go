@@ -54,6 +54,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
+	crashIf(faultAfterIPAM)
 	defer func() {
 		if err != nil {
 			release()

@@ -22,16 +22,13 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		if b, err := filepath.Abs("../bin/calico-aio"); err == nil && fileExists(b) && os.Getenv("E2E_REBUILD") == "" {
-			binary = b
-		} else {
-			binary = filepath.Join(dir, "calico-aio")
-			cmd := exec.Command("go", "build", "-o", binary, "..")
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "building the binary: %v\n%s", err, out)
-				return 1
-			}
+		// Always build: a stale bin/ from an earlier make would test old code.
+		binary = filepath.Join(dir, "calico-aio")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", binary, "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the binary: %v\n%s", err, out)
+			return 1
 		}
 		code := m.Run()
 		if refDir != "" {
@@ -40,11 +37,6 @@ func TestMain(m *testing.M) {
 		return code
 	}()
 	os.Exit(code)
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // runBin runs the binary under a role name with args and stdin.

@@ -21,6 +21,17 @@ func createPool(t *testing.T, c *store.Client, name, cidr string, blockSize int)
 	}
 }
 
+// createNode registers a Node as calico-node would.
+func createNode(t *testing.T, c *store.Client, name string) {
+	t.Helper()
+	k, _ := api.LookupKind("Node")
+	n := k.NewObject()
+	n.GetObjectMeta().Name = name
+	if _, err := c.CreateResource(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestIPAMPluginVerbs(t *testing.T) {
 	e := storetest.StartEtcd(t)
 	c := e.Client(t)
