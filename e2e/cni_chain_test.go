@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// listenIn opens a TCP echo listener inside a namespace.
+func listenIn(t *testing.T, n ns.NetNS, addr string) {
+	t.Helper()
+	var l net.Listener
+	mustDo(t, n, func() error {
+		var err error
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+}
+
+// dialFrom connects from inside a namespace and reads the greeting.
+func dialFrom(n ns.NetNS, addr string) error {
+	return n.Do(func(ns.NetNS) error {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 6)
+		if _, err := c.Read(buf); err != nil {
+			return err
+		}
+		if string(buf) != "hello\n" {
+			return fmt.Errorf("read %q", buf)
+		}
+		return nil
+	})
+}
+
+// Chained with the reference portmap plugin, a host port reaches the pod.
+func TestCNIChainedWithPortmap(t *testing.T) {
+	e := newCNIEnv(t, 4)
+	referencePlugins(t, e.bin)
+	e.pool("v4", "10.104.0.0/24")
+	l := e.conflist("1.0.0", "chain", e.calicoPlugin("node1", ""), `{"type":"portmap","capabilities":{"portMappings":true}}`)
+	pod := newNS(t)
+	rt := &libcni.RuntimeConf{ContainerID: "web", NetNS: pod.Path(), IfName: "eth0",
+		CapabilityArgs: map[string]any{"portMappings": []map[string]any{{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}}}}
+	res, err := e.add(l, rt)
+	if err != nil {
+		t.Fatalf("ADD through the chain: %v", err)
+	}
+	v4, _ := podAddrs(res)
+	listenIn(t, pod, ":80")
+	mustNS(t, e.host.outside, "ip", "route", "add", "10.104.0.0/24", "via", e.host.hostIP)
+	if err := dialFrom(e.host.outside, v4+":80"); err != nil {
+		t.Errorf("outside -> pod directly: %v", err)
+	}
+	if err := dialFrom(e.host.outside, e.host.hostIP+":8080"); err != nil {
+		t.Errorf("outside -> host port 8080 -> pod: %v", err)
+	}
+	if err := e.inHost(func() error { return e.cfg.CheckNetworkList(context.Background(), l, rt) }); err != nil {
+		t.Errorf("CHECK through the chain: %v", err)
+	}
+	if err := e.del(l, rt); err != nil {
+		t.Fatal(err)
+	}
+	if err := dialFrom(e.host.outside, e.host.hostIP+":8080"); err == nil {
+		t.Errorf("host port still forwards after DEL")
+	}
+	e.assertClean()
+}
+
+// Any other IPAM type is delegated by exec, as the CNI spec says.
+func TestCNIDelegatesToHostLocal(t *testing.T) {
+	e := newCNIEnv(t, 5)
+	referencePlugins(t, e.bin)
+	plugin := fmt.Sprintf(`{"type":"calico","nodename":"node1","etcd_endpoints":%q,"calico_lib_dir":%q,"calico_run_dir":%q,
+"ipam":{"type":"host-local","subnet":"10.105.0.0/24","dataDir":%q}}`, e.etcd.Endpoints()[0], e.state+"/lib", e.state+"/run", e.state+"/host-local")
+	l := e.conflist("1.0.0", "hl", plugin)
+	pod1, pod2 := newNS(t), newNS(t)
+	rt1 := &libcni.RuntimeConf{ContainerID: "h1", NetNS: pod1.Path(), IfName: "eth0"}
+	rt2 := &libcni.RuntimeConf{ContainerID: "h2", NetNS: pod2.Path(), IfName: "eth0"}
+	r1, err := e.add(l, rt1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := e.add(l, rt2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := podAddrs(r1)
+	b, _ := podAddrs(r2)
+	if !strings.HasPrefix(a, "10.105.0.") || !strings.HasPrefix(b, "10.105.0.") {
+		t.Fatalf("host-local addresses: %s %s", a, b)
+	}
+	if err := ping(pod1, b); err != nil {
+		t.Errorf("pod1 -> pod2: %v", err)
+	}
+	k, _ := api.LookupKind("WorkloadEndpoint")
+	if _, err := e.cl.GetResource(context.Background(), k, "default", "node1-cni-h1-eth0"); err != nil {
+		t.Errorf("endpoint: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.state, "host-local", "hl", a)); err != nil {
+		t.Fatalf("host-local reservation of %s not where expected: %v", a, err)
+	}
+	for _, rt := range []*libcni.RuntimeConf{rt1, rt2} {
+		if err := e.del(l, rt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// host-local released its addresses: no reservation files are left.
+	for _, ip := range []string{a, b} {
+		if _, err := os.Stat(filepath.Join(e.state, "host-local", "hl", ip)); !os.IsNotExist(err) {
+			t.Errorf("host-local still reserves %s: %v", ip, err)
+		}
+	}
+	e.assertClean()
+}
