@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/calico-aio/calico-aio/build/gcoff"
 	"github.com/calico-aio/calico-aio/build/version"
 )
 
@@ -18,6 +19,11 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if role == RoleCNI || role == RoleIPAM {
+		gcoff.ShortLived(256 << 20)
+	} else {
+		gcoff.Restore()
 	}
 	os.Exit(run(role, args))
 }

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		// Always build: a stale bin/ from an earlier make would test old code.
 		binary = filepath.Join(dir, "calico-aio")
+		if keep := os.Getenv("E2E_BINARY"); keep != "" {
+			binary = keep // kept after the run, e.g. for profiling
+		}
 		cmd := exec.Command("go", "build", "-trimpath", "-o", binary, "..")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

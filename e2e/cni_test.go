@@ -21,7 +21,7 @@ import (
 // cniEnv is one "host" with a datastore and a CNI_PATH, driven by libcni
 // the way container runtimes drive plugins.
 type cniEnv struct {
-	t     *testing.T
+	t     testing.TB
 	etcd  *storetest.Etcd
 	cl    *store.Client
 	host  *testHost
@@ -31,7 +31,7 @@ type cniEnv struct {
 	cfg   *libcni.CNIConfig
 }
 
-func newCNIEnv(t *testing.T, hostIndex int) *cniEnv {
+func newCNIEnv(t testing.TB, hostIndex int) *cniEnv {
 	needRoot(t)
 	e := &cniEnv{t: t, host: newTestHost(t, hostIndex), bin: cniBinDir(t), cache: t.TempDir(), state: t.TempDir()}
 	// The datastore lives in the host namespace, on its loopback.

@@ -11,7 +11,7 @@ import (
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
-func createPool(t *testing.T, c *store.Client, name, cidr string, blockSize int) {
+func createPool(t testing.TB, c *store.Client, name, cidr string, blockSize int) {
 	t.Helper()
 	k, _ := api.LookupKind("IPPool")
 	p := k.NewObject().(*api.IPPool)
@@ -22,7 +22,7 @@ func createPool(t *testing.T, c *store.Client, name, cidr string, blockSize int)
 }
 
 // createNode registers a Node as calico-node would.
-func createNode(t *testing.T, c *store.Client, name string) {
+func createNode(t testing.TB, c *store.Client, name string) {
 	t.Helper()
 	k, _ := api.LookupKind("Node")
 	n := k.NewObject()
