@@ -6,7 +6,9 @@ package felix
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -25,6 +27,18 @@ type Config struct {
 	EtcdDataDir   string
 	EtcdClientURL string
 	EtcdPeerURL   string
+
+	// Node identity and addresses.
+	IP, IP6                 string // "autodetect" (default for IPv4), "none", or an address/prefix
+	IPAutodetectionMethod   string
+	IP6AutodetectionMethod  string
+	ASNumber                uint32
+	MTU                     int
+	LibDir, RunDir          string // /var/lib/calico, /var/run/calico
+	HealthAddr, MetricsAddr string // ":9099", ":9091"; "" disables
+	ResyncInterval          time.Duration
+	BGP                     bool // run the embedded BGP speaker
+	BGPPort                 int
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -53,12 +67,26 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.EtcdDataDir, "etcd-data-dir", env("CALICO_ETCD_DATA_DIR", embedded.DefaultDataDir), "embedded etcd data directory [CALICO_ETCD_DATA_DIR]")
 	fs.StringVar(&c.EtcdClientURL, "etcd-client-url", env("CALICO_ETCD_CLIENT_URL", embedded.DefaultClientURL), "embedded etcd client URL [CALICO_ETCD_CLIENT_URL]")
 	fs.StringVar(&c.EtcdPeerURL, "etcd-peer-url", env("CALICO_ETCD_PEER_URL", embedded.DefaultPeerURL), "embedded etcd peer URL [CALICO_ETCD_PEER_URL]")
+	fs.StringVar(&c.IP, "ip", env("IP", "autodetect"), "node IPv4 address/prefix, \"autodetect\" or \"none\" [IP]")
+	fs.StringVar(&c.IP6, "ip6", env("IP6", "none"), "node IPv6 address/prefix, \"autodetect\" or \"none\" [IP6]")
+	fs.StringVar(&c.IPAutodetectionMethod, "ip-autodetection-method", env("IP_AUTODETECTION_METHOD", "first-found"), "first-found, interface=REGEX, can-reach=ADDR or cidr=CIDR [IP_AUTODETECTION_METHOD]")
+	fs.StringVar(&c.IP6AutodetectionMethod, "ip6-autodetection-method", env("IP6_AUTODETECTION_METHOD", "first-found"), "as --ip-autodetection-method, for IPv6 [IP6_AUTODETECTION_METHOD]")
+	asn := fs.Uint32("as", uint32(envInt(getenv, "AS", 0)), "this node's AS number (default: the cluster's) [AS]")
+	fs.IntVar(&c.MTU, "mtu", envInt(getenv, "FELIX_MTU", 1500), "pod interface MTU written for the CNI plugin [FELIX_MTU]")
+	fs.StringVar(&c.LibDir, "lib-dir", env("CALICO_LIB_DIR", "/var/lib/calico"), "node state directory (nodename, mtu files) [CALICO_LIB_DIR]")
+	fs.StringVar(&c.RunDir, "run-dir", env("CALICO_RUN_DIR", "/var/run/calico"), "runtime directory (status socket, locks) [CALICO_RUN_DIR]")
+	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ":9099"), "health endpoint address; empty disables [FELIX_HEALTHADDR]")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ":9091"), "Prometheus metrics address; empty disables [FELIX_METRICSADDR]")
+	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 30*time.Second), "full kernel resync period [FELIX_RESYNC_INTERVAL]")
+	fs.BoolVar(&c.BGP, "bgp", env("CALICO_NETWORKING_BACKEND", "bird") != "none", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none disables]")
+	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	c.ASNumber = *asn
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			c.EtcdEndpoints = append(c.EtcdEndpoints, e)
@@ -68,4 +96,18 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("--nodename: no node name given and the hostname is empty")
 	}
 	return c, nil
+}
+
+func envInt(getenv func(string) string, name string, def int) int {
+	if v, err := strconv.Atoi(getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(getenv func(string) string, name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(getenv(name)); err == nil {
+		return v
+	}
+	return def
 }

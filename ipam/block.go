@@ -5,6 +5,7 @@ package ipam
 
 import (
 	"fmt"
+	"github.com/calico-aio/calico-aio/store"
 	"math/big"
 	"net/netip"
 	"sort"
@@ -247,4 +248,9 @@ func (b *Block) handleOrdinals(handle string) []int {
 		}
 	}
 	return out
+}
+
+// ParseBlock decodes a stored block value.
+func ParseBlock(val []byte) (*Block, error) {
+	return parseBlock(store.KV{Key: "block", Value: val})
 }

@@ -1,0 +1,154 @@
+package calc
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/felix/rules"
+	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/selector"
+)
+
+// policy is a NetworkPolicy or GlobalNetworkPolicy reduced to what the
+// calculation needs.
+type policy struct {
+	key     rules.PolicyKey
+	order   float64
+	sel     *selector.Selector // which endpoints it applies to
+	nsSel   *selector.Selector // GlobalNetworkPolicy namespaceSelector (nil: none)
+	ingress bool               // applies to ingress (types)
+	egress  bool
+	rules   rules.Policy
+}
+
+func (s *State) applyPolicy(u Update) {
+	parts := strings.Split(strings.TrimPrefix(u.Key, "/calico/resources/v3/projectcalico.org/"), "/")
+	key := rules.PolicyKey{Name: parts[len(parts)-1]}
+	if len(parts) == 3 {
+		key.Namespace = parts[1]
+	}
+	s.dirtyPolicies[key] = true
+	if u.Deleted {
+		delete(s.policies, key)
+		return
+	}
+	p := &policy{key: key, order: math.Inf(1)}
+	var types []api.PolicyType
+	var selText, nsSelText string
+	switch r := u.Resource.(type) {
+	case *api.NetworkPolicy:
+		r.Default()
+		if r.Spec.Order != nil {
+			p.order = *r.Spec.Order
+		}
+		selText, types = r.Spec.Selector, r.Spec.Types
+		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
+	case *api.GlobalNetworkPolicy:
+		r.Default()
+		if r.Spec.Order != nil {
+			p.order = *r.Spec.Order
+		}
+		selText, nsSelText, types = r.Spec.Selector, r.Spec.NamespaceSelector, r.Spec.Types
+		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
+	default:
+		return
+	}
+	var err error
+	if p.sel, err = selector.Parse(selText); err != nil {
+		return // validated on write; an unparsable selector selects nothing
+	}
+	if nsSelText != "" {
+		if p.nsSel, err = selector.Parse(nsSelText); err != nil {
+			return
+		}
+	}
+	for _, t := range types {
+		p.ingress = p.ingress || t == api.PolicyTypeIngress
+		p.egress = p.egress || t == api.PolicyTypeEgress
+	}
+	s.policies[key] = p
+}
+
+// appliesTo reports whether a policy selects an endpoint.
+func (s *State) appliesTo(p *policy, w *api.WorkloadEndpoint) bool {
+	if p.key.Namespace != "" && w.Metadata.Namespace != p.key.Namespace {
+		return false
+	}
+	if !p.sel.EvaluateLabels(s.endpointLabels(w)) {
+		return false
+	}
+	return p.nsSel == nil || p.nsSel.EvaluateLabels(s.namespaceLabels(w.Metadata.Namespace))
+}
+
+// refreshLocalPolicies re-matches what changed: dirty local endpoints
+// against every policy, dirty policies against every local endpoint.
+func (s *State) refreshLocalPolicies() {
+	for k := range s.dirtyLocal {
+		w, ok := s.weps[k]
+		if !ok || !s.isLocal(w) {
+			delete(s.localPolicies, k)
+			continue
+		}
+		var keys []rules.PolicyKey
+		for pk, p := range s.policies {
+			if s.appliesTo(p, w) {
+				keys = append(keys, pk)
+			}
+		}
+		s.localPolicies[k] = keys
+	}
+	for pk := range s.dirtyPolicies {
+		p := s.policies[pk]
+		for k, keys := range s.localPolicies {
+			if s.dirtyLocal[k] {
+				continue // already matched against every policy
+			}
+			keys = removeKey(keys, pk)
+			if p != nil && s.appliesTo(p, s.weps[k]) {
+				keys = append(keys, pk)
+			}
+			s.localPolicies[k] = keys
+		}
+	}
+	clear(s.dirtyLocal)
+	clear(s.dirtyPolicies)
+}
+
+func removeKey(keys []rules.PolicyKey, k rules.PolicyKey) []rules.PolicyKey {
+	for i, x := range keys {
+		if x == k {
+			return append(keys[:i:i], keys[i+1:]...)
+		}
+	}
+	return keys
+}
+
+// orderedPolicies splits an endpoint's policies by direction, ordered by
+// order then name (policies without an order last), as Calico does.
+func (s *State) orderedPolicies(keys []rules.PolicyKey) (in, out []rules.PolicyKey) {
+	ps := make([]*policy, 0, len(keys))
+	for _, k := range keys {
+		if p := s.policies[k]; p != nil {
+			ps = append(ps, p)
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].order != ps[j].order {
+			return ps[i].order < ps[j].order
+		}
+		if ps[i].key.Name != ps[j].key.Name {
+			return ps[i].key.Name < ps[j].key.Name
+		}
+		return ps[i].key.Namespace < ps[j].key.Namespace
+	})
+	for _, p := range ps {
+		if p.ingress {
+			in = append(in, p.key)
+		}
+		if p.egress {
+			out = append(out, p.key)
+		}
+	}
+	return in, out
+}

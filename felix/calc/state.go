@@ -1,0 +1,185 @@
+package calc
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/felix/rules"
+	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// State is the agent's view of the datastore, plus caches of derived
+// results kept up to date incrementally.
+type State struct {
+	node string
+
+	weps      map[string]*api.WorkloadEndpoint // by key, every node
+	policies  map[rules.PolicyKey]*policy
+	profiles  map[string]*api.Profile
+	netsets   map[string]*netset // NetworkSets and GlobalNetworkSets by key
+	pools     map[string]*api.IPPool
+	blocks    map[string]*ipam.Block // by CIDR
+	felixCfgs map[string]*api.FelixConfiguration
+	inSync    bool
+
+	// Caches (see policies.go, ipsets.go).
+	localPolicies map[string][]rules.PolicyKey // local endpoint key -> matching policies (unordered)
+	dirtyLocal    map[string]bool              // local endpoints to re-match against every policy
+	dirtyPolicies map[rules.PolicyKey]bool     // policies to re-match against every local endpoint
+	members       map[string]*ipsetState       // active IP sets by name
+	dirtySources  map[string]bool              // member sources (endpoint/netset keys) to re-evaluate
+}
+
+// NewState makes an empty state for a node.
+func NewState(node string) *State {
+	return &State{
+		node: node, weps: map[string]*api.WorkloadEndpoint{}, policies: map[rules.PolicyKey]*policy{},
+		profiles: map[string]*api.Profile{}, netsets: map[string]*netset{}, pools: map[string]*api.IPPool{},
+		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{},
+		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
+		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
+	}
+}
+
+// InSync reports whether the initial datastore list has been seen.
+func (s *State) InSync() bool { return s.inSync }
+
+// netset is a NetworkSet or GlobalNetworkSet reduced to labels and nets.
+type netset struct {
+	namespace string
+	labels    map[string]string
+	nets      []netip.Prefix
+}
+
+func (s *State) isLocal(w *api.WorkloadEndpoint) bool { return w.Spec.Node == s.node }
+
+// Apply records one update. It does no heavy work: it marks what must be
+// recomputed by Desired.
+func (s *State) Apply(u Update) {
+	if u.InSync {
+		s.inSync = true
+		return
+	}
+	switch u.Kind {
+	case "workloadendpoints":
+		s.applyEndpoint(u)
+	case "networkpolicies", "globalnetworkpolicies":
+		s.applyPolicy(u)
+	case "profiles":
+		s.applyProfile(u)
+	case "networksets", "globalnetworksets":
+		s.applyNetset(u)
+	case "ippools":
+		if u.Deleted {
+			delete(s.pools, u.Key)
+		} else if p, ok := u.Resource.(*api.IPPool); ok {
+			s.pools[u.Key] = p
+		}
+	case "felixconfigurations":
+		if u.Deleted {
+			delete(s.felixCfgs, u.Key)
+		} else if f, ok := u.Resource.(*api.FelixConfiguration); ok {
+			s.felixCfgs[f.Metadata.Name] = f
+		}
+	case KindBlock:
+		cidr := blockCIDR(u.Key)
+		if u.Deleted {
+			delete(s.blocks, cidr)
+		} else {
+			s.blocks[cidr] = u.Block
+		}
+	}
+}
+
+// blockCIDR turns .../block/10.65.0.0-26 into 10.65.0.0/26.
+func blockCIDR(key string) string {
+	seg := key[strings.LastIndexByte(key, '/')+1:]
+	i := strings.LastIndexByte(seg, '-')
+	if i < 0 {
+		return seg
+	}
+	return seg[:i] + "/" + seg[i+1:]
+}
+
+func (s *State) applyEndpoint(u Update) {
+	old := s.weps[u.Key]
+	if old != nil && s.isLocal(old) {
+		s.dirtyLocal[u.Key] = true
+	}
+	if u.Deleted {
+		delete(s.weps, u.Key)
+	} else if w, ok := u.Resource.(*api.WorkloadEndpoint); ok {
+		s.weps[u.Key] = w
+		if s.isLocal(w) {
+			s.dirtyLocal[u.Key] = true
+		}
+	}
+	s.dirtySources[u.Key] = true
+}
+
+func (s *State) applyProfile(u Update) {
+	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
+	old := s.profiles[name]
+	if u.Deleted {
+		delete(s.profiles, name)
+	} else if p, ok := u.Resource.(*api.Profile); ok {
+		s.profiles[name] = p
+	}
+	cur := s.profiles[name]
+	if labelsOf(old) == labelsOf(cur) {
+		return
+	}
+	// Inherited or namespace labels changed: every endpoint using the
+	// profile (or in the namespace) must be matched again.
+	ns, isNS := strings.CutPrefix(name, "kns.")
+	for k, w := range s.weps {
+		uses := isNS && w.Metadata.Namespace == ns
+		for _, p := range w.Spec.Profiles {
+			uses = uses || p == name
+		}
+		if uses {
+			s.dirtySources[k] = true
+			if s.isLocal(w) {
+				s.dirtyLocal[k] = true
+			}
+		}
+	}
+}
+
+func labelsOf(p *api.Profile) string {
+	if p == nil {
+		return ""
+	}
+	return canonicalLabels(p.Spec.LabelsToApply)
+}
+
+func (s *State) applyNetset(u Update) {
+	if u.Deleted {
+		delete(s.netsets, u.Key)
+	} else {
+		var ns netset
+		switch r := u.Resource.(type) {
+		case *api.NetworkSet:
+			ns = netset{namespace: r.Metadata.Namespace, labels: r.Metadata.Labels, nets: parseNets(r.Spec.Nets)}
+		case *api.GlobalNetworkSet:
+			ns = netset{labels: r.Metadata.Labels, nets: parseNets(r.Spec.Nets)}
+		default:
+			return
+		}
+		s.netsets[u.Key] = &ns
+	}
+	s.dirtySources[u.Key] = true
+}
+
+func parseNets(nets []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, n := range nets {
+		if p, err := netip.ParsePrefix(n); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(n); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out
+}

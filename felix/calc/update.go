@@ -1,0 +1,22 @@
+// Package calc is the agent's pure calculation step: datastore updates in,
+// desired dataplane state out. No goroutines, no I/O.
+package calc
+
+import (
+	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// KindBlock marks IPAM block updates; resource updates use the plural.
+const KindBlock = "blocks"
+
+// Update is one change from the syncer.
+type Update struct {
+	Kind     string // resource plural ("workloadendpoints", ...) or KindBlock
+	Key      string // datastore key
+	Deleted  bool
+	Resource api.Resource // set for resources unless Deleted
+	Block    *ipam.Block  // set for blocks unless Deleted
+	// InSync marks the end of the initial list of every watched prefix.
+	InSync bool
+}

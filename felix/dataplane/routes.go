@@ -1,0 +1,230 @@
+// Package dataplane owns this node's kernel state: one loop, managers that
+// record desired state cheaply and reconcile it in a batched apply against
+// what the kernel really has.
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/felix/rtproto"
+)
+
+// RouteTarget is where a desired route goes.
+type RouteTarget struct {
+	Iface     string       // workload route: dev <iface> scope link
+	Blackhole bool         // an affine block's blackhole
+	Via       []netip.Addr // BGP-learned: next hops (several: ECMP)
+}
+
+func (t RouteTarget) String() string {
+	switch {
+	case t.Blackhole:
+		return "blackhole"
+	case t.Iface != "":
+		return "dev " + t.Iface
+	}
+	parts := make([]string, len(t.Via))
+	for i, v := range t.Via {
+		parts[i] = v.String()
+	}
+	return "via " + strings.Join(parts, ",")
+}
+
+// routeManager keeps the main table's routes with our protocol numbers
+// equal to the desired set. It never touches routes with other protocols,
+// except unknown routes on cali* interfaces, which it removes only after a
+// grace period and only once the datastore view is in sync.
+type routeManager struct {
+	desired   map[netip.Prefix]RouteTarget
+	dirty     bool
+	inSync    bool
+	grace     time.Duration
+	strangers map[netip.Prefix]time.Time // foreign routes on cali* interfaces, first seen
+	now       func() time.Time
+}
+
+func newRouteManager(grace time.Duration) *routeManager {
+	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{}, now: time.Now, dirty: true}
+}
+
+// SetDesired records the full desired set (no kernel I/O).
+func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
+	m.desired, m.inSync, m.dirty = d, inSync, true
+}
+
+// kernelRoute is a route we read back.
+type kernelRoute struct {
+	route  netlink.Route
+	target RouteTarget
+	proto  int
+}
+
+func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
+	out := map[netip.Prefix]kernelRoute{}
+	names := map[int]string{}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
+	}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+	}
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := listRoutes(fam)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range routes {
+			if r.Dst == nil || r.Table != syscall.RT_TABLE_MAIN {
+				continue
+			}
+			p, ok := toPrefix(r.Dst)
+			if !ok {
+				continue
+			}
+			kr := kernelRoute{route: r, proto: int(r.Protocol)}
+			switch {
+			case r.Type == syscall.RTN_BLACKHOLE:
+				kr.target.Blackhole = true
+			case r.LinkIndex != 0 && r.Gw == nil && len(r.MultiPath) == 0:
+				kr.target.Iface = names[r.LinkIndex]
+			default:
+				if a, ok := netip.AddrFromSlice(r.Gw); ok {
+					kr.target.Via = append(kr.target.Via, a.Unmap())
+				}
+				for _, nh := range r.MultiPath {
+					if a, ok := netip.AddrFromSlice(nh.Gw); ok {
+						kr.target.Via = append(kr.target.Via, a.Unmap())
+					}
+				}
+				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
+			}
+			ours := kr.proto == rtproto.Workload || kr.proto == rtproto.BGP
+			onCali := strings.HasPrefix(kr.target.Iface, "cali")
+			if !ours && !onCali {
+				continue // not ours and nothing to do with us
+			}
+			out[p] = kr
+		}
+	}
+	return out, nil
+}
+
+// listRoutes dumps routes, retrying an interrupted dump.
+func listRoutes(fam int) ([]netlink.Route, error) {
+	var err error
+	for i := 0; i < 5; i++ {
+		var rs []netlink.Route
+		rs, err = netlink.RouteListFiltered(fam, &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		if err == nil || !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return rs, err
+		}
+	}
+	return nil, fmt.Errorf("route dump: %w", err)
+}
+
+func toPrefix(n *net.IPNet) (netip.Prefix, bool) {
+	a, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones), true
+}
+
+func sameTarget(a, b RouteTarget) bool { return a.String() == b.String() }
+
+// Apply reconciles: adds and replaces first, deletes after, all errors
+// joined; failures leave the manager dirty for the next apply.
+func (m *routeManager) Apply() error {
+	kernel, err := m.readKernel()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	keys := make([]netip.Prefix, 0, len(m.desired))
+	for p := range m.desired {
+		keys = append(keys, p)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, p := range keys {
+		want := m.desired[p]
+		have, exists := kernel[p]
+		if exists && sameTarget(have.target, want) && (have.proto == rtproto.Workload || have.proto == rtproto.BGP) {
+			continue
+		}
+		if exists && have.proto != rtproto.Workload && have.proto != rtproto.BGP && !strings.HasPrefix(have.target.Iface, "cali") {
+			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
+			continue
+		}
+		if err := m.program(p, want, exists); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	now := m.now()
+	for p, have := range kernel {
+		if _, want := m.desired[p]; want || !m.inSync {
+			delete(m.strangers, p)
+			continue
+		}
+		if have.proto != rtproto.Workload && have.proto != rtproto.BGP {
+			// A foreign route on a cali* interface: wait out the grace period.
+			first, seen := m.strangers[p]
+			if !seen {
+				m.strangers[p] = now
+				continue
+			}
+			if now.Sub(first) < m.grace {
+				continue
+			}
+		}
+		if err := netlink.RouteDel(&have.route); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("deleting route %s: %w", p, err))
+		}
+		delete(m.strangers, p)
+	}
+	m.dirty = len(errs) > 0
+	return errors.Join(errs...)
+}
+
+func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) error {
+	r := &netlink.Route{Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}, Table: syscall.RT_TABLE_MAIN}
+	switch {
+	case t.Blackhole:
+		r.Type, r.Protocol = syscall.RTN_BLACKHOLE, rtproto.Workload
+	case t.Iface != "":
+		l, err := netlink.LinkByName(t.Iface)
+		if err != nil {
+			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
+		}
+		r.LinkIndex, r.Scope, r.Protocol = l.Attrs().Index, netlink.SCOPE_LINK, rtproto.Workload
+	default:
+		r.Protocol = rtproto.BGP
+		if len(t.Via) == 1 {
+			r.Gw = t.Via[0].AsSlice()
+		} else {
+			for _, v := range t.Via {
+				r.MultiPath = append(r.MultiPath, &netlink.NexthopInfo{Gw: v.AsSlice()})
+			}
+		}
+	}
+	var err error
+	if replace {
+		err = netlink.RouteReplace(r)
+	} else {
+		err = netlink.RouteAdd(r)
+	}
+	if err != nil {
+		return fmt.Errorf("programming route %s %s: %w", p, t, err)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+// Package rules renders Calico's policy model into iptables chains. It is
+// pure: the calculation graph hands it resolved endpoints, policies and
+// profiles; it returns the chains per table and the IP sets the rules need.
+package rules
+
+import (
+	"net/netip"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// PolicyKey names a policy: Namespace is empty for GlobalNetworkPolicy.
+type PolicyKey struct {
+	Namespace string
+	Name      string
+}
+
+// Policy is a NetworkPolicy or GlobalNetworkPolicy as the rules need it.
+type Policy struct {
+	Key     PolicyKey
+	Ingress []api.Rule
+	Egress  []api.Rule
+}
+
+// Profile is a Profile's rules.
+type Profile struct {
+	Name    string
+	Ingress []api.Rule
+	Egress  []api.Rule
+}
+
+// NAT is a floating IP of an endpoint: External is DNATted to Internal.
+type NAT struct {
+	Internal netip.Addr
+	External netip.Addr
+}
+
+// Endpoint is a local workload endpoint with the policies that apply to it,
+// already ordered (by order, then name), and its profiles in order.
+type Endpoint struct {
+	Iface            string // host-side interface, e.g. cali1234567890a
+	Addrs            []netip.Addr
+	IngressPolicies  []PolicyKey
+	EgressPolicies   []PolicyKey
+	Profiles         []string
+	NATs             []NAT
+	AllowSpoofedFrom []netip.Prefix
+}
+
+// IPSetKind says what an IP set holds.
+type IPSetKind int
+
+const (
+	// IPSetSelector holds the addresses (hash:net) of every endpoint and
+	// network set matching a selector.
+	IPSetSelector IPSetKind = iota
+	// IPSetNamedPort holds address,protocol:port entries (hash:ip,port) of
+	// matching endpoints for a named port.
+	IPSetNamedPort
+	// IPSetPools holds the CIDRs of IP pools (hash:net): all pools, or the
+	// natOutgoing ones.
+	IPSetPools
+)
+
+// IPSetSpec describes an IP set a rule references; the calculation graph
+// computes its members.
+type IPSetSpec struct {
+	Name string // "cali40s:..." (<= 31 chars)
+	Kind IPSetKind
+	// Selector is the effective label selector, already combined with the
+	// namespace restriction of a namespaced policy.
+	Selector string
+	// NamespaceSelector, when set, must also match the labels of the
+	// endpoint's namespace.
+	NamespaceSelector string
+	// For named ports.
+	PortName string
+	Protocol string // "tcp", "udp", "sctp"
+}
