@@ -1,0 +1,329 @@
+package iptables
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Ownership marks for ipsets: our sets are named cali40* (IPv4) and cali60*
+// (IPv6). While a set is rewritten, its contents are built in a temporary
+// set named with cali4t/cali6t in place of those six characters (Calico's
+// convention too); a leftover temporary set is destroyed by the next Apply.
+const (
+	maxSetName = 31      // IPSET_MAXNAMELEN - 1
+	maxElem    = 1 << 20 // maxelem of every set we create
+)
+
+var (
+	setPrefix  = map[string]string{FamilyInet: "cali40", FamilyInet6: "cali60"}
+	tempPrefix = map[string]string{"cali40": "cali4t", "cali60": "cali6t"}
+)
+
+// ErrIPSetInUse is wrapped by Apply's error when a set could not be
+// destroyed (removed, or re-created with another type) because the kernel
+// still uses it, typically an iptables rule "-m set --match-set". Apply
+// iptables first, so that no rule references a set about to go.
+var ErrIPSetInUse = errors.New("ipset still in use by a kernel component")
+
+// IPSetsOptions configures an IPSets driver.
+type IPSetsOptions struct {
+	IPVersion int    // 4: manage only cali40 sets; 6: only cali60; 0: both
+	Cmd       string // the ipset binary; default "ipset"
+}
+
+type setSpec struct {
+	setType, family string
+	members         map[string]struct{}
+}
+
+// IPSets keeps our ipsets in the desired state: exactly the desired sets,
+// with exactly the desired members. Sets not named as ours are never
+// touched. Not safe for concurrent use; the dataplane loop owns it.
+type IPSets struct {
+	cmd      string
+	prefixes []string // our name prefixes, temporary ones included
+	desired  map[string]*setSpec
+	dirty    bool
+
+	run       runFunc
+	saveTries int
+	retryWait time.Duration
+	writes    int // ipset commands run beyond the read-back, for tests
+}
+
+// NewIPSets returns a driver with no desired sets. No I/O.
+func NewIPSets(opts IPSetsOptions) *IPSets {
+	s := &IPSets{cmd: opts.Cmd, desired: map[string]*setSpec{}, run: runCommand,
+		saveTries: 3, retryWait: 50 * time.Millisecond}
+	if s.cmd == "" {
+		s.cmd = "ipset"
+	}
+	if opts.IPVersion != 6 {
+		s.prefixes = append(s.prefixes, "cali40", "cali4t")
+	}
+	if opts.IPVersion != 4 {
+		s.prefixes = append(s.prefixes, "cali60", "cali6t")
+	}
+	return s
+}
+
+func (s *IPSets) ours(name string) bool {
+	return slices.ContainsFunc(s.prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
+
+// SetIPSet records set name as desired with exactly members. setType is
+// hash:ip, hash:net or hash:ip,port; family inet (name must start with
+// cali40) or inet6 (cali60). Invalid input is rejected and not recorded.
+func (s *IPSets) SetIPSet(name, setType, family string, members []string) error {
+	switch setType {
+	case SetTypeIP, SetTypeNet, SetTypeIPPort:
+	default:
+		return fmt.Errorf("ipset %s: type %q, want %s, %s or %s", name, setType, SetTypeIP, SetTypeNet, SetTypeIPPort)
+	}
+	prefix, ok := setPrefix[family]
+	if !ok {
+		return fmt.Errorf("ipset %s: family %q, want %s or %s", name, family, FamilyInet, FamilyInet6)
+	}
+	if !strings.HasPrefix(name, prefix) || !s.ours(name) || len(name) > maxSetName ||
+		strings.ContainsAny(name, " \t\n") {
+		return fmt.Errorf("ipset name %q: want prefix %s (family %s) managed by this driver, at most %d chars, no blanks",
+			name, prefix, family, maxSetName)
+	}
+	if len(members) > maxElem {
+		return fmt.Errorf("ipset %s: %d members, at most %d", name, len(members), maxElem)
+	}
+	spec := &setSpec{setType: setType, family: family, members: make(map[string]struct{}, len(members))}
+	canon, err := spec.canon(members)
+	if err != nil {
+		return fmt.Errorf("ipset %s: %w", name, err)
+	}
+	for _, c := range canon {
+		spec.members[c] = struct{}{}
+	}
+	s.desired[name] = spec
+	s.dirty = true
+	return nil
+}
+
+func (sp *setSpec) canon(members []string) ([]string, error) {
+	canon := make([]string, 0, len(members))
+	for _, m := range members {
+		c, err := canonMember(sp.setType, sp.family, m)
+		if err != nil {
+			return nil, err
+		}
+		canon = append(canon, c)
+	}
+	return canon, nil
+}
+
+// RemoveIPSet records that set name is no longer desired.
+func (s *IPSets) RemoveIPSet(name string) {
+	delete(s.desired, name)
+	s.dirty = true
+}
+
+// AddMembers adds members to the desired set name.
+func (s *IPSets) AddMembers(name string, members []string) error {
+	sp, ok := s.desired[name]
+	if !ok {
+		return fmt.Errorf("ipset %s: not a desired set", name)
+	}
+	canon, err := sp.canon(members)
+	if err != nil {
+		return fmt.Errorf("ipset %s: %w", name, err)
+	}
+	if len(sp.members)+len(canon) > maxElem {
+		return fmt.Errorf("ipset %s: more than %d members", name, maxElem)
+	}
+	for _, c := range canon {
+		sp.members[c] = struct{}{}
+	}
+	s.dirty = true
+	return nil
+}
+
+// RemoveMembers removes members from the desired set name.
+func (s *IPSets) RemoveMembers(name string, members []string) error {
+	sp, ok := s.desired[name]
+	if !ok {
+		return fmt.Errorf("ipset %s: not a desired set", name)
+	}
+	canon, err := sp.canon(members)
+	if err != nil {
+		return fmt.Errorf("ipset %s: %w", name, err)
+	}
+	for _, c := range canon {
+		delete(sp.members, c)
+	}
+	s.dirty = true
+	return nil
+}
+
+// Dirty reports whether desired state changed, or an Apply failed, since
+// the last successful Apply.
+func (s *IPSets) Dirty() bool { return s.dirty }
+
+// Apply reads our sets back with `ipset save` and makes them exactly the
+// desired ones through `ipset -exist restore`: missing sets are created;
+// small member differences are applied as add/del; large ones (more than
+// about half the set's size) or a different maxelem by filling a temporary
+// set and swapping it in, which is atomic and works while iptables
+// references the set; a type or family change needs destroy and re-create,
+// which fails (ErrIPSetInUse) while the set is referenced. Sets no longer desired are destroyed. When nothing differs no
+// command beyond the read runs. A failing set does not stop the others; all
+// failures are returned joined and the driver stays dirty.
+func (s *IPSets) Apply() error {
+	kernel, err := s.read()
+	if err != nil {
+		s.dirty = true
+		return err
+	}
+	groups := s.plan(kernel)
+	if len(groups) == 0 {
+		s.dirty = false
+		return nil
+	}
+	if err := s.restore(groups); err != nil {
+		s.dirty = true
+		return err
+	}
+	s.dirty = false
+	return nil
+}
+
+func (s *IPSets) read() (map[string]*savedSet, error) {
+	var lastErr error
+	for try := 0; try < s.saveTries; try++ {
+		if try > 0 {
+			time.Sleep(s.retryWait << (try - 1))
+		}
+		out, stderr, err := s.run(nil, s.cmd, "save")
+		if err != nil {
+			lastErr = fmt.Errorf("%s save: %w: %s", s.cmd, err, bytes.TrimSpace(stderr))
+			continue
+		}
+		return parseIPSetSave(out, s.ours)
+	}
+	return nil, lastErr
+}
+
+func isTemp(name string) bool {
+	return strings.HasPrefix(name, "cali4t") || strings.HasPrefix(name, "cali6t")
+}
+
+// group is the restore lines for one set; groups fail independently.
+type group struct {
+	set   string
+	lines []string
+}
+
+func createLine(name string, sp *setSpec) string {
+	return fmt.Sprintf("create %s %s family %s maxelem %d", name, sp.setType, sp.family, maxElem)
+}
+
+func addLines(lines []string, name string, members []string) []string {
+	for _, m := range members {
+		lines = append(lines, "add "+name+" "+m)
+	}
+	return lines
+}
+
+// plan returns the restore groups that take kernel to the desired state:
+// leftover temporary sets first, then desired sets by name, then removals.
+func (s *IPSets) plan(kernel map[string]*savedSet) []group {
+	var groups []group
+	for _, name := range slices.Sorted(maps.Keys(kernel)) {
+		if isTemp(name) { // left over from an interrupted rewrite
+			groups = append(groups, group{name, []string{"destroy " + name}})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.desired)) {
+		sp, k := s.desired[name], kernel[name]
+		all := slices.Sorted(maps.Keys(sp.members))
+		switch {
+		case k == nil:
+			groups = append(groups, group{name, addLines([]string{createLine(name, sp)}, name, all)})
+		case k.setType != sp.setType || k.family != sp.family:
+			lines := []string{"destroy " + name, createLine(name, sp)}
+			groups = append(groups, group{name, addLines(lines, name, all)})
+		default:
+			var adds, dels []string
+			for _, m := range all {
+				if _, ok := k.members[m]; !ok {
+					adds = append(adds, m)
+				}
+			}
+			for m := range k.members {
+				if _, ok := sp.members[m]; !ok {
+					dels = append(dels, m)
+				}
+			}
+			slices.Sort(dels)
+			switch {
+			// A rewrite costs len(all)+3 lines, but is atomic: prefer it
+			// once the delta reaches half of that.
+			case k.maxElem != maxElem || 2*(len(adds)+len(dels)) > len(all)+3:
+				tmp := tempPrefix[name[:6]] + name[6:]
+				lines := addLines([]string{createLine(tmp, sp)}, tmp, all)
+				lines = append(lines, "swap "+tmp+" "+name, "destroy "+tmp)
+				groups = append(groups, group{name, lines})
+			case len(adds)+len(dels) > 0:
+				lines := addLines(nil, name, adds) // adds before deletes
+				for _, m := range dels {
+					lines = append(lines, "del "+name+" "+m)
+				}
+				groups = append(groups, group{name, lines})
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(kernel)) {
+		if _, ok := s.desired[name]; !ok && !isTemp(name) {
+			groups = append(groups, group{name, []string{"destroy " + name}})
+		}
+	}
+	return groups
+}
+
+// restore runs all groups through `ipset -exist restore`. ipset stops at
+// the first failing line; the group holding it is reported and the run
+// resumes with the next group, so one bad set does not block the rest.
+func (s *IPSets) restore(groups []group) error {
+	var errs []error
+	for len(groups) > 0 {
+		var input bytes.Buffer
+		var lastLine []int // last input line of each group
+		n := 0
+		for _, g := range groups {
+			for _, l := range g.lines {
+				input.WriteString(l)
+				input.WriteByte('\n')
+			}
+			n += len(g.lines)
+			lastLine = append(lastLine, n)
+		}
+		s.writes++
+		_, stderr, err := s.run(input.Bytes(), s.cmd, "-exist", "restore")
+		if err == nil {
+			break
+		}
+		msg := string(bytes.TrimSpace(stderr))
+		n = failedLine(stderr)
+		failed, _ := slices.BinarySearch(lastLine, n)
+		if n == 0 || failed >= len(groups) {
+			return errors.Join(append(errs, fmt.Errorf("%s restore: %w: %s", s.cmd, err, msg))...)
+		}
+		g := groups[failed]
+		if strings.Contains(msg, "in use by a kernel component") {
+			err = fmt.Errorf("%w (%w)", ErrIPSetInUse, err)
+		}
+		errs = append(errs, fmt.Errorf("ipset %s: %q failed: %w: %s", g.set, inputLine(input.Bytes(), n), err, msg))
+		groups = groups[failed+1:]
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,131 @@
+package iptables
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// plan computes the iptables-restore lines (without the "*table" header and
+// COMMIT) that take kernel to the desired state, in an order that is valid
+// inside one transaction:
+//
+//  1. declare chains that do not exist yet (":cali-X - [0:0]"; never for an
+//     existing chain, as restore would flush it);
+//  2. bring each desired chain's rules in line, position by position: a rule
+//     whose hash differs is replaced in place (-R), missing ones appended,
+//     surplus ones deleted from the end;
+//  3. repair hooks: when a built-in chain's rules carrying our hash are not
+//     exactly the one desired hook in first position, delete them all by
+//     their saved spec (never by position: that could hit a foreign rule)
+//     and insert the hook at position 1;
+//  4. flush every stale chain of ours, then delete them (stale chains may
+//     jump to each other). A stale chain still referenced by a foreign rule
+//     is only flushed; deleting it would fail the whole transaction.
+func (t *Table) plan(k *savedTable) ([]string, ApplyStats) {
+	var lines []string
+	var st ApplyStats
+	names := slices.Sorted(maps.Keys(t.desired))
+
+	for _, name := range names {
+		if _, ok := k.chains[name]; !ok {
+			lines = append(lines, ":"+name+" - [0:0]")
+			st.ChainsCreated++
+		}
+	}
+
+	for _, name := range names {
+		have, want, rules := k.chains[name], t.hashes[name], t.desired[name].Rules
+		for i, h := range want {
+			switch {
+			case i >= len(have):
+				lines = append(lines, renderRule("-A", name, 0, h, rules[i]))
+				st.RulesWritten++
+			case have[i].hash != h:
+				lines = append(lines, renderRule("-R", name, i+1, h, rules[i]))
+				st.RulesWritten++
+			}
+		}
+		for pos := len(have); pos > len(want); pos-- {
+			lines = append(lines, "-D "+name+" "+strconv.Itoa(pos))
+			st.RulesDeleted++
+		}
+	}
+
+	for _, b := range builtinChains[t.table] {
+		var ours []savedRule
+		for _, r := range k.chains[b] {
+			if r.hash != "" {
+				ours = append(ours, r)
+			}
+		}
+		hook, hash, wanted := t.hook(b)
+		if (wanted && len(ours) == 1 && k.chains[b][0].hash == hash) || (!wanted && len(ours) == 0) {
+			continue
+		}
+		for _, r := range ours {
+			lines = append(lines, "-D "+b+" "+r.spec)
+			st.RulesDeleted++
+		}
+		if wanted {
+			lines = append(lines, renderRule("-I", b, 1, hash, hook))
+			st.RulesWritten++
+		}
+	}
+
+	stale := t.staleChains(k)
+	var deletes []string
+	for _, name := range stale {
+		if len(k.chains[name]) > 0 {
+			lines = append(lines, "-F "+name)
+		}
+		if !referencedByForeign(k, name) {
+			deletes = append(deletes, "-X "+name)
+			st.ChainsDeleted++
+		}
+	}
+	return append(lines, deletes...), st
+}
+
+// hook returns the hook rule desired first in built-in chain b and its hash.
+func (t *Table) hook(b string) (Rule, string, bool) {
+	target, ok := t.hooks[b]
+	if !ok {
+		return Rule{}, "", false
+	}
+	if _, ok := t.desired[target]; !ok {
+		return Rule{}, "", false
+	}
+	r := Rule{Action: "-j " + target}
+	return r, ruleHash(b, 0, r), true
+}
+
+// staleChains lists, sorted, the chains of ours the kernel has but that are
+// no longer desired.
+func (t *Table) staleChains(k *savedTable) []string {
+	var stale []string
+	for name := range k.chains {
+		if _, ok := t.desired[name]; !ok && strings.HasPrefix(name, ChainPrefix) {
+			stale = append(stale, name)
+		}
+	}
+	slices.Sort(stale)
+	return stale
+}
+
+// referencedByForeign reports whether a rule that is not ours (outside our
+// chains and without our hash) jumps to chain.
+func referencedByForeign(k *savedTable, chain string) bool {
+	for name, rules := range k.chains {
+		if strings.HasPrefix(name, ChainPrefix) {
+			continue
+		}
+		for _, r := range rules {
+			if r.hash == "" && slices.Contains(r.targets, chain) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,209 @@
+package iptables
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Ownership marks. Every chain we own is named ChainPrefix+...; every rule
+// we write carries the comment HashPrefix+<hash> (first comment of the rule),
+// also our hook rules inside the built-in chains.
+const (
+	ChainPrefix  = "cali-"
+	HashPrefix   = "cali:"
+	hashLen      = 16
+	maxChainName = 28  // iptables' limit (XT_EXTENSION_MAXNAMELEN - 1)
+	maxComment   = 255 // xt_comment's limit, without the NUL
+)
+
+// ruleHash identifies rule r at position index (0-based) of chain. It
+// covers the chain name, the position and the rule's content, so identical
+// desired state always yields identical hashes (an agent restart recognises
+// everything it wrote), and a change to one rule changes only that rule's
+// hash: unlike a hash chained over the previous rules, the rules after it
+// keep theirs and are left alone. Format as Calico's: 16 chars of
+// base64url(sha224(...)).
+func ruleHash(chain string, index int, r Rule) string {
+	h := sha256.New224()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s", chain, index,
+		strings.TrimSpace(r.Match), strings.TrimSpace(r.Action), r.Comment)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:hashLen]
+}
+
+// chainHashes returns the hash of every rule of c, in order.
+func chainHashes(c Chain) []string {
+	hs := make([]string, len(c.Rules))
+	for i, r := range c.Rules {
+		hs[i] = ruleHash(c.Name, i, r)
+	}
+	return hs
+}
+
+// renderRule renders one iptables-restore line: op is "-A" (pos ignored),
+// "-I" or "-R" (pos is the 1-based position).
+func renderRule(op, chain string, pos int, hash string, r Rule) string {
+	var b strings.Builder
+	b.WriteString(op)
+	b.WriteByte(' ')
+	b.WriteString(chain)
+	if op != "-A" {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Itoa(pos))
+	}
+	if m := strings.TrimSpace(r.Match); m != "" {
+		b.WriteByte(' ')
+		b.WriteString(m)
+	}
+	b.WriteString(` -m comment --comment "` + HashPrefix + hash + `"`)
+	if r.Comment != "" {
+		b.WriteString(" -m comment --comment ")
+		b.WriteString(quoteComment(r.Comment))
+	}
+	if a := strings.TrimSpace(r.Action); a != "" {
+		b.WriteByte(' ')
+		b.WriteString(a)
+	}
+	return b.String()
+}
+
+// quoteComment makes a human comment safe for iptables-restore: one line,
+// at most maxComment bytes (cut on a rune boundary), double-quoted with
+// backslash escapes, the form iptables-save prints it back in.
+func quoteComment(c string) string {
+	c = strings.NewReplacer("\n", " ", "\r", " ").Replace(c)
+	if len(c) > maxComment {
+		cut := maxComment
+		for cut > 0 && !utf8.RuneStart(c[cut]) {
+			cut--
+		}
+		c = c[:cut]
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(c) + `"`
+}
+
+// splitArgs splits one iptables-save rule into arguments the way
+// iptables-restore does: whitespace separates, double quotes group, and a
+// backslash inside quotes escapes the next character.
+func splitArgs(s string) []string {
+	var args []string
+	for arg, rest, ok := nextArg(s); ok; arg, rest, ok = nextArg(rest) {
+		args = append(args, arg)
+	}
+	return args
+}
+
+// nextArg returns the first argument of s and what follows it. An argument
+// without quotes is returned as a substring, without allocating: parsing a
+// large save is on every Apply's path.
+func nextArg(s string) (arg, rest string, ok bool) {
+	start := 0
+	for start < len(s) && (s[start] == ' ' || s[start] == '\t') {
+		start++
+	}
+	if start == len(s) {
+		return "", "", false
+	}
+	s = s[start:]
+	end := 0
+	for end < len(s) && s[end] != ' ' && s[end] != '\t' && s[end] != '"' {
+		end++
+	}
+	if end == len(s) || s[end] != '"' {
+		return s[:end], s[end:], true
+	}
+	var b strings.Builder
+	quoted, escaped := false, false
+	for i, c := range s {
+		switch {
+		case escaped:
+			b.WriteRune(c)
+			escaped = false
+		case quoted && c == '\\':
+			escaped = true
+		case c == '"':
+			quoted = !quoted
+		case !quoted && (c == ' ' || c == '\t'):
+			return b.String(), s[i:], true
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String(), "", true
+}
+
+// savedRule is one rule as iptables-save printed it.
+type savedRule struct {
+	spec    string   // everything after "-A <chain> ", restore-ready
+	hash    string   // our hash, "" when the rule carries none
+	targets []string // chains it jumps or goes to
+}
+
+// savedTable is one table as iptables-save printed it.
+type savedTable struct {
+	chains map[string][]savedRule // every chain, built-in and foreign too
+}
+
+// parseSave parses iptables-save output, keeping only table. A table the
+// kernel does not have yet (nft creates them lazily) parses as empty.
+func parseSave(table string, out []byte) (*savedTable, error) {
+	st := &savedTable{chains: map[string][]savedRule{}}
+	in := false
+	for i, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] == '*' {
+			in = line[1:] == table
+			continue
+		}
+		if !in {
+			continue
+		}
+		switch {
+		case line == "COMMIT":
+			in = false
+		case line[0] == ':':
+			name, _, _ := strings.Cut(line[1:], " ")
+			if _, ok := st.chains[name]; !ok {
+				st.chains[name] = nil
+			}
+		default:
+			if line[0] == '[' { // "[packets:bytes] -A ..." with --counters
+				if _, rest, ok := strings.Cut(line, "] "); ok {
+					line = rest
+				}
+			}
+			rest, ok := strings.CutPrefix(line, "-A ")
+			if !ok {
+				return nil, fmt.Errorf("iptables-save line %d: unexpected %q", i+1, line)
+			}
+			chain, spec, _ := strings.Cut(rest, " ")
+			st.chains[chain] = append(st.chains[chain], parseRule(spec))
+		}
+	}
+	return st, nil
+}
+
+// parseRule extracts our hash (the first comment starting with HashPrefix)
+// and the jump/goto targets of one saved rule.
+func parseRule(spec string) savedRule {
+	r := savedRule{spec: spec}
+	prev := ""
+	for arg, rest, ok := nextArg(spec); ok; arg, rest, ok = nextArg(rest) {
+		switch prev {
+		case "--comment":
+			if h, ok := strings.CutPrefix(arg, HashPrefix); ok && r.hash == "" {
+				r.hash = h
+			}
+		case "-j", "--jump", "-g", "--goto":
+			r.targets = append(r.targets, arg)
+		}
+		prev = arg
+	}
+	return r
+}

@@ -1,0 +1,264 @@
+package iptables
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// builtinChains lists each table's built-in chains, the only places where
+// we insert hook rules into chains that are not ours.
+var builtinChains = map[string][]string{
+	"filter": {"INPUT", "FORWARD", "OUTPUT"},
+	"nat":    {"PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"},
+	"mangle": {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"},
+	"raw":    {"PREROUTING", "OUTPUT"},
+}
+
+// TableOptions configures a Table.
+type TableOptions struct {
+	// Hooks maps a built-in chain to our chain that it jumps to from its
+	// first rule, e.g. "FORWARD" -> "cali-FORWARD". A hook is present only
+	// while its target is among the desired chains.
+	Hooks map[string]string
+	// LockWait passes --wait to iptables-save/-restore where the binary
+	// accepts it (legacy iptables takes the xtables lock; nft ignores it).
+	LockWait bool
+	// SaveCmd and RestoreCmd override the binaries; the defaults are
+	// iptables-save/iptables-restore, or ip6tables-* for IPv6.
+	SaveCmd, RestoreCmd string
+}
+
+// ApplyStats says what one Apply did.
+type ApplyStats struct {
+	RestoreRan    bool // an iptables-restore was run
+	RulesWritten  int  // rules appended, inserted or replaced
+	RulesDeleted  int  // rules deleted (surplus or stale hooks)
+	ChainsCreated int
+	ChainsDeleted int // our chains no longer desired, flushed and deleted
+}
+
+// Table keeps one iptables table (of one IP version) in the desired state:
+// our "cali-" chains exactly as desired, each hook rule first in its
+// built-in chain, and nothing else of ours. Foreign chains and rules are
+// never touched. Not safe for concurrent use; the dataplane loop owns it.
+type Table struct {
+	table, save, restore string
+	hooks                map[string]string
+	lockWait             bool
+	saveWait, restWait   bool // --wait still believed supported
+	err                  error
+
+	haveDesired bool
+	desired     map[string]Chain
+	hashes      map[string][]string
+	invalid     error // what is wrong with desired, found by SetChains
+	dirty       bool
+
+	run       runFunc
+	saveTries int
+	retryWait time.Duration
+}
+
+// NewTable returns a driver for table ("filter", "nat", "mangle" or "raw")
+// of ipVersion 4 or 6. Invalid arguments make every Apply fail. Nothing is
+// read or written until Apply, and Apply does nothing before the first
+// SetChains: an agent that has not yet learnt its desired state must not
+// delete what an earlier run programmed.
+func NewTable(table string, ipVersion int, opts TableOptions) *Table {
+	t := &Table{
+		table: table, hooks: map[string]string{}, lockWait: opts.LockWait,
+		saveWait: opts.LockWait, restWait: opts.LockWait,
+		desired: map[string]Chain{}, hashes: map[string][]string{},
+		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
+	}
+	prefix := "iptables"
+	switch ipVersion {
+	case 4:
+	case 6:
+		prefix = "ip6tables"
+	default:
+		t.err = fmt.Errorf("iptables: IP version %d, want 4 or 6", ipVersion)
+	}
+	t.save, t.restore = prefix+"-save", prefix+"-restore"
+	if opts.SaveCmd != "" {
+		t.save = opts.SaveCmd
+	}
+	if opts.RestoreCmd != "" {
+		t.restore = opts.RestoreCmd
+	}
+	builtins, ok := builtinChains[table]
+	if !ok {
+		t.err = errors.Join(t.err, fmt.Errorf("iptables: unknown table %q", table))
+	}
+	for b, target := range opts.Hooks {
+		if !slices.Contains(builtins, b) {
+			t.err = errors.Join(t.err, fmt.Errorf("iptables: %s has no built-in chain %q to hook", table, b))
+		}
+		if !strings.HasPrefix(target, ChainPrefix) {
+			t.err = errors.Join(t.err, fmt.Errorf("iptables: hook %s -> %q: target must start with %q", b, target, ChainPrefix))
+		}
+		t.hooks[b] = target
+	}
+	return t
+}
+
+// SetChains records the complete desired set of our chains; chains not
+// listed are deleted by the next Apply. No I/O.
+func (t *Table) SetChains(chains []Chain) {
+	desired := make(map[string]Chain, len(chains))
+	hashes := make(map[string][]string, len(chains))
+	var dup error
+	for _, c := range chains {
+		if _, ok := desired[c.Name]; ok {
+			dup = fmt.Errorf("iptables: chain %s desired twice", c.Name)
+		}
+		c.Rules = slices.Clone(c.Rules) // the caller may reuse its slices
+		desired[c.Name] = c
+		hashes[c.Name] = chainHashes(c)
+	}
+	if !t.haveDesired || !sameHashes(t.hashes, hashes) {
+		t.dirty = true
+	}
+	t.haveDesired, t.desired, t.hashes = true, desired, hashes
+	t.invalid = errors.Join(dup, t.validate())
+}
+
+func sameHashes(a, b map[string][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, ha := range a {
+		hb, ok := b[name]
+		if !ok || !slices.Equal(ha, hb) {
+			return false
+		}
+	}
+	return true
+}
+
+// Dirty reports whether desired state changed, or an Apply failed, since
+// the last successful Apply. Apply always reconciles against the kernel,
+// so callers may also call it when not dirty, to repair drift.
+func (t *Table) Dirty() bool { return t.dirty }
+
+// Apply reads the table back, and writes the difference to the desired
+// state in one iptables-restore --noflush (one atomic transaction); when
+// nothing differs it runs no restore at all. On failure everything stays
+// dirty and the next Apply starts again from a fresh read.
+func (t *Table) Apply() (ApplyStats, error) {
+	if t.err != nil || !t.haveDesired {
+		return ApplyStats{}, t.err
+	}
+	if t.invalid != nil {
+		return ApplyStats{}, t.invalid
+	}
+	kernel, err := t.read()
+	if err != nil {
+		t.dirty = true
+		return ApplyStats{}, err
+	}
+	lines, stats := t.plan(kernel)
+	if len(lines) == 0 {
+		t.dirty = false
+		return stats, nil
+	}
+	stats.RestoreRan = true
+	input := []byte("*" + t.table + "\n" + strings.Join(lines, "\n") + "\nCOMMIT\n")
+	if err := t.write(input); err != nil {
+		t.dirty = true
+		return stats, err
+	}
+	t.dirty = false
+	return stats, nil
+}
+
+// validate checks the desired chains, so that a programming error is
+// reported plainly by Apply instead of as a failed restore.
+func (t *Table) validate() error {
+	var errs []error
+	for name, c := range t.desired {
+		if !strings.HasPrefix(name, ChainPrefix) || len(name) > maxChainName || strings.ContainsAny(name, " \t\n\"") {
+			errs = append(errs, fmt.Errorf("iptables: chain name %q: want %q prefix, at most %d chars, no blanks",
+				name, ChainPrefix, maxChainName))
+		}
+		for i, r := range c.Rules {
+			if strings.ContainsAny(r.Match+r.Action, "\n\r") {
+				errs = append(errs, fmt.Errorf("iptables: chain %s rule %d: newline in match or action", name, i))
+			}
+			for _, target := range parseRule(r.Action).targets {
+				if _, ok := t.desired[target]; !ok && strings.HasPrefix(target, ChainPrefix) {
+					errs = append(errs, fmt.Errorf("iptables: chain %s rule %d jumps to %s, which is not desired", name, i, target))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// read runs iptables-save for our table, retrying a few times: a save can
+// fail transiently while another program holds the lock or commits.
+func (t *Table) read() (*savedTable, error) {
+	var lastErr error
+	for try := 0; try < t.saveTries; try++ {
+		if try > 0 {
+			time.Sleep(t.retryWait << (try - 1))
+		}
+		args := []string{"-t", t.table}
+		if t.saveWait {
+			args = append(args, "--wait")
+		}
+		out, stderr, err := t.run(nil, t.save, args...)
+		if err != nil && t.saveWait && waitRejected(stderr) {
+			t.saveWait = false // this iptables-save has no --wait; it takes no lock
+			try--
+			continue
+		}
+		if err != nil {
+			lastErr = fmt.Errorf("%s -t %s: %w: %s", t.save, t.table, err, bytes.TrimSpace(stderr))
+			continue
+		}
+		return parseSave(t.table, out)
+	}
+	return nil, lastErr
+}
+
+// RestoreError is a failed iptables-restore: the input line it rejected
+// (Line is 1-based, 0 when the output named none) and what it printed.
+type RestoreError struct {
+	Cmd, Table string
+	Line       int
+	Input      string // the rejected input line
+	Stderr     string
+	Err        error
+}
+
+func (e *RestoreError) Error() string {
+	return fmt.Sprintf("%s (table %s) failed at input line %d %q: %v: %s",
+		e.Cmd, e.Table, e.Line, e.Input, e.Err, e.Stderr)
+}
+
+func (e *RestoreError) Unwrap() error { return e.Err }
+
+func (t *Table) write(input []byte) error {
+	for {
+		args := []string{"--noflush"}
+		if t.restWait {
+			args = append(args, "--wait")
+		}
+		_, stderr, err := t.run(input, t.restore, args...)
+		if err != nil && t.restWait && waitRejected(stderr) {
+			t.restWait = false
+			continue
+		}
+		if err != nil {
+			n := failedLine(stderr)
+			return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),
+				Stderr: string(bytes.TrimSpace(stderr)), Err: err}
+		}
+		return nil
+	}
+}
