@@ -56,10 +56,26 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := retry(ctx, func() error { return c.EnsureClusterInformation(ctx, version.Version) }); err != nil {
 		return err
 	}
-	slog.Info("calico-node ready", "etcd", cfg.EtcdEndpoints)
-	<-ctx.Done()
+	v4, v6, err := nodeAddrs(cfg)
+	if err != nil {
+		return err
+	}
+	if err := registerNode(ctx, c, cfg.NodeName, v4, v6, cfg.ASNumber); err != nil {
+		return err
+	}
+	if err := writeNodeFiles(cfg.LibDir, cfg.NodeName, cfg.MTU); err != nil {
+		return err
+	}
+	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
+	a := newAgent(cfg, c, true)
+	if err := a.startServers(ctx); err != nil {
+		return err
+	}
+	go (&syncer{c: c, out: a.updates}).run(ctx)
+	slog.Info("calico-node running", "etcd", cfg.EtcdEndpoints)
+	err = a.loop(ctx)
 	slog.Info("calico-node stopping")
-	return nil
+	return err
 }
 
 // retry calls f until it succeeds or ctx ends, backing off up to 5 s.

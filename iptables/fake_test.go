@@ -176,3 +176,40 @@ func referenced(t map[string][]string, chain string) bool {
 	}
 	return false
 }
+
+// cmdLog wraps a runFunc and records every command run and its input; it
+// counts the commands of the real binaries in kernel tests.
+type cmdLog struct {
+	next   runFunc
+	cmds   []string // name and arguments
+	inputs []string // stdin of each
+}
+
+func (l *cmdLog) run(stdin []byte, name string, args ...string) ([]byte, []byte, error) {
+	l.cmds = append(l.cmds, strings.Join(append([]string{name}, args...), " "))
+	l.inputs = append(l.inputs, string(stdin))
+	return l.next(stdin, name, args...)
+}
+
+// count returns how many commands run contain s (e.g. "-save", " save").
+func (l *cmdLog) count(s string) int {
+	n := 0
+	for _, c := range l.cmds {
+		if strings.Contains(c, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// last returns the input of the last command that contains s.
+func (l *cmdLog) last(s string) string {
+	for i := len(l.cmds) - 1; i >= 0; i-- {
+		if strings.Contains(l.cmds[i], s) {
+			return l.inputs[i]
+		}
+	}
+	return ""
+}
+
+func (l *cmdLog) reset() { l.cmds, l.inputs = nil, nil }

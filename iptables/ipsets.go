@@ -44,11 +44,24 @@ type setSpec struct {
 // IPSets keeps our ipsets in the desired state: exactly the desired sets,
 // with exactly the desired members. Sets not named as ours are never
 // touched. Not safe for concurrent use; the dataplane loop owns it.
+//
+// Like Table, IPSets caches its view of the kernel after a successful
+// Apply, and diffs against it instead of running `ipset save` until
+// InvalidateCache or a failed restore.
 type IPSets struct {
 	cmd      string
 	prefixes []string // our name prefixes, temporary ones included
 	desired  map[string]*setSpec
 	dirty    bool
+
+	// cache holds our sets as the kernel has them after the last
+	// successful Apply; nil: read them back first. Never shares a members
+	// map with desired.
+	cache map[string]*savedSet
+	// pending names the sets whose desired state changed since the last
+	// successful Apply; the others are as cached, and a plan from the
+	// cache considers only these.
+	pending map[string]struct{}
 
 	run       runFunc
 	saveTries int
@@ -58,7 +71,7 @@ type IPSets struct {
 
 // NewIPSets returns a driver with no desired sets. No I/O.
 func NewIPSets(opts IPSetsOptions) *IPSets {
-	s := &IPSets{cmd: opts.Cmd, desired: map[string]*setSpec{}, run: runCommand,
+	s := &IPSets{cmd: opts.Cmd, desired: map[string]*setSpec{}, pending: map[string]struct{}{}, run: runCommand,
 		saveTries: 3, retryWait: 50 * time.Millisecond}
 	if s.cmd == "" {
 		s.cmd = "ipset"
@@ -106,7 +119,7 @@ func (s *IPSets) SetIPSet(name, setType, family string, members []string) error 
 		spec.members[c] = struct{}{}
 	}
 	s.desired[name] = spec
-	s.dirty = true
+	s.changed(name)
 	return nil
 }
 
@@ -125,6 +138,13 @@ func (sp *setSpec) canon(members []string) ([]string, error) {
 // RemoveIPSet records that set name is no longer desired.
 func (s *IPSets) RemoveIPSet(name string) {
 	delete(s.desired, name)
+	s.changed(name)
+}
+
+// changed records that desired set name changed: the next Apply plans it
+// (and, with a valid cache, only the sets so recorded).
+func (s *IPSets) changed(name string) {
+	s.pending[name] = struct{}{}
 	s.dirty = true
 }
 
@@ -144,7 +164,7 @@ func (s *IPSets) AddMembers(name string, members []string) error {
 	for _, c := range canon {
 		sp.members[c] = struct{}{}
 	}
-	s.dirty = true
+	s.changed(name)
 	return nil
 }
 
@@ -161,40 +181,74 @@ func (s *IPSets) RemoveMembers(name string, members []string) error {
 	for _, c := range canon {
 		delete(sp.members, c)
 	}
-	s.dirty = true
+	s.changed(name)
 	return nil
 }
 
-// Dirty reports whether desired state changed, or an Apply failed, since
-// the last successful Apply.
+// Dirty reports whether desired state changed, an Apply failed, or
+// InvalidateCache was called since the last successful Apply. When not
+// dirty, Apply returns at once without I/O.
 func (s *IPSets) Dirty() bool { return s.dirty }
 
-// Apply reads our sets back with `ipset save` and makes them exactly the
-// desired ones through `ipset -exist restore`: missing sets are created;
+// InvalidateCache makes the next Apply read our sets back with `ipset save`
+// instead of trusting the cached view, so that changes made by others are
+// seen and repaired. Call it on the periodic resync. It marks the driver
+// dirty. No I/O.
+func (s *IPSets) InvalidateCache() {
+	s.cache = nil
+	s.dirty = true
+}
+
+// Apply makes our sets exactly the desired ones through one
+// `ipset -exist restore`, diffing against the cached view of the kernel,
+// or when it is invalid against our sets read back with `ipset save`
+// (first Apply, after InvalidateCache, after a failure): missing sets are created;
 // small member differences are applied as add/del; large ones (more than
 // about half the set's size) or a different maxelem by filling a temporary
 // set and swapping it in, which is atomic and works while iptables
 // references the set; a type or family change needs destroy and re-create,
-// which fails (ErrIPSetInUse) while the set is referenced. Sets no longer desired are destroyed. When nothing differs no
-// command beyond the read runs. A failing set does not stop the others; all
-// failures are returned joined and the driver stays dirty.
+// which fails (ErrIPSetInUse) while the set is referenced. Sets no longer
+// desired are destroyed. When nothing differs no command beyond the read
+// (if any) runs. A failing set does not stop the others; all failures are
+// returned joined, the driver stays dirty and its cache invalid. A restore
+// planned from the cache that fails may be due to a stale cache (a set
+// destroyed by hand): Apply then reads the sets back and tries once more.
 func (s *IPSets) Apply() error {
-	kernel, err := s.read()
-	if err != nil {
-		s.dirty = true
-		return err
+	if !s.dirty && s.cache != nil {
+		return nil // the cache is the desired state
 	}
-	groups := s.plan(kernel)
-	if len(groups) == 0 {
-		s.dirty = false
-		return nil
+	fromCache, err := s.apply()
+	if err != nil && fromCache {
+		_, err = s.apply()
 	}
-	if err := s.restore(groups); err != nil {
-		s.dirty = true
-		return err
+	return err
+}
+
+// apply is one attempt; fromCache says it planned from the cache (so ran
+// no `ipset save`).
+func (s *IPSets) apply() (fromCache bool, err error) {
+	kernel := s.cache
+	fromCache = kernel != nil
+	s.cache, s.dirty = nil, true // until this attempt succeeds
+	if kernel == nil {
+		if kernel, err = s.read(); err != nil {
+			return false, err
+		}
 	}
-	s.dirty = false
-	return nil
+	var only map[string]struct{}
+	if fromCache {
+		only = s.pending
+	}
+	groups := s.plan(kernel, only)
+	if len(groups) > 0 {
+		if err := s.restore(groups); err != nil {
+			return fromCache, err // partly applied: only a read tells what is there
+		}
+		s.commit(kernel, groups)
+	}
+	s.cache, s.dirty = kernel, false
+	clear(s.pending)
+	return fromCache, nil
 }
 
 func (s *IPSets) read() (map[string]*savedSet, error) {
@@ -219,8 +273,43 @@ func isTemp(name string) bool {
 
 // group is the restore lines for one set; groups fail independently.
 type group struct {
-	set   string
-	lines []string
+	set    string
+	lines  []string
+	effect groupEffect // on set, once all lines succeeded
+	adds   []string    // effDelta: members added, then
+	dels   []string    // members deleted
+}
+
+// groupEffect is what a group does to its set, for the cache.
+type groupEffect int
+
+const (
+	effDestroy groupEffect = iota // the set is gone
+	effReplace                    // the set is now exactly as desired
+	effDelta                      // the group's adds and dels were applied
+)
+
+// commit brings kernel, our sets before the restore, to what the restore
+// of groups (all of them successful) left.
+func (s *IPSets) commit(kernel map[string]*savedSet, groups []group) {
+	for _, g := range groups {
+		switch g.effect {
+		case effDestroy:
+			delete(kernel, g.set)
+		case effReplace:
+			sp := s.desired[g.set]
+			kernel[g.set] = &savedSet{setType: sp.setType, family: sp.family, maxElem: maxElem,
+				members: maps.Clone(sp.members)}
+		case effDelta:
+			k := kernel[g.set]
+			for _, m := range g.adds {
+				k.members[m] = struct{}{}
+			}
+			for _, m := range g.dels {
+				delete(k.members, m)
+			}
+		}
+	}
 }
 
 func createLine(name string, sp *setSpec) string {
@@ -236,22 +325,37 @@ func addLines(lines []string, name string, members []string) []string {
 
 // plan returns the restore groups that take kernel to the desired state:
 // leftover temporary sets first, then desired sets by name, then removals.
-func (s *IPSets) plan(kernel map[string]*savedSet) []group {
-	var groups []group
-	for _, name := range slices.Sorted(maps.Keys(kernel)) {
-		if isTemp(name) { // left over from an interrupted rewrite
-			groups = append(groups, group{name, []string{"destroy " + name}})
+// With only non-nil, it considers only the sets only names (the others
+// being known to be as desired).
+func (s *IPSets) plan(kernel map[string]*savedSet, only map[string]struct{}) []group {
+	kernelNames, desiredNames := slices.Sorted(maps.Keys(kernel)), slices.Sorted(maps.Keys(s.desired))
+	if only != nil {
+		kernelNames, desiredNames = nil, nil
+		for _, name := range slices.Sorted(maps.Keys(only)) {
+			if _, ok := kernel[name]; ok {
+				kernelNames = append(kernelNames, name)
+			}
+			if _, ok := s.desired[name]; ok {
+				desiredNames = append(desiredNames, name)
+			}
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.desired)) {
+	var groups []group
+	for _, name := range kernelNames {
+		if isTemp(name) { // left over from an interrupted rewrite
+			groups = append(groups, group{set: name, lines: []string{"destroy " + name}})
+		}
+	}
+	for _, name := range desiredNames {
 		sp, k := s.desired[name], kernel[name]
 		all := slices.Sorted(maps.Keys(sp.members))
 		switch {
 		case k == nil:
-			groups = append(groups, group{name, addLines([]string{createLine(name, sp)}, name, all)})
+			groups = append(groups, group{set: name, effect: effReplace,
+				lines: addLines([]string{createLine(name, sp)}, name, all)})
 		case k.setType != sp.setType || k.family != sp.family:
 			lines := []string{"destroy " + name, createLine(name, sp)}
-			groups = append(groups, group{name, addLines(lines, name, all)})
+			groups = append(groups, group{set: name, effect: effReplace, lines: addLines(lines, name, all)})
 		default:
 			var adds, dels []string
 			for _, m := range all {
@@ -272,19 +376,19 @@ func (s *IPSets) plan(kernel map[string]*savedSet) []group {
 				tmp := tempPrefix[name[:6]] + name[6:]
 				lines := addLines([]string{createLine(tmp, sp)}, tmp, all)
 				lines = append(lines, "swap "+tmp+" "+name, "destroy "+tmp)
-				groups = append(groups, group{name, lines})
+				groups = append(groups, group{set: name, effect: effReplace, lines: lines})
 			case len(adds)+len(dels) > 0:
 				lines := addLines(nil, name, adds) // adds before deletes
 				for _, m := range dels {
 					lines = append(lines, "del "+name+" "+m)
 				}
-				groups = append(groups, group{name, lines})
+				groups = append(groups, group{set: name, effect: effDelta, lines: lines, adds: adds, dels: dels})
 			}
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(kernel)) {
+	for _, name := range kernelNames {
 		if _, ok := s.desired[name]; !ok && !isTemp(name) {
-			groups = append(groups, group{name, []string{"destroy " + name}})
+			groups = append(groups, group{set: name, lines: []string{"destroy " + name}})
 		}
 	}
 	return groups

@@ -23,20 +23,26 @@ import (
 //  4. flush every stale chain of ours, then delete them (stale chains may
 //     jump to each other). A stale chain still referenced by a foreign rule
 //     is only flushed; deleting it would fail the whole transaction.
-func (t *Table) plan(k *savedTable) ([]string, ApplyStats) {
+//
+// k is the kernel's table, read back or cached. plan also returns what a
+// successful restore of the lines does to k, to keep the cache current.
+func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 	var lines []string
 	var st ApplyStats
+	upd := tableUpdate{set: map[string][]savedRule{}}
 	names := slices.Sorted(maps.Keys(t.desired))
 
 	for _, name := range names {
 		if _, ok := k.chains[name]; !ok {
 			lines = append(lines, ":"+name+" - [0:0]")
 			st.ChainsCreated++
+			upd.set[name] = nil
 		}
 	}
 
 	for _, name := range names {
 		have, want, rules := k.chains[name], t.hashes[name], t.desired[name].Rules
+		before := len(lines)
 		for i, h := range want {
 			switch {
 			case i >= len(have):
@@ -51,6 +57,9 @@ func (t *Table) plan(k *savedTable) ([]string, ApplyStats) {
 			lines = append(lines, "-D "+name+" "+strconv.Itoa(pos))
 			st.RulesDeleted++
 		}
+		if len(lines) > before {
+			upd.set[name] = t.savedRules(name)
+		}
 	}
 
 	for _, b := range builtinChains[t.table] {
@@ -64,6 +73,7 @@ func (t *Table) plan(k *savedTable) ([]string, ApplyStats) {
 		if (wanted && len(ours) == 1 && k.chains[b][0].hash == hash) || (!wanted && len(ours) == 0) {
 			continue
 		}
+		var after []savedRule
 		for _, r := range ours {
 			lines = append(lines, "-D "+b+" "+r.spec)
 			st.RulesDeleted++
@@ -71,7 +81,14 @@ func (t *Table) plan(k *savedTable) ([]string, ApplyStats) {
 		if wanted {
 			lines = append(lines, renderRule("-I", b, 1, hash, hook))
 			st.RulesWritten++
+			after = append(after, parseRule(ruleSpec(hash, hook)))
 		}
+		for _, r := range k.chains[b] {
+			if r.hash == "" {
+				after = append(after, r)
+			}
+		}
+		upd.set[b] = after
 	}
 
 	stale := t.staleChains(k)
@@ -79,13 +96,44 @@ func (t *Table) plan(k *savedTable) ([]string, ApplyStats) {
 	for _, name := range stale {
 		if len(k.chains[name]) > 0 {
 			lines = append(lines, "-F "+name)
+			upd.set[name] = nil
 		}
 		if !referencedByForeign(k, name) {
 			deletes = append(deletes, "-X "+name)
 			st.ChainsDeleted++
+			upd.del = append(upd.del, name)
 		}
 	}
-	return append(lines, deletes...), st
+	return append(lines, deletes...), upd, st
+}
+
+// tableUpdate is what a successful restore of plan's lines does to the
+// table: the rules of every chain it created or changed (nil: empty), and
+// the chains it deleted.
+type tableUpdate struct {
+	set map[string][]savedRule
+	del []string
+}
+
+// applyTo brings k to the state the restore left the kernel in.
+func (u tableUpdate) applyTo(k *savedTable) {
+	for name, rules := range u.set {
+		k.chains[name] = rules
+	}
+	for _, name := range u.del {
+		delete(k.chains, name)
+	}
+}
+
+// savedRules returns desired chain name as the restore writes it: each
+// rule's spec exactly as rendered, with its hash and targets.
+func (t *Table) savedRules(name string) []savedRule {
+	rules, hashes := t.desired[name].Rules, t.hashes[name]
+	out := make([]savedRule, len(rules))
+	for i, r := range rules {
+		out[i] = parseRule(ruleSpec(hashes[i], r))
+	}
+	return out
 }
 
 // hook returns the hook rule desired first in built-in chain b and its hash.

@@ -46,19 +46,23 @@ func chainHashes(c Chain) []string {
 // renderRule renders one iptables-restore line: op is "-A" (pos ignored),
 // "-I" or "-R" (pos is the 1-based position).
 func renderRule(op, chain string, pos int, hash string, r Rule) string {
-	var b strings.Builder
-	b.WriteString(op)
-	b.WriteByte(' ')
-	b.WriteString(chain)
+	head := op + " " + chain + " "
 	if op != "-A" {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Itoa(pos))
+		head += strconv.Itoa(pos) + " "
 	}
+	return head + ruleSpec(hash, r)
+}
+
+// ruleSpec renders rule r with its hash comment as the arguments that
+// follow "-A <chain> ": what a restore line carries after the operation and
+// what the cached kernel view records as the rule's spec.
+func ruleSpec(hash string, r Rule) string {
+	var b strings.Builder
 	if m := strings.TrimSpace(r.Match); m != "" {
-		b.WriteByte(' ')
 		b.WriteString(m)
+		b.WriteByte(' ')
 	}
-	b.WriteString(` -m comment --comment "` + HashPrefix + hash + `"`)
+	b.WriteString(`-m comment --comment "` + HashPrefix + hash + `"`)
 	if r.Comment != "" {
 		b.WriteString(" -m comment --comment ")
 		b.WriteString(quoteComment(r.Comment))

@@ -34,6 +34,14 @@ type TableOptions struct {
 
 // ApplyStats says what one Apply did.
 type ApplyStats struct {
+	// ReadBack: the table was read from the kernel (iptables-save) rather
+	// than taken from the cache: first Apply, after InvalidateCache, or
+	// after a failure.
+	ReadBack bool
+	// StaleCache: a restore planned from the cached view failed, so Apply
+	// invalidated the cache, read the table back and planned again; the
+	// other fields describe that second attempt.
+	StaleCache    bool
 	RestoreRan    bool // an iptables-restore was run
 	RulesWritten  int  // rules appended, inserted or replaced
 	RulesDeleted  int  // rules deleted (surplus or stale hooks)
@@ -45,6 +53,13 @@ type ApplyStats struct {
 // our "cali-" chains exactly as desired, each hook rule first in its
 // built-in chain, and nothing else of ours. Foreign chains and rules are
 // never touched. Not safe for concurrent use; the dataplane loop owns it.
+//
+// Like Felix, Table caches its view of the kernel: after a successful Apply
+// it knows what the table holds (what it read, plus what it wrote), and the
+// next Apply diffs the desired state against that view instead of running
+// iptables-save. Changes others make are therefore not seen until
+// InvalidateCache, which the owner calls on its periodic resync; a restore
+// that fails invalidates the cache by itself.
 type Table struct {
 	table, save, restore string
 	hooks                map[string]string
@@ -57,6 +72,13 @@ type Table struct {
 	hashes      map[string][]string
 	invalid     error // what is wrong with desired, found by SetChains
 	dirty       bool
+
+	// cache is the kernel's table as of the last successful Apply: read
+	// back, with that Apply's restore applied. nil: read the kernel first.
+	// Our rules' specs are recorded as rendered, not as iptables-save
+	// normalises them; only their hashes are compared, and the one spec
+	// used to address a rule (a hook's, deleted by spec) renders as printed.
+	cache *savedTable
 
 	run       runFunc
 	saveTries int
@@ -140,15 +162,32 @@ func sameHashes(a, b map[string][]string) bool {
 	return true
 }
 
-// Dirty reports whether desired state changed, or an Apply failed, since
-// the last successful Apply. Apply always reconciles against the kernel,
-// so callers may also call it when not dirty, to repair drift.
+// Dirty reports whether the next Apply has work to do: desired state
+// changed, an Apply failed, or InvalidateCache was called since the last
+// successful Apply. When not dirty, Apply returns at once without I/O.
 func (t *Table) Dirty() bool { return t.dirty }
 
-// Apply reads the table back, and writes the difference to the desired
+// InvalidateCache makes the next Apply read the table back from the kernel
+// (iptables-save) instead of trusting the cached view, so that changes
+// made by others (a rule of ours deleted by hand, a foreign rule inserted
+// above a hook) are seen and repaired. Call it on the periodic resync. It
+// marks the table dirty. No I/O.
+func (t *Table) InvalidateCache() {
+	t.cache = nil
+	t.dirty = true
+}
+
+// Apply writes the difference between the kernel's table and the desired
 // state in one iptables-restore --noflush (one atomic transaction); when
-// nothing differs it runs no restore at all. On failure everything stays
-// dirty and the next Apply starts again from a fresh read.
+// nothing differs it runs no restore at all. The kernel's table is the
+// cached view when valid, else read back with iptables-save (the first
+// Apply, after InvalidateCache, after a failure).
+//
+// A restore planned from the cache may fail because the cache is stale
+// (someone deleted a chain or rule it addresses); Apply then reads the
+// table back and tries once more (ApplyStats.StaleCache). On failure
+// everything stays dirty, the cache is invalid, and the next Apply starts
+// again from a fresh read.
 func (t *Table) Apply() (ApplyStats, error) {
 	if t.err != nil || !t.haveDesired {
 		return ApplyStats{}, t.err
@@ -156,23 +195,43 @@ func (t *Table) Apply() (ApplyStats, error) {
 	if t.invalid != nil {
 		return ApplyStats{}, t.invalid
 	}
-	kernel, err := t.read()
-	if err != nil {
-		t.dirty = true
-		return ApplyStats{}, err
+	if !t.dirty && t.cache != nil {
+		return ApplyStats{}, nil // the cache is the desired state
 	}
-	lines, stats := t.plan(kernel)
-	if len(lines) == 0 {
-		t.dirty = false
-		return stats, nil
+	stats, err := t.apply()
+	var re *RestoreError
+	if err != nil && !stats.ReadBack && errors.As(err, &re) {
+		stats, err = t.apply()
+		stats.StaleCache = true
 	}
-	stats.RestoreRan = true
-	input := []byte("*" + t.table + "\n" + strings.Join(lines, "\n") + "\nCOMMIT\n")
-	if err := t.write(input); err != nil {
-		t.dirty = true
-		return stats, err
+	return stats, err
+}
+
+// apply is one attempt: plan from the cache (or a fresh read), restore,
+// and on success cache the result.
+func (t *Table) apply() (ApplyStats, error) {
+	var stats ApplyStats
+	kernel := t.cache
+	t.cache, t.dirty = nil, true // until this attempt succeeds
+	if kernel == nil {
+		var err error
+		if kernel, err = t.read(); err != nil {
+			return stats, err
+		}
+		stats.ReadBack = true
 	}
-	t.dirty = false
+	lines, upd, st := t.plan(kernel)
+	st.ReadBack = stats.ReadBack
+	stats = st
+	if len(lines) > 0 {
+		stats.RestoreRan = true
+		input := []byte("*" + t.table + "\n" + strings.Join(lines, "\n") + "\nCOMMIT\n")
+		if err := t.write(input); err != nil {
+			return stats, err
+		}
+		upd.applyTo(kernel)
+	}
+	t.cache, t.dirty = kernel, false
 	return stats, nil
 }
 

@@ -116,6 +116,7 @@ func TestFakeStaleChainsAndForeignState(t *testing.T) {
 	ft["FORWARD"] = append([]string{"-s 192.0.2.1 -j DROP"}, ft["FORWARD"]...) // above our hook
 	ft["FOREIGN"] = []string{"-j cali-to-wl", "-j RETURN"}
 	ft["cali-FORWARD"] = slices.Delete(ft["cali-FORWARD"], 0, 1) // someone deleted our rule
+	tb.InvalidateCache()                                         // the periodic resync
 
 	cs := baseChains()
 	cs[0].Rules = cs[0].Rules[2:] // stop using cali-from-wl and cali-to-wl
@@ -143,6 +144,7 @@ func TestFakeStaleChainsAndForeignState(t *testing.T) {
 	}
 	// Duplicate hooks are reduced to one.
 	ft["FORWARD"] = append(ft["FORWARD"], ft["FORWARD"][0])
+	tb.InvalidateCache()
 	if st := mustApply(t, tb); st.RulesDeleted != 2 || st.RulesWritten != 1 || len(f.tables["filter"]["FORWARD"]) != 2 {
 		t.Fatalf("duplicate hook: %+v %q", st, f.tables["filter"]["FORWARD"])
 	}
@@ -235,6 +237,7 @@ func TestFakeStateSequence(t *testing.T) {
 	for _, i := range order {
 		tb.SetChains(states[i])
 		mustApply(t, tb)
+		checkCache(t, tb, f)
 		if got := f.dump("filter"); got != want[i] {
 			t.Fatalf("state %d:\n got %q\nwant %q", i, rules(got), rules(want[i]))
 		}

@@ -95,7 +95,7 @@ func TestTableKernelFilter(t *testing.T) {
 		cs[0].Rules[1].Match = "-o tap+"
 		tb.SetChains(cs)
 		st := applyIn(t, n, tb)
-		if st.RulesWritten != 1 || st.RulesDeleted != 0 || st.ChainsCreated+st.ChainsDeleted != 0 {
+		if st.ReadBack || st.RulesWritten != 1 || st.RulesDeleted != 0 || st.ChainsCreated+st.ChainsDeleted != 0 {
 			t.Fatalf("stats %+v", st)
 		}
 		got := saved(t, n, "iptables-save", "filter")
@@ -123,6 +123,10 @@ func TestTableKernelFilter(t *testing.T) {
 
 	t.Run("foreign rule above the hook", func(t *testing.T) {
 		sh(t, n, "iptables", "-I", "FORWARD", "1", "-s", "192.0.2.2/32", "-j", "ACCEPT")
+		if st := applyIn(t, n, tb); st.ReadBack || st.RestoreRan {
+			t.Fatalf("cached Apply saw a foreign change: %+v", st)
+		}
+		tb.InvalidateCache()
 		applyIn(t, n, tb)
 		fwd := chainRules(saved(t, n, "iptables-save", "filter"), "FORWARD")
 		want := []string{"-A FORWARD " + h(cs, "FORWARD", 0) + " -j cali-FORWARD",
@@ -136,6 +140,7 @@ func TestTableKernelFilter(t *testing.T) {
 		good := saved(t, n, "iptables-save", "filter")
 		sh(t, n, "iptables", "-D", "cali-FORWARD", "2")
 		sh(t, n, "iptables", "-D", "INPUT", "1")
+		tb.InvalidateCache()
 		st := applyIn(t, n, tb)
 		if st.RulesWritten != 3 || st.RulesDeleted != 0 { // rules 2 and 3 of cali-FORWARD, the hook
 			t.Fatalf("stats %+v", st)
@@ -146,6 +151,7 @@ func TestTableKernelFilter(t *testing.T) {
 		// A second copy of the hook, further down, is removed.
 		hook := strings.Fields(strings.TrimPrefix(hookText("FORWARD", "cali-FORWARD"), "-m comment --comment "))
 		sh(t, n, "iptables", "-A", "FORWARD", "-m", "comment", "--comment", strings.Trim(hook[0], `"`), "-j", "cali-FORWARD")
+		tb.InvalidateCache()
 		st = applyIn(t, n, tb)
 		if st.RulesDeleted != 2 || st.RulesWritten != 1 {
 			t.Fatalf("duplicate hook: stats %+v", st)

@@ -138,7 +138,7 @@ func (s *State) setSource(st *ipsetState, key string) {
 
 // poolMembers fills the pool sets: all pools, or those with natOutgoing.
 func (s *State) poolMembers(st *ipsetState) []string {
-	masq := strings.Contains(st.spec.Name, "masq")
+	masq := st.spec.NATOutgoing
 	var out []string
 	for _, p := range s.pools {
 		pr, err := netip.ParsePrefix(p.Spec.CIDR)

@@ -65,7 +65,7 @@ const (
 // IPSetSpec describes an IP set a rule references; the calculation graph
 // computes its members.
 type IPSetSpec struct {
-	Name string // "cali40s:..." (<= 31 chars)
+	Name string // IPSetName of the other fields: "cali40s:...", "cali60n:..." (<= 31 chars)
 	Kind IPSetKind
 	// Selector is the effective label selector, already combined with the
 	// namespace restriction of a namespaced policy.
@@ -75,5 +75,8 @@ type IPSetSpec struct {
 	NamespaceSelector string
 	// For named ports.
 	PortName string
-	Protocol string // "tcp", "udp", "sctp"
+	Protocol string // "tcp", "udp", "sctp", "udplite"
+	// For pools: only the natOutgoing pools (the "masq" set) rather than
+	// all pools of the IP version.
+	NATOutgoing bool
 }

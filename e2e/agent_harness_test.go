@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+)
+
+// agentProc is calico-node running inside a test host namespace.
+type agentProc struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	logs   *lockedBuffer
+	health string
+	done   chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startAgent runs the binary as calico-node in the host namespace of e.
+func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
+	e.t.Helper()
+	healthPort := freePort(e.t)
+	a := &agentProc{t: e.t, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", healthPort), done: make(chan error, 1)}
+	args := append([]string{"node", "--nodename", node, "--etcd-endpoints", e.etcd.Endpoints()[0],
+		"--lib-dir", e.state + "/lib", "--run-dir", e.state + "/run", "--health-addr", a.health,
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(e.t)), "--bgp=false", "--resync-interval", "3s"}, extra...)
+	a.cmd = exec.Command(binary, args...)
+	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
+	if err := e.host.ns.Do(func(ns.NetNS) error { return a.cmd.Start() }); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { a.done <- a.cmd.Wait() }()
+	e.t.Cleanup(func() {
+		a.stop()
+		if e.t.Failed() {
+			e.t.Logf("calico-node log:\n%s", a.logs.String())
+		}
+	})
+	a.waitReady(e)
+	return a
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitReady polls /readiness from inside the host namespace.
+func (a *agentProc) waitReady(e *cniEnv) {
+	a.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if code, _ := httpGetIn(e.host.ns, "http://"+a.health+"/readiness"); code == 200 {
+			return
+		}
+		select {
+		case err := <-a.done:
+			a.t.Fatalf("calico-node exited: %v\n%s", err, a.logs.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGQUIT) // goroutine dump into the log
+	select {
+	case <-a.done:
+	case <-time.After(5 * time.Second):
+	}
+	a.t.Fatalf("calico-node not ready after 30s\n%s", a.logs.String())
+}
+
+// httpGetIn fetches a URL with connections dialled from inside namespace n
+// (net/http dials on its own goroutines, which would be outside it).
+func httpGetIn(n ns.NetNS, url string) (int, string) {
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := n.Do(func(ns.NetNS) error {
+			var d net.Dialer
+			var err error
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	c := http.Client{Timeout: 2 * time.Second, Transport: tr}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// stop sends SIGTERM and waits (idempotent).
+func (a *agentProc) stop() {
+	if a.cmd.ProcessState != nil || a.cmd.Process == nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+// eventually retries cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+}
+
+// reachable is nil when from can ping dst.
+func reachable(from ns.NetNS, dst string) func() error {
+	return func() error { return ping(from, dst) }
+}
+
+// unreachable is nil when from cannot ping dst.
+func unreachable(from ns.NetNS, dst string) func() error {
+	return func() error {
+		if err := ping(from, dst); err == nil {
+			return fmt.Errorf("%s still reachable", dst)
+		}
+		return nil
+	}
+}
+
+func hasLine(text, want string) bool {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, want) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package felix
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/calico-aio/calico-aio/cni"
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/iptables"
+	"github.com/calico-aio/calico-aio/store"
+)
+
+// maxBatch bounds how many datastore updates are folded into one apply.
+const maxBatch = 5000
+
+// agent is the running node agent: one loop owns the calculation state and
+// every kernel write.
+type agent struct {
+	cfg     Config
+	store   *store.Client
+	state   *calc.State
+	dp      *dataplane.Dataplane
+	health  *health
+	metrics *metrics
+	status  *statusReporter
+	updates chan calc.Update
+	// extraRoutes are routes from other sources (BGP), merged into the desired routes.
+	extraRoutes map[netip.Prefix]dataplane.RouteTarget
+	ipv6        bool
+}
+
+func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
+	return &agent{
+		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
+		dp:      dataplane.New(dataplane.Config{IPv6: ipv6}),
+		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
+		metrics: newMetrics(), status: newStatusReporter(c, cfg.NodeName),
+		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
+	}
+}
+
+// loop is the agent's single owner of kernel state: it folds datastore
+// updates into the calculation, applies the result, retries failures and
+// resyncs periodically.
+func (a *agent) loop(ctx context.Context) error {
+	resync := time.NewTicker(a.cfg.ResyncInterval)
+	defer resync.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	heartbeat := time.NewTicker(5 * time.Second)
+	defer heartbeat.Stop()
+	a.health.beat()
+	dirty := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u := <-a.updates:
+			a.state.Apply(u)
+			a.metrics.updates.Inc()
+		drain: // fold in whatever else is queued
+			for n := 0; n < maxBatch; n++ {
+				select {
+				case u := <-a.updates:
+					a.state.Apply(u)
+					a.metrics.updates.Inc()
+				default:
+					break drain
+				}
+			}
+			dirty = true
+		case <-resync.C:
+			a.metrics.resyncs.Inc()
+			a.dp.Resync()
+			a.replayJournal(ctx)
+			dirty = true
+		case <-retry.C:
+			dirty = true
+		case <-heartbeat.C:
+			a.health.beat()
+		}
+		a.health.beat()
+		if !dirty || !a.state.InSync() {
+			continue
+		}
+		dirty = false
+		if err := a.apply(ctx); err != nil || a.dp.NeedsRetry() {
+			retry.Reset(time.Second)
+		}
+	}
+}
+
+// apply computes and programs the desired state.
+func (a *agent) apply(ctx context.Context) error {
+	start := time.Now()
+	d := a.state.Desired(a.ipv6)
+	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
+		Tables: map[int]map[string][]iptables.Chain{}}
+	for ver, t := range d.Tables {
+		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
+	}
+	for name, s := range d.IPSets {
+		des.IPSets[name] = dataplane.IPSet{Type: s.Type, Family: s.Family, Members: s.Members}
+	}
+	statuses := map[string]string{}
+	for _, ep := range d.Endpoints {
+		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC})
+		for _, addr := range ep.Addrs {
+			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dataplane.RouteTarget{Iface: ep.Iface}
+		}
+		statuses[a.status.endpointStatusKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
+	}
+	for _, b := range d.Blackholes {
+		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
+	}
+	for p, t := range a.extraRoutes {
+		if _, local := des.Routes[p]; !local {
+			des.Routes[p] = t
+		}
+	}
+	err := a.dp.Apply(des)
+	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
+	a.metrics.localEndpoints.Set(float64(len(d.Endpoints)))
+	a.metrics.activePolicies.Set(float64(d.LocalPolicies))
+	a.metrics.ipsets.Set(float64(len(d.IPSets)))
+	if err != nil {
+		a.metrics.applyErrors.Inc()
+		a.health.setReady(false)
+		return err
+	}
+	a.health.setReady(true)
+	if serr := a.status.report(ctx, statuses); serr != nil {
+		slog.Warn("status report failed", "err", serr)
+	}
+	slog.Debug("dataplane applied", "took", time.Since(start), "endpoints", len(d.Endpoints), "policies", d.LocalPolicies)
+	return nil
+}
+
+// replayJournal completes DELs the CNI plugin could not finish while the
+// datastore was down.
+func (a *agent) replayJournal(ctx context.Context) {
+	dir := filepath.Join(a.cfg.LibDir, "pending-releases")
+	if n, err := cni.ReplayJournal(ctx, a.store, ipam.New(a.store), dir); err != nil {
+		slog.Warn("journal replay incomplete", "err", err)
+	} else if n > 0 {
+		slog.Info("replayed CNI journal", "entries", n)
+	}
+}
+
+// startServers starts health and metrics.
+func (a *agent) startServers(ctx context.Context) error {
+	if err := serve(ctx, a.cfg.HealthAddr, a.health.handler(), "health"); err != nil {
+		return fmt.Errorf("health server on %s: %w", a.cfg.HealthAddr, err)
+	}
+	if err := serve(ctx, a.cfg.MetricsAddr, metricsHandler(a.metrics), "metrics"); err != nil {
+		return fmt.Errorf("metrics server on %s: %w", a.cfg.MetricsAddr, err)
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package calc
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/felix/rules"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// LocalEndpoint is a local workload interface with its addresses and the
+// pod-side MAC.
+type LocalEndpoint struct {
+	Iface string
+	Addrs []netip.Addr
+	MAC   string
+	// Status key parts for the felix status report.
+	Orchestrator, Workload, Endpoint string
+}
+
+// Desired is the whole desired dataplane state.
+type Desired struct {
+	Tables        map[int]rules.Tables // by IP version
+	IPSets        map[string]IPSet
+	Endpoints     []LocalEndpoint
+	Blackholes    []netip.Prefix // this node's affine blocks
+	LocalPolicies int            // policies applied to local endpoints
+}
+
+// Desired computes the desired dataplane state, updating the incremental
+// caches for what changed since the last call.
+func (s *State) Desired(ipv6 bool) Desired {
+	s.refreshLocalPolicies()
+	base := s.rulesConfig()
+	d := Desired{Tables: map[int]rules.Tables{}}
+	keys := make([]string, 0, len(s.localPolicies))
+	for k := range s.localPolicies {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	used := map[rules.PolicyKey]bool{}
+	var eps []rules.Endpoint
+	for _, k := range keys {
+		w := s.weps[k]
+		in, out := s.orderedPolicies(s.localPolicies[k])
+		for _, p := range append(append([]rules.PolicyKey{}, in...), out...) {
+			used[p] = true
+		}
+		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressPolicies: in, EgressPolicies: out, Profiles: w.Spec.Profiles}
+		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w)}
+		for _, n := range w.Spec.IPNetworks {
+			if p, err := netip.ParsePrefix(n); err == nil {
+				ep.Addrs = append(ep.Addrs, p.Addr())
+				le.Addrs = append(le.Addrs, p.Addr())
+			}
+		}
+		for _, nat := range w.Spec.IPNATs {
+			in, err1 := netip.ParseAddr(nat.InternalIP)
+			ex, err2 := netip.ParseAddr(nat.ExternalIP)
+			if err1 == nil && err2 == nil {
+				ep.NATs = append(ep.NATs, rules.NAT{Internal: in, External: ex})
+			}
+		}
+		for _, n := range w.Spec.AllowSpoofedSourcePrefixes {
+			if p, err := netip.ParsePrefix(n); err == nil {
+				ep.AllowSpoofedFrom = append(ep.AllowSpoofedFrom, p)
+			}
+		}
+		if ep.Iface == "" {
+			continue
+		}
+		eps = append(eps, ep)
+		d.Endpoints = append(d.Endpoints, le)
+	}
+	d.LocalPolicies = len(used)
+	policies := make(map[rules.PolicyKey]rules.Policy, len(used))
+	for k := range used {
+		policies[k] = s.policies[k].rules
+	}
+	profiles := map[string]rules.Profile{}
+	for _, ep := range eps {
+		for _, name := range ep.Profiles {
+			if p, ok := s.profiles[name]; ok {
+				profiles[name] = rules.Profile{Name: name, Ingress: p.Spec.Ingress, Egress: p.Spec.Egress}
+			}
+		}
+	}
+	keep := map[string]bool{}
+	for _, ver := range []int{4, 6} {
+		if ver == 6 && !ipv6 {
+			continue
+		}
+		cfg := base
+		cfg.IPVersion = ver
+		in := rules.Input{Endpoints: familyEndpoints(eps, ver), Policies: policies, Profiles: profiles}
+		in.NATOutgoingPools, in.AllPools = s.poolPrefixes(ver)
+		tables, specs := rules.Render(cfg, in)
+		d.Tables[ver] = tables
+		s.refreshIPSets(specs, keep)
+	}
+	for name := range s.members {
+		if !keep[name] {
+			delete(s.members, name)
+		}
+	}
+	clear(s.dirtySources)
+	d.IPSets = s.ipsetsDesired()
+	for cidr, b := range s.blocks {
+		if b.AffineTo(s.node) {
+			if p, err := netip.ParsePrefix(cidr); err == nil && (ipv6 || p.Addr().Is4()) {
+				d.Blackholes = append(d.Blackholes, p)
+			}
+		}
+	}
+	sort.Slice(d.Blackholes, func(i, j int) bool { return d.Blackholes[i].String() < d.Blackholes[j].String() })
+	return d
+}
+
+// familyEndpoints keeps each endpoint's addresses of one IP version.
+func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {
+	out := make([]rules.Endpoint, len(eps))
+	for i, ep := range eps {
+		ep.Addrs = filterAddrs(ep.Addrs, ver)
+		var nats []rules.NAT
+		for _, n := range ep.NATs {
+			if n.Internal.Is4() == (ver == 4) {
+				nats = append(nats, n)
+			}
+		}
+		ep.NATs = nats
+		out[i] = ep
+	}
+	return out
+}
+
+func filterAddrs(as []netip.Addr, ver int) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range as {
+		if a.Is4() == (ver == 4) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (s *State) poolPrefixes(ver int) (masq, all []netip.Prefix) {
+	for _, p := range s.pools {
+		pr, err := netip.ParsePrefix(p.Spec.CIDR)
+		if err != nil || pr.Addr().Is4() != (ver == 4) || p.Spec.Disabled {
+			continue
+		}
+		all = append(all, pr.Masked())
+		if p.Spec.NATOutgoing {
+			masq = append(masq, pr.Masked())
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].String() < all[j].String() })
+	sort.Slice(masq, func(i, j int) bool { return masq[i].String() < masq[j].String() })
+	return masq, all
+}
+
+// workloadID is the workload part of an endpoint's status key.
+func workloadID(w *api.WorkloadEndpoint) string {
+	if w.Spec.Pod != "" {
+		return w.Metadata.Namespace + "/" + w.Spec.Pod
+	}
+	if w.Spec.Workload != "" {
+		return w.Spec.Workload
+	}
+	return w.Spec.ContainerID
+}
+
+// rulesConfig reads FelixConfiguration "default" overlaid by "node.<name>".
+func (s *State) rulesConfig() rules.Config {
+	var cfg rules.Config
+	for _, name := range []string{"default", "node." + s.node} {
+		f, ok := s.felixCfgs[name]
+		if !ok {
+			continue
+		}
+		if f.Spec.DefaultEndpointToHostAction != "" {
+			cfg.DefaultEndpointToHostAction = f.Spec.DefaultEndpointToHostAction
+		}
+		if f.Spec.FailsafeInboundHostPorts != nil {
+			cfg.FailsafeInbound = protoPorts(*f.Spec.FailsafeInboundHostPorts)
+		}
+		if f.Spec.FailsafeOutboundHostPorts != nil {
+			cfg.FailsafeOutbound = protoPorts(*f.Spec.FailsafeOutboundHostPorts)
+		}
+	}
+	return cfg
+}
+
+func protoPorts(in []api.ProtoPort) []rules.ProtoPort {
+	out := make([]rules.ProtoPort, 0, len(in))
+	for _, p := range in {
+		pp := rules.ProtoPort{Protocol: strings.ToLower(p.Protocol), Port: p.Port}
+		if n, err := netip.ParsePrefix(p.Net); err == nil {
+			pp.Net = n
+		}
+		out = append(out, pp)
+	}
+	return out
+}

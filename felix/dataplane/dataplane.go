@@ -1,0 +1,184 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/calico-aio/calico-aio/iptables"
+)
+
+// Desired is the whole kernel state the calculation wants.
+type Desired struct {
+	// Tables by IP version (4, 6) and table name (filter, nat, mangle, raw).
+	Tables    map[int]map[string][]iptables.Chain
+	IPSets    map[string]IPSet
+	Endpoints []LocalEndpoint
+	Routes    map[netip.Prefix]RouteTarget
+	InSync    bool
+}
+
+// IPSet is one desired IP set.
+type IPSet struct {
+	Type    string
+	Family  string
+	Members []string
+}
+
+// builtinHooks: which of our top-level chains hook which built-in chain.
+var builtinHooks = map[string]map[string]string{
+	"filter": {"INPUT": "cali-INPUT", "FORWARD": "cali-FORWARD", "OUTPUT": "cali-OUTPUT"},
+	"nat":    {"PREROUTING": "cali-PREROUTING", "POSTROUTING": "cali-POSTROUTING", "OUTPUT": "cali-OUTPUT"},
+	"mangle": {"PREROUTING": "cali-PREROUTING", "POSTROUTING": "cali-POSTROUTING"},
+	"raw":    {"PREROUTING": "cali-PREROUTING", "OUTPUT": "cali-OUTPUT"},
+}
+
+// tableState is one (version, table) with the hooks it was built with.
+type tableState struct {
+	t     *iptables.Table
+	hooks string
+}
+
+// Dataplane owns the kernel state of the node. It is used from one
+// goroutine only: the agent's loop.
+type Dataplane struct {
+	ipv6    bool
+	tables  map[string]*tableState // "4/filter"
+	ipsets  *iptables.IPSets
+	sets    map[string]string // name -> fingerprint of what was last set
+	routes  *routeManager
+	eps     *endpointManager
+	lastErr error
+}
+
+// Config of the dataplane.
+type Config struct {
+	IPv6             bool
+	RouteGracePeriod time.Duration // before removing unknown routes on cali* interfaces
+}
+
+// New makes a dataplane; it touches nothing until Apply.
+func New(cfg Config) *Dataplane {
+	if cfg.RouteGracePeriod == 0 {
+		cfg.RouteGracePeriod = 30 * time.Second
+	}
+	return &Dataplane{
+		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{}),
+		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
+	}
+}
+
+func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptables.Table {
+	present := map[string]bool{}
+	for _, c := range chains {
+		present[c.Name] = true
+	}
+	hooks := map[string]string{}
+	var sig []string
+	for builtin, ours := range builtinHooks[name] {
+		if present[ours] {
+			hooks[builtin] = ours
+			sig = append(sig, builtin+">"+ours)
+		}
+	}
+	slices.Sort(sig)
+	key := fmt.Sprintf("%d/%s", ver, name)
+	st := d.tables[key]
+	if st == nil || st.hooks != strings.Join(sig, ",") {
+		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true}), hooks: strings.Join(sig, ",")}
+		d.tables[key] = st
+	}
+	return st.t
+}
+
+// Apply makes the kernel match desired: IP sets that rules will reference
+// first, then the tables, then IP sets no longer referenced, then routes
+// and endpoints. Every step runs; their errors are joined.
+func (d *Dataplane) Apply(des Desired) error {
+	var errs []error
+	removed := d.setIPSets(des.IPSets)
+	if err := d.ipsets.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("ipsets: %w", err))
+	}
+	for _, ver := range []int{4, 6} {
+		if ver == 6 && !d.ipv6 {
+			continue
+		}
+		for _, name := range []string{"raw", "mangle", "nat", "filter"} {
+			chains := des.Tables[ver][name]
+			t := d.table(ver, name, chains)
+			t.SetChains(chains)
+			if _, err := t.Apply(); err != nil {
+				errs = append(errs, fmt.Errorf("ip%stables %s: %w", map[int]string{4: "", 6: "6"}[ver], name, err))
+			}
+		}
+	}
+	if len(removed) > 0 {
+		for _, name := range removed {
+			d.ipsets.RemoveIPSet(name)
+		}
+		if err := d.ipsets.Apply(); err != nil {
+			errs = append(errs, fmt.Errorf("removing ipsets: %w", err))
+		}
+	}
+	d.routes.SetDesired(des.Routes, des.InSync)
+	if err := d.routes.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("routes: %w", err))
+	}
+	d.eps.SetDesired(des.Endpoints)
+	if err := d.eps.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("endpoints: %w", err))
+	}
+	d.lastErr = errors.Join(errs...)
+	if d.lastErr != nil {
+		slog.Warn("dataplane apply incomplete; will retry", "err", d.lastErr)
+	}
+	return d.lastErr
+}
+
+// setIPSets hands changed sets to the driver and returns the names of sets
+// that are no longer desired (removed after the tables stop using them).
+func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
+	for name, s := range want {
+		fp := s.Type + "|" + s.Family + "|" + strings.Join(s.Members, ",")
+		if d.sets[name] == fp {
+			continue
+		}
+		if err := d.ipsets.SetIPSet(name, s.Type, s.Family, s.Members); err != nil {
+			slog.Warn("bad ipset", "name", name, "err", err)
+			continue
+		}
+		d.sets[name] = fp
+	}
+	var removed []string
+	for name := range d.sets {
+		if _, ok := want[name]; !ok {
+			removed = append(removed, name)
+			delete(d.sets, name)
+		}
+	}
+	return removed
+}
+
+// NeedsRetry reports whether the last apply left work undone.
+func (d *Dataplane) NeedsRetry() bool {
+	return d.lastErr != nil || d.routes.dirty || d.eps.dirty
+}
+
+// Resync makes the next Apply re-read everything from the kernel, so drift
+// made by others is repaired.
+func (d *Dataplane) Resync() {
+	d.routes.dirty, d.eps.dirty = true, true
+	for _, st := range d.tables {
+		if inv, ok := any(st.t).(interface{ InvalidateCache() }); ok {
+			inv.InvalidateCache()
+		}
+	}
+	if inv, ok := any(d.ipsets).(interface{ InvalidateCache() }); ok {
+		inv.InvalidateCache()
+	}
+}

@@ -1,0 +1,147 @@
+package rules
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/iptables"
+)
+
+// ProtoPort is a failsafe port: traffic of Protocol ("tcp", "udp") to Port
+// is always accepted to (inbound) or from (outbound) the host. Net, when
+// valid, limits it to a source (inbound) or destination (outbound) network.
+type ProtoPort struct {
+	Protocol string
+	Port     uint16
+	Net      netip.Prefix
+}
+
+// Config is what the renderer needs of Felix's configuration.
+type Config struct {
+	IPVersion int // 6 renders for ip6tables; anything else for iptables (IPv4)
+	// DefaultEndpointToHostAction is what happens to traffic from a
+	// workload to the host once the workload's egress policy allowed it:
+	// "Drop" (the default), "Accept", or "Return" (the host's own INPUT
+	// rules decide).
+	DefaultEndpointToHostAction string
+	// Failsafe ports: nil means Calico's defaults; an empty, non-nil list
+	// means none (and no failsafe chains).
+	FailsafeInbound, FailsafeOutbound []ProtoPort
+	WorkloadIfacePrefix               string // "cali" when empty
+	// Packet mark bits, each a distinct single bit; zero means the default
+	// (0x10000, 0x20000, 0x40000).
+	MarkAccept, MarkPass, MarkScratch uint32
+}
+
+// Calico's default failsafe ports (FailsafeInboundHostPorts and
+// FailsafeOutboundHostPorts).
+var (
+	DefaultFailsafeInbound = protoPorts("tcp:22", "udp:68", "tcp:179", "tcp:2379", "tcp:2380",
+		"tcp:5473", "tcp:6443", "tcp:6666", "tcp:6667")
+	DefaultFailsafeOutbound = protoPorts("udp:53", "udp:67", "tcp:179", "tcp:2379", "tcp:2380",
+		"tcp:5473", "tcp:6443", "tcp:6666", "tcp:6667")
+)
+
+// protoPorts builds a constant failsafe list from "proto:port" items.
+func protoPorts(items ...string) []ProtoPort {
+	out := make([]ProtoPort, len(items))
+	for i, it := range items {
+		proto, port, _ := strings.Cut(it, ":")
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = ProtoPort{Protocol: proto, Port: uint16(n)}
+	}
+	return out
+}
+
+// Default mark bits, as Calico's default IptablesMarkMask 0xffff0000 hands
+// them out: accept, pass, scratch.
+const (
+	DefaultMarkAccept  uint32 = 0x10000
+	DefaultMarkPass    uint32 = 0x20000
+	DefaultMarkScratch uint32 = 0x40000
+)
+
+// withDefaults fills in the zero values.
+func (c Config) withDefaults() Config {
+	if c.IPVersion != 6 {
+		c.IPVersion = 4
+	}
+	if c.FailsafeInbound == nil {
+		c.FailsafeInbound = DefaultFailsafeInbound
+	}
+	if c.FailsafeOutbound == nil {
+		c.FailsafeOutbound = DefaultFailsafeOutbound
+	}
+	if c.WorkloadIfacePrefix == "" {
+		c.WorkloadIfacePrefix = "cali"
+	}
+	if c.MarkAccept == 0 {
+		c.MarkAccept = DefaultMarkAccept
+	}
+	if c.MarkPass == 0 {
+		c.MarkPass = DefaultMarkPass
+	}
+	if c.MarkScratch == 0 {
+		c.MarkScratch = DefaultMarkScratch
+	}
+	return c
+}
+
+// endpointToHostAction is the iptables target of DefaultEndpointToHostAction.
+func (c Config) endpointToHostAction() string {
+	switch strings.ToLower(c.DefaultEndpointToHostAction) {
+	case "accept":
+		return "-j ACCEPT"
+	case "return":
+		return "-j RETURN"
+	}
+	return "-j DROP"
+}
+
+// Tables is the desired content of our chains, per table, in a fixed order.
+type Tables struct {
+	Filter, NAT, Mangle, Raw []iptables.Chain
+}
+
+// Input is the resolved state to render for one IP version.
+type Input struct {
+	Endpoints        []Endpoint           // local endpoints (this node)
+	Policies         map[PolicyKey]Policy // at least those the endpoints use
+	Profiles         map[string]Profile
+	NATOutgoingPools []netip.Prefix // pools with natOutgoing, of the IP version
+	AllPools         []netip.Prefix // all pools of the IP version
+}
+
+// PoolSetMembers is what an IPSetPools set holds: the natOutgoing pools or
+// all pools, of the set's IP version.
+func (in Input) PoolSetMembers(spec IPSetSpec) []netip.Prefix {
+	if spec.NATOutgoing {
+		return in.NATOutgoingPools
+	}
+	return in.AllPools
+}
+
+// Mark helpers: iptables text for the mark operations we use.
+
+func hexMark(v uint32) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
+
+// markSet matches packets with all bits of m set.
+func markSet(m uint32) string { return "-m mark --mark " + hexMark(m) + "/" + hexMark(m) }
+
+// markClear matches packets with all bits of m clear.
+func markClear(m uint32) string { return "-m mark --mark 0x0/" + hexMark(m) }
+
+// setMark sets the bits of m, leaving the others.
+func setMark(m uint32) string { return "-j MARK --set-xmark " + hexMark(m) + "/" + hexMark(m) }
+
+// clearMark clears the bits of m, leaving the others.
+func clearMark(m uint32) string { return "-j MARK --set-xmark 0x0/" + hexMark(m) }
+
+// setMarkClearing sets the bits of m and clears those of also.
+func setMarkClearing(m, also uint32) string {
+	return "-j MARK --set-xmark " + hexMark(m) + "/" + hexMark(m|also)
+}

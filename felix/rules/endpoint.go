@@ -1,0 +1,156 @@
+package rules
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/iptables"
+)
+
+// dispatchFanout is how many interfaces a dispatch chain lists before it
+// is split by the interface name's next character into sub-chains, so a
+// packet passes about fanout + n/fanout rules instead of n.
+const dispatchFanout = 16
+
+// endpointChains renders cali-tw-<iface> (to the workload: its ingress
+// policy) and cali-fw-<iface> (from the workload: its egress policy).
+//
+// Verdicts travel in marks. A policy chain that allows a packet sets the
+// accept mark and returns; the endpoint chain then returns too and
+// cali-FORWARD (or cali-wl-to-host) accepts. Deny drops at once. Pass sets
+// the pass mark and returns: the remaining policies are skipped (their
+// jumps require the pass mark clear) and so is the "no policy passed"
+// drop, so the profiles decide. Log logs and goes on.
+func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
+	c := r.cfg
+	clear := rule("", clearMark(c.MarkAccept|c.MarkPass|c.MarkScratch), "Clear marks")
+	conntrack := []iptables.Rule{
+		rule("-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT", ""),
+		rule("-m conntrack --ctstate INVALID", "-j DROP", ""),
+	}
+
+	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: []iptables.Rule{clear}}
+	tw.Rules = append(tw.Rules, conntrack...)
+	tw.Rules = append(tw.Rules, r.verdictRules(DirIngress, ep.IngressPolicies, ep.Profiles)...)
+
+	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: []iptables.Rule{clear}}
+	fw.Rules = append(fw.Rules, r.antiSpoof(ep)...)
+	fw.Rules = append(fw.Rules, conntrack...)
+	fw.Rules = append(fw.Rules, rule("-p udp -m udp --dport 4789", "-j DROP", "Drop VXLAN encapped packets originating in workloads"))
+	if c.IPVersion == 4 {
+		fw.Rules = append(fw.Rules, rule("-p 4", "-j DROP", "Drop IPinIP encapped packets originating in workloads"))
+	}
+	fw.Rules = append(fw.Rules, r.verdictRules(DirEgress, ep.EgressPolicies, ep.Profiles)...)
+	return []iptables.Chain{tw, fw}
+}
+
+// verdictRules jumps to the policies in order, then the profiles.
+func (r *renderer) verdictRules(dir string, policies []PolicyKey, profiles []string) []iptables.Rule {
+	acc, pass := r.cfg.MarkAccept, r.cfg.MarkPass
+	var out []iptables.Rule
+	if len(policies) > 0 {
+		for _, k := range policies {
+			out = append(out,
+				rule(markClear(pass), "-j "+r.policyChain(dir, k), ""),
+				rule(markSet(acc), "-j RETURN", "Return if policy accepted"))
+		}
+		out = append(out, rule(markClear(pass), "-j DROP", "Drop if no policies passed packet"))
+	}
+	for _, p := range profiles {
+		out = append(out,
+			rule("", "-j "+ProfileChainName(dir, p), ""),
+			rule(markSet(acc), "-j RETURN", "Return if profile accepted"))
+	}
+	return append(out, rule("", "-j DROP", "Drop if no profiles matched"))
+}
+
+// antiSpoof drops packets from the workload whose source is none of its
+// addresses (of this IP version) nor in AllowSpoofedFrom. It runs before
+// conntrack so that a spoofed packet cannot ride on another flow's state.
+func (r *renderer) antiSpoof(ep Endpoint) []iptables.Rule {
+	const why = "Drop packets from unexpected source addresses"
+	v4 := r.cfg.IPVersion == 4
+	var allowed []string
+	add := func(p netip.Prefix) {
+		if p.IsValid() && p.Addr().Is4() == v4 {
+			allowed = append(allowed, p.Masked().String())
+		}
+	}
+	for _, a := range ep.Addrs {
+		add(netip.PrefixFrom(a, a.BitLen()))
+	}
+	for _, p := range ep.AllowSpoofedFrom {
+		add(p)
+	}
+	slices.Sort(allowed)
+	allowed = slices.Compact(allowed)
+	switch len(allowed) {
+	case 0:
+		return []iptables.Rule{rule("", "-j DROP", "Drop: the workload has no address of this IP version")}
+	case 1:
+		return []iptables.Rule{rule("! -s "+allowed[0], "-j DROP", why)}
+	}
+	s := r.cfg.MarkScratch
+	var out []iptables.Rule
+	for _, p := range allowed {
+		out = append(out, rule("-s "+p, setMark(s), ""))
+	}
+	return append(out, rule(markClear(s), "-j DROP", why), rule("", clearMark(s), ""))
+}
+
+// dispatchChains renders cali-from-wl-dispatch and cali-to-wl-dispatch.
+func (r *renderer) dispatchChains(eps []Endpoint) []iptables.Chain {
+	ifaces := make([]string, len(eps))
+	for i, ep := range eps {
+		ifaces[i] = ep.Iface
+	}
+	from := r.dispatch(ChainFromWlDispatch, "-i", ifaces, func(i string) string { return EndpointChainName("fw", i) })
+	to := r.dispatch(ChainToWlDispatch, "-o", ifaces, func(i string) string { return EndpointChainName("tw", i) })
+	return append(from, to...)
+}
+
+// dispatch sends each interface (sorted) to its chain with a goto, so the
+// endpoint chain's RETURN goes back to the dispatch chain's caller; any
+// other interface is dropped. Above dispatchFanout interfaces, those
+// sharing the character after the workload prefix go through a sub-chain
+// "<root>-<char>".
+func (r *renderer) dispatch(root, flag string, ifaces []string, target func(string) string) []iptables.Chain {
+	const unknown = "Unknown interface"
+	prefix := r.cfg.WorkloadIfacePrefix
+	groupOf := func(iface string) string {
+		if len(ifaces) <= dispatchFanout || !strings.HasPrefix(iface, prefix) || len(iface) <= len(prefix)+1 {
+			return ""
+		}
+		ch := iface[len(prefix)]
+		if ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' {
+			return string(ch)
+		}
+		return ""
+	}
+	count := map[string]int{}
+	for _, i := range ifaces {
+		count[groupOf(i)]++
+	}
+	top := iptables.Chain{Name: root}
+	var subs []iptables.Chain
+	for _, i := range ifaces {
+		g := groupOf(i)
+		direct := rule(flag+" "+i, "-g "+target(i), "")
+		if g == "" || count[g] == 1 {
+			top.Rules = append(top.Rules, direct)
+			continue
+		}
+		name := root + "-" + g
+		if len(subs) == 0 || subs[len(subs)-1].Name != name {
+			top.Rules = append(top.Rules, rule(flag+" "+prefix+g+"+", "-g "+name, ""))
+			subs = append(subs, iptables.Chain{Name: name})
+		}
+		subs[len(subs)-1].Rules = append(subs[len(subs)-1].Rules, direct)
+	}
+	top.Rules = append(top.Rules, rule("", "-j DROP", unknown))
+	for i := range subs {
+		subs[i].Rules = append(subs[i].Rules, rule("", "-j DROP", unknown))
+	}
+	return append([]iptables.Chain{top}, subs...)
+}

@@ -1,0 +1,290 @@
+package rules
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/iptables"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Render turns the local endpoints with their policies and profiles into
+// our chains for one IP version, and lists the IP sets the rules use
+// (sorted by name). It is pure and deterministic: the same Input gives
+// identical Tables, whatever the order of its maps.
+//
+// Chain layout (filter):
+//
+//	cali-FORWARD          clear our marks; -i cali+ -> cali-from-wl-dispatch;
+//	                      -o cali+ -> cali-to-wl-dispatch; ACCEPT if the accept mark is set
+//	cali-INPUT            -i cali+ goto cali-wl-to-host; other traffic -> cali-failsafe-in
+//	cali-wl-to-host       (IPv6: NDP/MLD accepted) -> cali-from-wl-dispatch; DefaultEndpointToHostAction
+//	cali-OUTPUT           -o cali+ RETURN (host-to-workload traffic is not policed, as in
+//	                      Calico); other traffic -> cali-failsafe-out
+//	cali-from-wl-dispatch per interface goto cali-fw-<iface>, else DROP (split by the
+//	cali-to-wl-dispatch   interface's next character above 16 endpoints)
+//	cali-fw-<iface>       workload egress: marks, anti-spoofing, conntrack, encap drops, policies, profiles
+//	cali-tw-<iface>       workload ingress: marks, conntrack, policies, profiles
+//	cali-pi-/cali-po-     one chain per policy and direction in use
+//	cali-pri-/cali-pro-   one chain per profile and direction in use
+//
+// Anti-spoofing is done in cali-fw-<iface> (source must be one of the
+// endpoint's addresses or AllowSpoofedFrom), not with rpfilter in raw, so
+// it does not depend on routes and is covered by these tests; raw and
+// mangle stay empty.
+func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
+	r := &renderer{cfg: cfg.withDefaults(), sets: map[string]IPSetSpec{}, names: map[IPSetSpec]string{},
+		policyNames: map[policyUse]string{}}
+	eps := sortedEndpoints(in.Endpoints)
+	var t Tables
+	t.Filter = r.filterStatic()
+	t.Filter = append(t.Filter, r.dispatchChains(eps)...)
+	for _, ep := range eps {
+		t.Filter = append(t.Filter, r.endpointChains(ep)...)
+	}
+	t.Filter = append(t.Filter, r.policyChains(eps, in)...)
+	t.Filter = append(t.Filter, r.profileChains(eps, in)...)
+	t.NAT = r.natChains(eps, in)
+	return t, r.setList()
+}
+
+// renderer holds one Render call's configuration and the IP sets in use.
+type renderer struct {
+	cfg   Config
+	sets  map[string]IPSetSpec // by name
+	names map[IPSetSpec]string // spec as asked (before canonical selectors) -> name
+	// policyNames caches PolicyChainName (a hash) per policy and direction.
+	policyNames map[policyUse]string
+}
+
+type policyUse struct {
+	dir string
+	key PolicyKey
+}
+
+func (r *renderer) policyChain(dir string, k PolicyKey) string {
+	u := policyUse{dir, k}
+	n, ok := r.policyNames[u]
+	if !ok {
+		n = PolicyChainName(dir, k)
+		r.policyNames[u] = n
+	}
+	return n
+}
+
+// ipset records an IP set in use and returns its name.
+func (r *renderer) ipset(spec IPSetSpec) string {
+	if n, ok := r.names[spec]; ok {
+		return n
+	}
+	asked := spec
+	if spec.Kind != IPSetPools {
+		spec.Selector = canonicalSelector(spec.Selector)
+		if spec.NamespaceSelector != "" {
+			spec.NamespaceSelector = canonicalSelector(spec.NamespaceSelector)
+		}
+	}
+	spec.Name = IPSetName(r.cfg.IPVersion, spec)
+	r.sets[spec.Name] = spec
+	r.names[asked] = spec.Name
+	return spec.Name
+}
+
+func (r *renderer) setList() []IPSetSpec {
+	out := make([]IPSetSpec, 0, len(r.sets))
+	for _, s := range r.sets {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b IPSetSpec) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// sortedEndpoints orders endpoints by interface; of several with the same
+// interface (a calculation bug) the first given wins.
+func sortedEndpoints(in []Endpoint) []Endpoint {
+	eps := slices.Clone(in)
+	slices.SortStableFunc(eps, func(a, b Endpoint) int { return cmp.Compare(a.Iface, b.Iface) })
+	return slices.CompactFunc(eps, func(a, b Endpoint) bool { return a.Iface == b.Iface })
+}
+
+func rule(match, action, comment string) iptables.Rule {
+	return iptables.Rule{Match: match, Action: action, Comment: comment}
+}
+
+// filterStatic is the fixed part of the filter table.
+func (r *renderer) filterStatic() []iptables.Chain {
+	c := r.cfg
+	wl := c.WorkloadIfacePrefix + "+"
+	ours := c.MarkAccept | c.MarkPass | c.MarkScratch
+	fwd := iptables.Chain{Name: ChainForward, Rules: []iptables.Rule{
+		rule("", clearMark(ours), "Clear our marks"),
+		rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
+		rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
+		rule(markSet(c.MarkAccept), "-j ACCEPT", "Policy explicitly accepted packet"),
+	}}
+	input := iptables.Chain{Name: ChainInput, Rules: []iptables.Rule{rule("-i "+wl, "-g "+ChainWorkloadToHost, "")}}
+	output := iptables.Chain{Name: ChainOutput, Rules: []iptables.Rule{
+		rule("-o "+wl, "-j RETURN", "Host to workload traffic is not policed, as in Calico"),
+	}}
+	var failsafes []iptables.Chain
+	if ch := r.failsafe(ChainFailsafeIn, c.FailsafeInbound, "-s"); len(ch.Rules) > 0 {
+		input.Rules = append(input.Rules, rule("", "-j "+ChainFailsafeIn, ""))
+		failsafes = append(failsafes, ch)
+	}
+	if ch := r.failsafe(ChainFailsafeOut, c.FailsafeOutbound, "-d"); len(ch.Rules) > 0 {
+		output.Rules = append(output.Rules, rule("", "-j "+ChainFailsafeOut, ""))
+		failsafes = append(failsafes, ch)
+	}
+	return append([]iptables.Chain{fwd, input, r.workloadToHost(), output}, failsafes...)
+}
+
+// workloadToHost polices traffic from workloads to the host itself.
+func (r *renderer) workloadToHost() iptables.Chain {
+	ch := iptables.Chain{Name: ChainWorkloadToHost}
+	if r.cfg.IPVersion == 6 {
+		// Workloads need these to reach the host as their router: MLD
+		// (130-132), router solicitation (133), neighbour discovery
+		// (135, 136). Accepted before egress policy, as Calico does.
+		for _, t := range []int{130, 131, 132, 133, 135, 136} {
+			ch.Rules = append(ch.Rules, rule("-p ipv6-icmp -m icmp6 --icmpv6-type "+strconv.Itoa(t), "-j ACCEPT", ""))
+		}
+	}
+	ch.Rules = append(ch.Rules,
+		rule("", "-j "+ChainFromWlDispatch, ""),
+		rule("", r.cfg.endpointToHostAction(), "Configured DefaultEndpointToHostAction"))
+	return ch
+}
+
+// failsafe renders failsafe ports; netFlag restricts a port's network.
+func (r *renderer) failsafe(name string, ports []ProtoPort, netFlag string) iptables.Chain {
+	ch := iptables.Chain{Name: name}
+	for _, p := range ports {
+		proto := strings.ToLower(p.Protocol)
+		if (proto != "tcp" && proto != "udp" && proto != "sctp") || p.Port == 0 {
+			continue
+		}
+		m := "-p " + proto + " -m " + proto + " --dport " + strconv.Itoa(int(p.Port))
+		if p.Net.IsValid() {
+			if p.Net.Addr().Is4() != (r.cfg.IPVersion == 4) {
+				continue
+			}
+			m = netFlag + " " + p.Net.Masked().String() + " " + m
+		}
+		ch.Rules = append(ch.Rules, rule(m, "-j ACCEPT", ""))
+	}
+	return ch
+}
+
+// policyChains renders one chain per policy and direction the endpoints
+// use; a policy missing from the input gets an empty chain (no verdict, so
+// the endpoint's default drop applies).
+func (r *renderer) policyChains(eps []Endpoint, in Input) []iptables.Chain {
+	used := map[string]policyUse{}
+	for _, ep := range eps {
+		for _, k := range ep.IngressPolicies {
+			used[r.policyChain(DirIngress, k)] = policyUse{DirIngress, k}
+		}
+		for _, k := range ep.EgressPolicies {
+			used[r.policyChain(DirEgress, k)] = policyUse{DirEgress, k}
+		}
+	}
+	var out []iptables.Chain
+	for _, name := range sortedKeys(used) {
+		u := used[name]
+		pol := in.Policies[u.key]
+		rs := pol.Ingress
+		if u.dir == DirEgress {
+			rs = pol.Egress
+		}
+		out = append(out, r.rulesChain(name, rs, u.key.Namespace))
+	}
+	return out
+}
+
+// profileChains is policyChains for profiles.
+func (r *renderer) profileChains(eps []Endpoint, in Input) []iptables.Chain {
+	type use struct{ dir, name string }
+	used := map[string]use{}
+	for _, ep := range eps {
+		for _, p := range ep.Profiles {
+			used[ProfileChainName(DirIngress, p)] = use{DirIngress, p}
+			used[ProfileChainName(DirEgress, p)] = use{DirEgress, p}
+		}
+	}
+	var out []iptables.Chain
+	for _, name := range sortedKeys(used) {
+		u := used[name]
+		prof := in.Profiles[u.name]
+		rs := prof.Ingress
+		if u.dir == DirEgress {
+			rs = prof.Egress
+		}
+		out = append(out, r.rulesChain(name, rs, ""))
+	}
+	return out
+}
+
+func (r *renderer) rulesChain(name string, rs []api.Rule, ns string) iptables.Chain {
+	ch := iptables.Chain{Name: name}
+	for i := range rs {
+		ch.Rules = append(ch.Rules, r.policyRule(&rs[i], ns)...)
+	}
+	return ch
+}
+
+// natChains renders floating IPs and NAT outgoing.
+func (r *renderer) natChains(eps []Endpoint, in Input) []iptables.Chain {
+	v4 := r.cfg.IPVersion == 4
+	var nats []NAT
+	for _, ep := range eps {
+		for _, n := range ep.NATs {
+			if n.Internal.Is4() == v4 && n.External.Is4() == v4 && n.Internal.IsValid() && n.External.IsValid() {
+				nats = append(nats, n)
+			}
+		}
+	}
+	slices.SortFunc(nats, func(a, b NAT) int {
+		return cmp.Or(a.External.Compare(b.External), a.Internal.Compare(b.Internal))
+	})
+	nats = slices.Compact(nats)
+	dnat := iptables.Chain{Name: ChainFloatingIPDNAT}
+	snat := iptables.Chain{Name: ChainFloatingIPSNAT}
+	for _, n := range nats {
+		in, ex := hostPrefix(n.Internal), hostPrefix(n.External)
+		dnat.Rules = append(dnat.Rules, rule("-d "+ex, "-j DNAT --to-destination "+n.Internal.String(), ""))
+		// Hairpin: a workload reaching its own floating IP sees the reply
+		// come from the floating IP.
+		snat.Rules = append(snat.Rules, rule("-s "+in+" -d "+in, "-j SNAT --to-source "+n.External.String(), ""))
+	}
+	masq := iptables.Chain{Name: ChainNATOutgoing}
+	if len(in.NATOutgoingPools) > 0 {
+		m := r.ipset(IPSetSpec{Kind: IPSetPools, NATOutgoing: true})
+		all := r.ipset(IPSetSpec{Kind: IPSetPools})
+		masq.Rules = append(masq.Rules, rule("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst", "-j MASQUERADE", ""))
+	}
+	return []iptables.Chain{
+		{Name: ChainNATPrerouting, Rules: []iptables.Rule{rule("", "-j "+ChainFloatingIPDNAT, "")}},
+		{Name: ChainNATOutput, Rules: []iptables.Rule{rule("", "-j "+ChainFloatingIPDNAT, "")}},
+		{Name: ChainNATPostrouting, Rules: []iptables.Rule{
+			rule("", "-j "+ChainFloatingIPSNAT, ""),
+			rule("", "-j "+ChainNATOutgoing, ""),
+		}},
+		dnat, snat, masq,
+	}
+}
+
+// hostPrefix is a /32 or /128 for a.
+func hostPrefix(a netip.Addr) string { return netip.PrefixFrom(a, a.BitLen()).String() }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

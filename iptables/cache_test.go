@@ -1,0 +1,167 @@
+package iptables
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// checkCache fails unless tb's cached view is exactly what parsing the
+// fake's table gives: the fake stores rules as written, so even the specs
+// of our rules must match.
+func checkCache(t *testing.T, tb *Table, f *fakeIPT) {
+	t.Helper()
+	if tb.cache == nil {
+		t.Fatal("no cached view after a successful Apply")
+	}
+	want, err := parseSave(tb.table, []byte(f.dump(tb.table)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(tb.cache.chains, want.chains, func(a, b []savedRule) bool {
+		return slices.EqualFunc(a, b, func(x, y savedRule) bool {
+			return x.spec == y.spec && x.hash == y.hash && slices.Equal(x.targets, y.targets)
+		})
+	}) {
+		t.Fatalf("cached view differs from the table:\n got %+v\nwant %+v", tb.cache.chains, want.chains)
+	}
+}
+
+// logged returns a driver on f whose commands are recorded.
+func logged(f *fakeIPT, hooks map[string]string) (*Table, *cmdLog) {
+	tb := fakeTable(f, "filter", hooks)
+	l := &cmdLog{next: f.run}
+	tb.run = l.run
+	return tb, l
+}
+
+func TestFakeCacheOneRuleChangeRunsNoSave(t *testing.T) {
+	f := newFakeIPT()
+	tb, l := logged(f, fwdHooks)
+	tb.SetChains(baseChains())
+	if st := mustApply(t, tb); !st.ReadBack || l.count("-save") != 1 {
+		t.Fatalf("first Apply must read back: %+v, %q", st, l.cmds)
+	}
+	checkCache(t, tb, f)
+
+	l.reset()
+	tb.SetChains(baseChains())
+	if st := mustApply(t, tb); st != (ApplyStats{}) || len(l.cmds) != 0 {
+		t.Fatalf("no-op Apply with a valid cache: %+v, ran %q", st, l.cmds)
+	}
+
+	cs := baseChains()
+	cs[2].Rules[0].Match = "-d 10.0.0.2"
+	tb.SetChains(cs)
+	st := mustApply(t, tb)
+	if st.ReadBack || !st.RestoreRan || st.RulesWritten != 1 || st.RulesDeleted != 0 ||
+		l.count("-save") != 0 || l.count("-restore") != 1 {
+		t.Fatalf("one-rule change: %+v, ran %q", st, l.cmds)
+	}
+	want := "*filter\n" + renderRule("-R", "cali-to-wl", 1, ruleHash("cali-to-wl", 0, cs[2].Rules[0]), cs[2].Rules[0]) + "\nCOMMIT\n"
+	if got := l.last("-restore"); got != want {
+		t.Fatalf("restore input:\n%s\nwant:\n%s", got, want)
+	}
+	checkCache(t, tb, f)
+}
+
+func TestFakeCacheHidesDriftUntilInvalidated(t *testing.T) {
+	f := newFakeIPT()
+	tb, l := logged(f, fwdHooks)
+	tb.SetChains(baseChains())
+	mustApply(t, tb)
+	converged := f.dump("filter")
+
+	ft := f.tables["filter"]
+	ft["cali-from-wl"] = ft["cali-from-wl"][1:]                     // someone deletes our rule
+	ft["FORWARD"] = append([]string{"-j ACCEPT"}, ft["FORWARD"]...) // and inserts one above the hook
+	l.reset()
+	if st := mustApply(t, tb); st.RestoreRan || len(l.cmds) != 0 {
+		t.Fatalf("drift seen without InvalidateCache: %+v %q", st, l.cmds)
+	}
+	cs := baseChains()
+	cs[2].Rules = append(cs[2].Rules, Rule{Action: "-j RETURN"})
+	tb.SetChains(cs)
+	if st := mustApply(t, tb); st.ReadBack || st.RulesWritten != 1 || l.count("-save") != 0 {
+		t.Fatalf("change elsewhere: %+v %q", st, l.cmds)
+	}
+	if got := f.tables["filter"]["cali-from-wl"]; len(got) != 1 {
+		t.Fatalf("deleted rule repaired without a read-back: %q", got)
+	}
+
+	tb.InvalidateCache()
+	if !tb.Dirty() {
+		t.Fatal("InvalidateCache did not mark the table dirty")
+	}
+	l.reset()
+	st := mustApply(t, tb)
+	// cali-from-wl: rule 1 replaced, rule 2 appended; the hook moved up.
+	if !st.ReadBack || st.RulesWritten != 3 || st.RulesDeleted != 1 || l.count("-save") != 1 {
+		t.Fatalf("resync: %+v %q", st, l.cmds)
+	}
+	checkCache(t, tb, f)
+	f2 := newFakeIPT()
+	f2.tables["filter"] = map[string][]string{"INPUT": nil, "FORWARD": {"-j ACCEPT"}, "OUTPUT": nil}
+	tb2 := fakeTable(f2, "filter", fwdHooks)
+	tb2.SetChains(cs)
+	mustApply(t, tb2)
+	if got, want := f.dump("filter"), f2.dump("filter"); got != want {
+		t.Fatalf("after resync:\n%q\nwant:\n%q", rules(got), rules(want))
+	}
+	if f.dump("filter") == converged {
+		t.Fatal("test is vacuous")
+	}
+}
+
+func TestFakeCacheRestoreErrorInvalidates(t *testing.T) {
+	f := newFakeIPT()
+	tb, l := logged(f, fwdHooks)
+	tb.SetChains(baseChains())
+	mustApply(t, tb)
+
+	// A genuine error: the cached attempt fails, the retry from a fresh
+	// read fails too; the error is returned and the cache stays invalid.
+	f.failOn = "-j REJECT"
+	cs := append(baseChains(), Chain{Name: "cali-new", Rules: []Rule{{Action: "-j REJECT"}}})
+	tb.SetChains(cs)
+	l.reset()
+	st, err := tb.Apply()
+	var re *RestoreError
+	if !errors.As(err, &re) || !st.StaleCache || !st.ReadBack || !tb.Dirty() || tb.cache != nil ||
+		l.count("-save") != 1 || l.count("-restore") != 2 {
+		t.Fatalf("want a RestoreError after one re-read, got %v, %+v, %q", err, st, l.cmds)
+	}
+	f.failOn = ""
+	l.reset()
+	if st := mustApply(t, tb); !st.ReadBack || st.StaleCache || l.count("-save") != 1 {
+		t.Fatalf("Apply after a failure must read back: %+v %q", st, l.cmds)
+	}
+	checkCache(t, tb, f)
+
+	// A stale cache: a chain we change was deleted by hand, so the cached
+	// restore fails; Apply re-reads and repairs in the same call.
+	delete(f.tables["filter"], "cali-new")
+	cs[3].Rules[0].Action = "-j DROP"
+	tb.SetChains(cs)
+	l.reset()
+	st = mustApply(t, tb)
+	if !st.StaleCache || !st.ReadBack || st.ChainsCreated != 1 || l.count("-save") != 1 || l.count("-restore") != 2 {
+		t.Fatalf("stale cache: %+v %q", st, l.cmds)
+	}
+	checkCache(t, tb, f)
+	if got := f.tables["filter"]["cali-new"]; len(got) != 1 || !strings.HasSuffix(got[0], "-j DROP") {
+		t.Fatalf("cali-new: %q", got)
+	}
+
+	// A failed read-back leaves no cache either.
+	tb.InvalidateCache()
+	f.failSave = 3
+	if _, err := tb.Apply(); err == nil || tb.cache != nil || !tb.Dirty() {
+		t.Fatalf("failed save: err=%v", err)
+	}
+	if st := mustApply(t, tb); !st.ReadBack || st.RestoreRan {
+		t.Fatalf("after a failed save: %+v", st)
+	}
+}
