@@ -38,6 +38,7 @@ func init() {
 		"replace": {"Replace existing resources from a file", func(o IO, a []string) error { return runWrite(o, opReplace, a) }},
 		"delete":  {"Delete resources by file or by kind and name", func(o IO, a []string) error { return runWrite(o, opDelete, a) }},
 		"get":     {"Show resources", runGet},
+		"node":    {"Show the status of the local calico-node (node status)", runNode},
 		"ipam":    {"IP address management: show, check, release, configure", runIPAM},
 		"version": {"Show the version", func(o IO, _ []string) error {
 			fmt.Fprintf(o.Stdout, "Client Version:    %s\n", version.Version)

@@ -20,6 +20,7 @@ import (
 // agentProc is calico-node running inside a test host namespace.
 type agentProc struct {
 	t      testing.TB
+	ns     ns.NetNS
 	cmd    *exec.Cmd
 	logs   *lockedBuffer
 	health string
@@ -46,24 +47,31 @@ func (l *lockedBuffer) String() string {
 // startAgent runs the binary as calico-node in the host namespace of e.
 func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
 	e.t.Helper()
-	healthPort := freePort(e.t)
-	a := &agentProc{t: e.t, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", healthPort), done: make(chan error, 1)}
-	args := append([]string{"node", "--nodename", node, "--etcd-endpoints", e.etcd.Endpoints()[0],
-		"--lib-dir", e.state + "/lib", "--run-dir", e.state + "/run", "--health-addr", a.health,
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(e.t)), "--bgp=false", "--resync-interval", "3s"}, extra...)
+	args := append([]string{"--bgp=false"}, extra...)
+	return startAgentIn(e.t, e.host.ns, node, e.etcd.Endpoints()[0], e.state, args...)
+}
+
+// startAgentIn runs calico-node inside namespace n with its state under
+// stateDir and waits until it reports ready.
+func startAgentIn(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, extra ...string) *agentProc {
+	t.Helper()
+	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)), done: make(chan error, 1)}
+	args := append([]string{"node", "--nodename", node, "--etcd-endpoints", etcdEndpoint,
+		"--lib-dir", stateDir + "/lib", "--run-dir", stateDir + "/run", "--health-addr", a.health,
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--resync-interval", "3s"}, extra...)
 	a.cmd = exec.Command(binary, args...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
-	if err := e.host.ns.Do(func(ns.NetNS) error { return a.cmd.Start() }); err != nil {
-		e.t.Fatal(err)
+	if err := n.Do(func(ns.NetNS) error { return a.cmd.Start() }); err != nil {
+		t.Fatal(err)
 	}
 	go func() { a.done <- a.cmd.Wait() }()
-	e.t.Cleanup(func() {
+	t.Cleanup(func() {
 		a.stop()
-		if e.t.Failed() {
-			e.t.Logf("calico-node log:\n%s", a.logs.String())
+		if t.Failed() {
+			t.Logf("calico-node %s log:\n%s", node, a.logs.String())
 		}
 	})
-	a.waitReady(e)
+	a.waitReady()
 	return a
 }
 
@@ -77,11 +85,11 @@ func freePort(t testing.TB) int {
 }
 
 // waitReady polls /readiness from inside the host namespace.
-func (a *agentProc) waitReady(e *cniEnv) {
+func (a *agentProc) waitReady() {
 	a.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if code, _ := httpGetIn(e.host.ns, "http://"+a.health+"/readiness"); code == 200 {
+		if code, _ := httpGetIn(a.ns, "http://"+a.health+"/readiness"); code == 200 {
 			return
 		}
 		select {

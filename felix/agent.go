@@ -2,12 +2,14 @@ package felix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"time"
 
+	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
@@ -33,6 +35,8 @@ type agent struct {
 	// extraRoutes are routes from other sources (BGP), merged into the desired routes.
 	extraRoutes map[netip.Prefix]dataplane.RouteTarget
 	ipv6        bool
+	bgpState    *bgpState
+	bgp         *bgpRunner // nil when BGP is off
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
@@ -42,7 +46,15 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
 		metrics: newMetrics(), status: newStatusReporter(c, cfg.NodeName),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
+		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 	}
+}
+
+// fold records one datastore update in every consumer.
+func (a *agent) fold(u calc.Update) {
+	a.state.Apply(u)
+	a.bgpState.apply(u)
+	a.metrics.updates.Inc()
 }
 
 // loop is the agent's single owner of kernel state: it folds datastore
@@ -60,24 +72,31 @@ func (a *agent) loop(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if a.bgp != nil {
+				a.bgp.stop()
+			}
 			return nil
 		case u := <-a.updates:
-			a.state.Apply(u)
-			a.metrics.updates.Inc()
+			a.fold(u)
 		drain: // fold in whatever else is queued
 			for n := 0; n < maxBatch; n++ {
 				select {
 				case u := <-a.updates:
-					a.state.Apply(u)
-					a.metrics.updates.Inc()
+					a.fold(u)
 				default:
 					break drain
 				}
 			}
 			dirty = true
+		case evs := <-a.bgpRoutes():
+			applyRouteEvents(a.extraRoutes, evs)
+			dirty = true
 		case <-resync.C:
 			a.metrics.resyncs.Inc()
 			a.dp.Resync()
+			if a.bgp != nil {
+				a.bgp.resyncLearned(a.extraRoutes)
+			}
 			a.replayJournal(ctx)
 			dirty = true
 		case <-retry.C:
@@ -90,10 +109,25 @@ func (a *agent) loop(ctx context.Context) error {
 			continue
 		}
 		dirty = false
-		if err := a.apply(ctx); err != nil || a.dp.NeedsRetry() {
+		err := a.apply(ctx)
+		if a.bgp != nil {
+			if berr := a.bgp.sync(ctx, a.bgpState); berr != nil {
+				slog.Warn("BGP sync incomplete", "err", berr)
+				err = errors.Join(err, berr)
+			}
+		}
+		if err != nil || a.dp.NeedsRetry() {
 			retry.Reset(time.Second)
 		}
 	}
+}
+
+// bgpRoutes is the speaker's route channel (nil, never ready, without BGP).
+func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
+	if a.bgp == nil {
+		return nil
+	}
+	return a.bgp.routes
 }
 
 // apply computes and programs the desired state.

@@ -71,6 +71,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := a.startServers(ctx); err != nil {
 		return err
 	}
+	if cfg.BGP {
+		a.bgp = &bgpRunner{cfg: cfg, self: v4, self6: v6}
+	}
+	run := &bgpRunner{cfg: cfg}
+	if a.bgp != nil {
+		run = a.bgp
+	}
+	if err := run.serveStatus(ctx, cfg.RunDir); err != nil {
+		return err
+	}
 	go (&syncer{c: c, out: a.updates}).run(ctx)
 	slog.Info("calico-node running", "etcd", cfg.EtcdEndpoints)
 	err = a.loop(ctx)

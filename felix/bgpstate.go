@@ -1,0 +1,323 @@
+package felix
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/calico-aio/calico-aio/bgp"
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/selector"
+)
+
+// Peer types as calicoctl node status prints them.
+const (
+	peerMesh   = "node-to-node mesh"
+	peerGlobal = "global"
+	peerNode   = "node specific"
+)
+
+// bgpState is the part of the datastore BGP needs: nodes, peers, BGP
+// configuration, pools, blocks and local endpoints. It is pure; the loop
+// feeds it and asks it for the desired peers and advertisements.
+type bgpState struct {
+	node       string
+	secretsDir string
+	nodes      map[string]*api.Node
+	peers      map[string]*api.BGPPeer
+	configs    map[string]*api.BGPConfiguration
+	pools      map[string]*api.IPPool
+	blocks     map[string]*ipam.Block
+	localIPs   map[string][]netip.Addr // local endpoint key -> addresses
+}
+
+func newBGPState(node, secretsDir string) *bgpState {
+	return &bgpState{node: node, secretsDir: secretsDir, nodes: map[string]*api.Node{}, peers: map[string]*api.BGPPeer{},
+		configs: map[string]*api.BGPConfiguration{}, pools: map[string]*api.IPPool{}, blocks: map[string]*ipam.Block{},
+		localIPs: map[string][]netip.Addr{}}
+}
+
+func keyName(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
+
+// apply records an update (the same stream the calculation gets).
+func (b *bgpState) apply(u calc.Update) {
+	name := keyName(u.Key)
+	switch u.Kind {
+	case "nodes":
+		setOrDelete(b.nodes, name, u)
+	case "bgppeers":
+		setOrDelete(b.peers, name, u)
+	case "bgpconfigurations":
+		setOrDelete(b.configs, name, u)
+	case "ippools":
+		setOrDelete(b.pools, name, u)
+	case calc.KindBlock:
+		if u.Deleted {
+			delete(b.blocks, u.Key)
+		} else {
+			b.blocks[u.Key] = u.Block
+		}
+	case "workloadendpoints":
+		delete(b.localIPs, u.Key)
+		if w, ok := u.Resource.(*api.WorkloadEndpoint); ok && !u.Deleted && w.Spec.Node == b.node {
+			for _, n := range w.Spec.IPNetworks {
+				if p, err := netip.ParsePrefix(n); err == nil {
+					b.localIPs[u.Key] = append(b.localIPs[u.Key], p.Addr())
+				}
+			}
+		}
+	}
+}
+
+func setOrDelete[T any](m map[string]*T, name string, u calc.Update) {
+	if u.Deleted {
+		delete(m, name)
+		return
+	}
+	if v, ok := u.Resource.(interface{ GetObjectMeta() *api.ObjectMeta }); ok {
+		if t, ok := any(v).(*T); ok {
+			m[name] = t
+		}
+	}
+}
+
+func (b *bgpState) self() *api.Node { return b.nodes[b.node] }
+
+func nodeAddr(n *api.Node, v6 bool) netip.Addr {
+	if n == nil || n.Spec.BGP == nil {
+		return netip.Addr{}
+	}
+	s := n.Spec.BGP.IPv4Address
+	if v6 {
+		s = n.Spec.BGP.IPv6Address
+	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Addr()
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a
+	}
+	return netip.Addr{}
+}
+
+// asn is a node's AS: its own, else the cluster's, else 64512.
+func (b *bgpState) asn(n *api.Node) uint32 {
+	if n != nil && n.Spec.BGP != nil && n.Spec.BGP.ASNumber != nil {
+		return uint32(*n.Spec.BGP.ASNumber)
+	}
+	if c := b.configs["default"]; c != nil && c.Spec.ASNumber != nil {
+		return uint32(*c.Spec.ASNumber)
+	}
+	return uint32(api.DefaultASNumber)
+}
+
+func (b *bgpState) meshEnabled() bool {
+	c := b.configs["default"]
+	return c == nil || c.Spec.NodeToNodeMeshEnabled == nil || *c.Spec.NodeToNodeMeshEnabled
+}
+
+func (b *bgpState) listenPort(def int) int {
+	if c := b.configs["default"]; c != nil && c.Spec.ListenPort != 0 {
+		return int(c.Spec.ListenPort)
+	}
+	return def
+}
+
+func clusterID(n *api.Node) string {
+	if n == nil || n.Spec.BGP == nil {
+		return ""
+	}
+	return n.Spec.BGP.RouteReflectorClusterID
+}
+
+// desiredPeers computes this node's BGP peers from the datastore.
+func (b *bgpState) desiredPeers(port int) []bgp.Peer {
+	me := b.self()
+	myAddr := nodeAddr(me, false)
+	if !myAddr.IsValid() {
+		return nil
+	}
+	myRR := clusterID(me) != ""
+	peers := map[netip.Addr]bgp.Peer{}
+	addNode := func(n *api.Node, typ string, password string, keepalive, restart time.Duration) {
+		if n.Metadata.Name == b.node {
+			return
+		}
+		addr := nodeAddr(n, false)
+		if !addr.IsValid() {
+			return
+		}
+		p := bgp.Peer{Address: addr, Port: port, ASN: b.asn(n), Type: typ, LocalAddress: myAddr, Password: password,
+			KeepaliveTime: keepalive, MaxRestartTime: restart, Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
+		// Exactly one side of a pair dials: the lower address is active.
+		p.Passive = myAddr.Compare(addr) > 0
+		if myRR && clusterID(n) == "" {
+			p.RouteReflectorClient = true
+			if cid, err := netip.ParseAddr(clusterID(me)); err == nil {
+				p.ClusterID = cid
+			}
+		}
+		if _, dup := peers[addr]; !dup {
+			peers[addr] = p
+		}
+	}
+	if b.meshEnabled() {
+		for _, n := range b.nodes {
+			addNode(n, peerMesh, "", 0, 0)
+		}
+	}
+	myLabels := map[string]string{}
+	if me != nil {
+		myLabels = me.Metadata.Labels
+	}
+	for _, bp := range b.sortedPeers() {
+		s := bp.Spec
+		typ := peerGlobal
+		switch {
+		case s.Node != "":
+			if s.Node != b.node {
+				continue
+			}
+			typ = peerNode
+		case s.NodeSelector != "":
+			sel, err := selector.Parse(s.NodeSelector)
+			if err != nil || !sel.Evaluate(myLabels) {
+				continue
+			}
+			typ = peerNode
+		}
+		password := b.password(bp)
+		var keepalive, restart time.Duration
+		if s.KeepaliveTime != nil {
+			keepalive = s.KeepaliveTime.Duration
+		}
+		if s.MaxRestartTime != nil {
+			restart = s.MaxRestartTime.Duration
+		}
+		if s.PeerSelector != "" {
+			sel, err := selector.Parse(s.PeerSelector)
+			if err != nil {
+				continue
+			}
+			for _, n := range b.nodes {
+				if sel.Evaluate(n.Metadata.Labels) {
+					addNode(n, typ, password, keepalive, restart)
+				}
+			}
+			continue
+		}
+		addr, pport, err := api.ParsePeerIP(s.PeerIP)
+		if err != nil || addr == myAddr {
+			continue
+		}
+		p := bgp.Peer{Address: addr, Port: port, ASN: uint32(s.ASNumber), Type: typ, Password: password,
+			KeepaliveTime: keepalive, MaxRestartTime: restart, Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
+		if addr.Is4() {
+			p.LocalAddress = myAddr
+		}
+		if pport != 0 {
+			p.Port = int(pport)
+		}
+		if p.ASN == 0 {
+			p.ASN = b.asn(me)
+		}
+		if myRR && p.ASN == b.asn(me) {
+			p.RouteReflectorClient = true
+			if cid, err := netip.ParseAddr(clusterID(me)); err == nil {
+				p.ClusterID = cid
+			}
+		}
+		peers[addr] = p
+	}
+	out := make([]bgp.Peer, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address.Less(out[j].Address) })
+	return out
+}
+
+func (b *bgpState) sortedPeers() []*api.BGPPeer {
+	names := make([]string, 0, len(b.peers))
+	for n := range b.peers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*api.BGPPeer, len(names))
+	for i, n := range names {
+		out[i] = b.peers[n]
+	}
+	return out
+}
+
+// password reads a BGPPeer's password from the secrets directory, laid out
+// as a mounted Kubernetes secret: <dir>/<secret name>/<key>.
+func (b *bgpState) password(p *api.BGPPeer) string {
+	if p.Spec.Password == nil || p.Spec.Password.SecretKeyRef == nil {
+		return ""
+	}
+	ref := p.Spec.Password.SecretKeyRef
+	data, err := os.ReadFile(filepath.Join(b.secretsDir, ref.Name, ref.Key))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// advertisements: this node's confirmed affine blocks, plus a host route for
+// each local pod address inside another node's block (borrowed).
+func (b *bgpState) advertisements() []netip.Prefix {
+	var out []netip.Prefix
+	var others []netip.Prefix
+	for _, blk := range b.blocks {
+		p, err := blk.Prefix()
+		if err != nil {
+			continue
+		}
+		if blk.AffineTo(b.node) {
+			out = append(out, p)
+		} else {
+			others = append(others, p)
+		}
+	}
+	for _, addrs := range b.localIPs {
+		for _, a := range addrs {
+			for _, o := range others {
+				if o.Contains(a) {
+					out = append(out, netip.PrefixFrom(a, a.BitLen()))
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// importFilter accepts pool prefixes at block mask length and host routes
+// inside pools: nothing else learned from peers is installed.
+func (b *bgpState) importFilter() func(netip.Prefix) bool {
+	type poolInfo struct {
+		cidr  netip.Prefix
+		block int
+	}
+	var pools []poolInfo
+	for _, p := range b.pools {
+		p.Default()
+		if c, err := netip.ParsePrefix(p.Spec.CIDR); err == nil {
+			pools = append(pools, poolInfo{c.Masked(), p.Spec.BlockSize})
+		}
+	}
+	return func(pr netip.Prefix) bool {
+		for _, p := range pools {
+			if p.cidr.Contains(pr.Addr()) && (pr.Bits() == p.block || pr.Bits() == pr.Addr().BitLen()) {
+				return true
+			}
+		}
+		return false
+	}
+}
