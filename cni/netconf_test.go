@@ -12,8 +12,8 @@ func TestNetConfErrorsNameTheField(t *testing.T) {
 	cases := map[string]string{
 		`{"name":"n","mtu":"big","ipam":{"type":"calico-ipam"}}`:                                        "mtu",
 		`{"name":"n","mtu":70000,"ipam":{"type":"calico-ipam"}}`:                                        "mtu",
-		`{"name":"n","ipam":{}}`:                                                                         "ipam.type",
-		`{"ipam":{"type":"calico-ipam"}}`:                                                                "name",
+		`{"name":"n","ipam":{}}`:                                                                        "ipam.type",
+		`{"ipam":{"type":"calico-ipam"}}`:                                                               "name",
 		`{"name":"n","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"}}`:                      "datastore_type",
 		`{"name":"n","etcd_endpoints":"not a url","ipam":{"type":"calico-ipam"}}`:                       "etcd_endpoints",
 		`{"name":"n","ipam":{"type":"calico-ipam","assign_ipv4":"false"}}`:                              "assign_ipv4",
