@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
 TESTFLAGS ?= -timeout 15m
 # System packages the tests and the demo need, as "command:debian-package".
-SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack
+SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps
 
 .PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean
 
@@ -44,7 +44,7 @@ test-unit:
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1 | tee bench.out
 
-## demo: the main job: start a local node with the embedded datastore.
+## demo: the main job: a 3-node cluster in network namespaces (see README).
 demo: deps build
 	./build/demo.sh
 

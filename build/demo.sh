@@ -1,86 +1,146 @@
 #!/usr/bin/env bash
-# The main job at this stage: a local calico-node with its embedded etcd,
-# driven by calicoctl. `demo.sh clean` stops it and removes its state.
-# Set DEMO_KEEP=0 to stop and clean up at the end instead of leaving it running.
+# The main job: a 3-node Calico cluster on this machine, each node a network
+# namespace on a shared bridge, each running the real binary as calico-node
+# (node1 also serves the embedded etcd), pods made by the real CNI plugin.
+#
+#   build/demo.sh          start it, show it working, leave it running
+#   build/demo.sh clean    stop everything and remove its namespaces
+#   DEMO_KEEP=0 build/demo.sh   show it and clean up at the end
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE=${DEMO_STATE:-/tmp/calico-aio-demo}
-ENDPOINT=${DEMO_ETCD:-http://127.0.0.1:2379}
-PEER=${DEMO_ETCD_PEER:-http://127.0.0.1:2380}
 BIN=$PWD/bin
+STATE=${DEMO_STATE:-/tmp/calico-aio-demo}
+P=calico-demo           # namespace prefix
+NET=10.250.99           # node segment
+ETCD=http://$NET.1:2379
+NODES=(1 2 3)
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
+ctl() { echo "\$ calicoctl $*"; in_ns n1 "$BIN/calicoctl" "$@" --etcd-endpoints "$ETCD"; }
 
 stop() {
-	if [ -f "$STATE/node.pid" ]; then
-		kill "$(cat "$STATE/node.pid")" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$(cat "$STATE/node.pid")" 2>/dev/null || break; sleep 0.1; done
-	fi
+	for pidf in "$STATE"/*/agent.pid; do
+		[ -f "$pidf" ] || continue
+		kill "$(cat "$pidf")" 2>/dev/null || true
+	done
+	for pidf in "$STATE"/*/agent.pid; do
+		[ -f "$pidf" ] || continue
+		for _ in $(seq 50); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.1; done
+	done
+	for n in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do ip netns del "$n"; done
 	rm -rf "$STATE"
 }
 
 if [ "${1:-}" = clean ]; then
 	stop
-	echo "demo stopped and cleaned up"
+	echo "demo cluster stopped and cleaned up"
 	exit 0
 fi
-
+[ "$(id -u)" = 0 ] || { echo "the demo needs root (network namespaces)" >&2; exit 1; }
 stop
-mkdir -p "$STATE"
 trap 'echo "demo failed; cleaning up" >&2; stop' ERR
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-ctl() { echo "\$ calicoctl $*"; "$BIN/calicoctl" --etcd-endpoints "$ENDPOINT" "$@"; }
+mkdir -p "$STATE"
 
-say "starting calico-node with its embedded etcd ($ENDPOINT, data in $STATE/etcd)"
-"$BIN/calico-node" --nodename demo-node --etcd-data-dir "$STATE/etcd" \
-	--etcd-client-url "$ENDPOINT" --etcd-peer-url "$PEER" >"$STATE/node.log" 2>&1 &
-echo $! >"$STATE/node.pid"
-for i in $(seq 100); do
-	if "$BIN/calicoctl" get clusterinformation default --etcd-endpoints "$ENDPOINT" --timeout 1s >/dev/null 2>&1; then break; fi
-	if ! kill -0 "$(cat "$STATE/node.pid")" 2>/dev/null; then cat "$STATE/node.log"; exit 1; fi
-	sleep 0.1
+say "building the network: a bridge namespace and 3 node namespaces on $NET.0/24"
+ip netns add "$P-br"
+in_ns br ip link add br0 type bridge
+in_ns br ip link set br0 up
+in_ns br ip link set lo up
+for i in "${NODES[@]}"; do
+	ip netns add "$P-n$i"
+	in_ns br ip link add "n$i" type veth peer name eth0 netns "$P-n$i"
+	in_ns br ip link set "n$i" master br0 up
+	in_ns "n$i" ip link set lo up
+	in_ns "n$i" ip addr add "$NET.$i/24" dev eth0
+	in_ns "n$i" ip link set eth0 up
+	in_ns "n$i" ip route add default via "$NET.254" dev eth0 onlink
+	in_ns "n$i" sysctl -qw net.ipv4.ip_forward=1
+	mkdir -p "$STATE/n$i"
 done
 
-say "creating resources"
-ctl apply -f - <<'YAML'
-apiVersion: projectcalico.org/v3
-kind: IPPool
-metadata:
-  name: default-ipv4-ippool
-spec:
-  cidr: 10.48.0.0/16
-  natOutgoing: true
----
-apiVersion: projectcalico.org/v3
-kind: IPPool
-metadata:
-  name: default-ipv6-ippool
-spec:
-  cidr: fd00:48::/48
----
-apiVersion: projectcalico.org/v3
-kind: GlobalNetworkPolicy
-metadata:
-  name: deny-smtp
-spec:
-  selector: all()
-  egress:
-  - action: Deny
-    protocol: TCP
-    destination:
-      ports: [25]
-  - action: Allow
-YAML
-say "reading them back"
-ctl get ippools -o wide
-ctl get globalnetworkpolicies -o wide
-ctl get clusterinformation default -o yaml
-say "an invalid pool is refused and nothing is written"
-printf 'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: bad}\nspec: {cidr: 10.48.1.0/24}\n' |
-	ctl create -f - || true
+start_node() {
+	local i=$1; shift
+	in_ns "n$i" "$BIN/calico-node" --nodename "node$i" --ip "$NET.$i/24" \
+		--lib-dir "$STATE/n$i/lib" --run-dir "$STATE/n$i/run" --health-addr 127.0.0.1:9099 \
+		--metrics-addr 127.0.0.1:9091 "$@" >"$STATE/n$i/agent.log" 2>&1 &
+	echo $! >"$STATE/n$i/agent.pid"
+}
+wait_ready() {
+	local i=$1
+	for _ in $(seq 200); do
+		if in_ns "n$i" "$BIN/calicoctl" node status --run-dir "$STATE/n$i/run" >/dev/null 2>&1 &&
+			[ -f "$STATE/n$i/lib/nodename" ]; then return 0; fi
+		kill -0 "$(cat "$STATE/n$i/agent.pid")" 2>/dev/null || { cat "$STATE/n$i/agent.log"; return 1; }
+		sleep 0.1
+	done
+	cat "$STATE/n$i/agent.log"; return 1
+}
+
+say "starting calico-node on node1 with the embedded etcd ($ETCD), then node2 and node3"
+start_node 1 --etcd-data-dir "$STATE/n1/etcd" --etcd-client-url "$ETCD" --etcd-peer-url "http://$NET.1:2380"
+wait_ready 1
+for i in 2 3; do start_node "$i" --etcd-endpoints "$ETCD"; done
+for i in 2 3; do wait_ready "$i"; done
+
+say "an IP pool for the pods"
+printf 'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: demo-pool}\nspec: {cidr: 10.244.0.0/16, natOutgoing: true}\n' |
+	ctl apply -f -
+
+say "one pod per node through the CNI plugin"
+declare -A POD_IP
+for i in "${NODES[@]}"; do
+	ip netns add "$P-pod$i"
+	conf=$(printf '{"cniVersion":"1.0.0","name":"demo","type":"calico","nodename":"node%s","etcd_endpoints":"%s","calico_lib_dir":"%s","calico_run_dir":"%s","ipam":{"type":"calico-ipam"}}' \
+		"$i" "$ETCD" "$STATE/n$i/lib" "$STATE/n$i/run")
+	out=$(echo "$conf" | in_ns "n$i" env CNI_COMMAND=ADD CNI_CONTAINERID="demo-pod$i" CNI_NETNS="/var/run/netns/$P-pod$i" \
+		CNI_IFNAME=eth0 CNI_PATH="$BIN" "$BIN/calico")
+	POD_IP[$i]=$(echo "$out" | grep -o '"address": "[0-9.]*' | head -1 | cut -d'"' -f4)
+	echo "pod$i on node$i: ${POD_IP[$i]}"
+done
+
+ping_all() {
+	for i in "${NODES[@]}"; do for j in "${NODES[@]}"; do
+		[ "$i" = "$j" ] && continue
+		if in_ns "pod$i" ping -c1 -W1 "${POD_IP[$j]}" >/dev/null 2>&1; then r=ok; else r=FAILED; fi
+		printf '  pod%s (node%s) -> pod%s (node%s) %-15s %s\n' "$i" "$i" "$j" "$j" "${POD_IP[$j]}" "$r"
+	done; done
+}
+converged() {
+	for _ in $(seq 100); do
+		in_ns pod1 ping -c1 -W1 "${POD_IP[3]}" >/dev/null 2>&1 && in_ns pod3 ping -c1 -W1 "${POD_IP[2]}" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 0
+}
+
+say "pods ping across nodes (routes learned over BGP)"
+converged
+ping_all
+echo "routes node1 learned by BGP:"; in_ns n1 ip route show proto 81 | sed 's/^/  /'
+
+say "a deny policy for pod3 (its network's profile would allow it)"
+printf 'apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: deny-pod3}\nspec:\n  selector: projectcalico.org/orchestrator == "cni"\n  ingress:\n  - action: Deny\n    destination: {nets: [%s/32]}\n  - action: Pass\n' "${POD_IP[3]}" |
+	ctl apply -f -
+sleep 1
+ping_all
+
+say "removing it"
+ctl delete globalnetworkpolicy deny-pod3
+sleep 1
+ping_all
+
+say "node status and IPAM"
+echo "\$ calicoctl node status   (on node1)"
+in_ns n1 "$BIN/calicoctl" node status --run-dir "$STATE/n1/run"
+ctl ipam show --show-blocks
+ctl get nodes -o wide
+ctl get workloadendpoints -A -o wide
 
 trap - ERR
 if [ "${DEMO_KEEP:-1}" = 0 ]; then
 	stop
 	say "demo finished and cleaned up"
 else
-	say "calico-node keeps running (log: $STATE/node.log); try: bin/calicoctl get ippools; stop it with: make demo-clean"
+	say "the cluster keeps running: try 'ip netns exec $P-pod1 ping ${POD_IP[2]}' or 'ip netns exec $P-n1 $BIN/calicoctl get wep -A --etcd-endpoints $ETCD'; stop it with: make demo-clean"
 fi
