@@ -3,6 +3,8 @@ package iptables
 import (
 	"fmt"
 	"testing"
+
+	"github.com/containernetworking/plugins/pkg/ns"
 )
 
 func benchChains(chains, rules int) []Chain {
@@ -23,8 +25,16 @@ func benchChains(chains, rules int) []Chain {
 
 // BenchmarkTableApply programs 1,000 chains x 5 rules (plus a dispatch
 // chain of 1,000 jumps and a FORWARD hook) in a network namespace, then
-// measures: a full create from empty, an Apply with nothing to do (one
-// iptables-save and the diff), and changing one rule (save, diff, one -R).
+// measures SetChains plus Apply, as the dataplane loop calls them:
+//
+//   - create-1000x5: a first Apply over an empty table (read-back, restore);
+//   - no-change-cached: nothing to do, with a valid cache (no command runs);
+//   - change-one-rule-cached: one rule changed, with a valid cache (one
+//     iptables-restore with one -R line, no iptables-save);
+//   - change-one-rule-readback: the same after InvalidateCache (iptables-save,
+//     diff, iptables-restore): the cost before the cache, and of a resync;
+//   - resync-no-change: InvalidateCache and Apply with nothing to do (one
+//     iptables-save and the diff), the periodic resync's cost.
 func BenchmarkTableApply(b *testing.B) {
 	needKernel(b, "iptables-save", "iptables-restore")
 	n := newNS(b)
@@ -36,9 +46,10 @@ func BenchmarkTableApply(b *testing.B) {
 			b.StopTimer()
 			tb.SetChains(nil)
 			applyIn(b, n, tb)
-			tb.SetChains(desired)
+			tb.InvalidateCache() // a first Apply: read back, then write
 			b.StartTimer()
-			if st := applyIn(b, n, tb); st.ChainsCreated != 1001 || st.RulesWritten != 6001 {
+			tb.SetChains(desired)
+			if st := applyIn(b, n, tb); !st.ReadBack || st.ChainsCreated != 1001 || st.RulesWritten != 6001 {
 				b.Fatalf("stats %+v", st)
 			}
 		}
@@ -46,23 +57,82 @@ func BenchmarkTableApply(b *testing.B) {
 	tb.SetChains(desired)
 	applyIn(b, n, tb)
 
-	b.Run("no-change", func(b *testing.B) {
+	b.Run("no-change-cached", func(b *testing.B) {
 		for b.Loop() {
-			if st := applyIn(b, n, tb); st.RestoreRan {
+			tb.SetChains(desired)
+			if st := applyIn(b, n, tb); st.RestoreRan || st.ReadBack {
 				b.Fatalf("stats %+v", st)
 			}
 		}
 	})
 
-	b.Run("change-one-rule", func(b *testing.B) {
-		i := 0
+	i := 0
+	changeOne := func(b *testing.B, resync bool) {
 		for b.Loop() {
 			i++
 			desired[500].Rules[2].Action = []string{"-j ACCEPT", "-j DROP"}[i%2]
 			tb.SetChains(desired)
-			if st := applyIn(b, n, tb); st.RulesWritten != 1 || st.RulesDeleted != 0 {
+			if resync {
+				tb.InvalidateCache()
+			}
+			if st := applyIn(b, n, tb); st.ReadBack != resync || st.RulesWritten != 1 || st.RulesDeleted != 0 {
+				b.Fatalf("stats %+v", st)
+			}
+		}
+	}
+	b.Run("change-one-rule-cached", func(b *testing.B) { changeOne(b, false) })
+	b.Run("change-one-rule-readback", func(b *testing.B) { changeOne(b, true) })
+
+	b.Run("resync-no-change", func(b *testing.B) {
+		for b.Loop() {
+			tb.SetChains(desired)
+			tb.InvalidateCache()
+			if st := applyIn(b, n, tb); st.RestoreRan || !st.ReadBack {
 				b.Fatalf("stats %+v", st)
 			}
 		}
 	})
+}
+
+// BenchmarkIPSetsApply programs 1,000 sets of 20 members, then changes one
+// member of one set: with a valid cache (one `ipset restore` of two lines)
+// and after InvalidateCache (`ipset save` of all 20,000 members first).
+func BenchmarkIPSetsApply(b *testing.B) {
+	needKernel(b, "ipset")
+	n := newNS(b)
+	s := NewIPSets(IPSetsOptions{IPVersion: 4})
+	for i := range 1000 {
+		if err := s.SetIPSet(fmt.Sprintf("cali40s:bench-%04d", i), SetTypeIP, FamilyInet,
+			ips(fmt.Sprintf("10.%d", i/250), (i%250)*20, 20)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	apply := func(b *testing.B) {
+		if err := n.Do(func(ns.NetNS) error { return s.Apply() }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	apply(b)
+	i := 0
+	changeOne := func(b *testing.B, resync bool) {
+		for b.Loop() {
+			i++
+			old, new := "10.200.0.1", "10.200.0.2"
+			if i%2 == 0 {
+				old, new = new, old
+			}
+			if err := s.AddMembers("cali40s:bench-0500", []string{new}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.RemoveMembers("cali40s:bench-0500", []string{old}); err != nil {
+				b.Fatal(err)
+			}
+			if resync {
+				s.InvalidateCache()
+			}
+			apply(b)
+		}
+	}
+	b.Run("change-one-member-cached", func(b *testing.B) { changeOne(b, false) })
+	b.Run("change-one-member-readback", func(b *testing.B) { changeOne(b, true) })
 }

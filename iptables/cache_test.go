@@ -165,3 +165,49 @@ func TestFakeCacheRestoreErrorInvalidates(t *testing.T) {
 		t.Fatalf("after a failed save: %+v", st)
 	}
 }
+
+// TestRuleHashStable pins the hash format: an agent recognises what an
+// earlier version wrote only while the hashes stay the same.
+func TestRuleHashStable(t *testing.T) {
+	for _, c := range []struct {
+		chain string
+		i     int
+		r     Rule
+		want  string
+	}{
+		{"cali-FORWARD", 0, Rule{Match: " -i cali+ ", Action: "-j cali-from-wl"}, "p3sW8C9Wnou1bHHw"},
+		{"FORWARD", 0, Rule{Action: "-j cali-FORWARD"}, "Miz7312eq4bKtjWd"},
+		{"cali-x", 12345, Rule{Match: "-s 10.0.0.1", Action: "-j DROP", Comment: `to "wl" \ back ü`}, "H7DUJHDxRX_0Eo7d"},
+		{"cali-empty", 3, Rule{}, "ap1-WtZEMmlj3Led"},
+		{"cali-long", 1, Rule{Match: strings.Repeat("-s 10.0.0.1 ", 100)}, ""},
+	} {
+		got := ruleHash(c.chain, c.i, c.r)
+		if len(got) != hashLen || (c.want != "" && got != c.want) {
+			t.Errorf("ruleHash(%s, %d, %+v) = %q, want %q", c.chain, c.i, c.r, got, c.want)
+		}
+	}
+}
+
+// TestSetChainsReusesUnchangedChains: an unchanged chain keeps its hashes
+// and facts, and is still validated against the other chains.
+func TestSetChainsReusesUnchangedChains(t *testing.T) {
+	tb := fakeTable(newFakeIPT(), "filter", nil)
+	cs := baseChains()
+	tb.SetChains(cs)
+	if tb.invalid != nil {
+		t.Fatal(tb.invalid)
+	}
+	before := tb.hashes["cali-from-wl"]
+	cs[0].Rules[2].Action = "-j DROP" // the caller reuses its slices
+	tb.SetChains(cs)
+	if &tb.hashes["cali-from-wl"][0] != &before[0] || !tb.Dirty() {
+		t.Fatal("unchanged chain hashed again, or change not seen")
+	}
+	if tb.desired["cali-FORWARD"].Rules[2].Action != "-j DROP" || tb.hashes["cali-FORWARD"][2] != ruleHash("cali-FORWARD", 2, cs[0].Rules[2]) {
+		t.Fatal("changed chain not rehashed")
+	}
+	tb.SetChains(cs[:2]) // cali-FORWARD, unchanged, jumps to cali-to-wl
+	if tb.invalid == nil || !strings.Contains(tb.invalid.Error(), "cali-to-wl") {
+		t.Fatalf("jump to a chain no longer desired: %v", tb.invalid)
+	}
+}

@@ -27,11 +27,24 @@ const (
 // hash: unlike a hash chained over the previous rules, the rules after it
 // keep theirs and are left alone. Format as Calico's: 16 chars of
 // base64url(sha224(...)).
+//
+// SetChains hashes every rule of every changed chain, so this is on the
+// dataplane loop's path: it builds the input in one buffer, without fmt.
 func ruleHash(chain string, index int, r Rule) string {
-	h := sha256.New224()
-	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s", chain, index,
-		strings.TrimSpace(r.Match), strings.TrimSpace(r.Action), r.Comment)
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:hashLen]
+	var stack [256]byte
+	in := append(stack[:0], chain...)
+	in = append(in, 0)
+	in = strconv.AppendInt(in, int64(index), 10)
+	in = append(in, 0)
+	in = append(in, strings.TrimSpace(r.Match)...)
+	in = append(in, 0)
+	in = append(in, strings.TrimSpace(r.Action)...)
+	in = append(in, 0)
+	in = append(in, r.Comment...)
+	sum := sha256.Sum224(in)
+	var out [38]byte // base64 of 28 bytes, unpadded
+	base64.RawURLEncoding.Encode(out[:], sum[:])
+	return string(out[:hashLen])
 }
 
 // chainHashes returns the hash of every rule of c, in order.

@@ -70,6 +70,7 @@ type Table struct {
 	haveDesired bool
 	desired     map[string]Chain
 	hashes      map[string][]string
+	facts       map[string]chainFacts
 	invalid     error // what is wrong with desired, found by SetChains
 	dirty       bool
 
@@ -94,7 +95,7 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 	t := &Table{
 		table: table, hooks: map[string]string{}, lockWait: opts.LockWait,
 		saveWait: opts.LockWait, restWait: opts.LockWait,
-		desired: map[string]Chain{}, hashes: map[string][]string{},
+		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
 	}
 	prefix := "iptables"
@@ -129,24 +130,57 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 }
 
 // SetChains records the complete desired set of our chains; chains not
-// listed are deleted by the next Apply. No I/O.
+// listed are deleted by the next Apply. No I/O. A chain whose rules equal
+// those of the previous call is not hashed or parsed again.
 func (t *Table) SetChains(chains []Chain) {
 	desired := make(map[string]Chain, len(chains))
 	hashes := make(map[string][]string, len(chains))
+	facts := make(map[string]chainFacts, len(chains))
 	var dup error
 	for _, c := range chains {
 		if _, ok := desired[c.Name]; ok {
 			dup = fmt.Errorf("iptables: chain %s desired twice", c.Name)
 		}
+		if old, ok := t.desired[c.Name]; ok && slices.Equal(old.Rules, c.Rules) {
+			desired[c.Name], hashes[c.Name], facts[c.Name] = old, t.hashes[c.Name], t.facts[c.Name]
+			continue
+		}
 		c.Rules = slices.Clone(c.Rules) // the caller may reuse its slices
 		desired[c.Name] = c
 		hashes[c.Name] = chainHashes(c)
+		facts[c.Name] = chainFactsOf(c)
 	}
 	if !t.haveDesired || !sameHashes(t.hashes, hashes) {
 		t.dirty = true
 	}
-	t.haveDesired, t.desired, t.hashes = true, desired, hashes
+	t.haveDesired, t.desired, t.hashes, t.facts = true, desired, hashes, facts
 	t.invalid = errors.Join(dup, t.validate())
+}
+
+// chainFacts is what validate needs of one chain, found when it changes.
+type chainFacts struct {
+	jumps   []jump // to chains of ours
+	newline []int  // rules with a newline in match or action
+}
+
+type jump struct {
+	rule   int
+	target string
+}
+
+func chainFactsOf(c Chain) chainFacts {
+	var f chainFacts
+	for i, r := range c.Rules {
+		if strings.ContainsAny(r.Match, "\n\r") || strings.ContainsAny(r.Action, "\n\r") {
+			f.newline = append(f.newline, i)
+		}
+		for _, target := range parseRule(r.Action).targets {
+			if strings.HasPrefix(target, ChainPrefix) {
+				f.jumps = append(f.jumps, jump{i, target})
+			}
+		}
+	}
+	return f
 }
 
 func sameHashes(a, b map[string][]string) bool {
@@ -239,19 +273,17 @@ func (t *Table) apply() (ApplyStats, error) {
 // reported plainly by Apply instead of as a failed restore.
 func (t *Table) validate() error {
 	var errs []error
-	for name, c := range t.desired {
+	for name, f := range t.facts {
 		if !strings.HasPrefix(name, ChainPrefix) || len(name) > maxChainName || strings.ContainsAny(name, " \t\n\"") {
 			errs = append(errs, fmt.Errorf("iptables: chain name %q: want %q prefix, at most %d chars, no blanks",
 				name, ChainPrefix, maxChainName))
 		}
-		for i, r := range c.Rules {
-			if strings.ContainsAny(r.Match+r.Action, "\n\r") {
-				errs = append(errs, fmt.Errorf("iptables: chain %s rule %d: newline in match or action", name, i))
-			}
-			for _, target := range parseRule(r.Action).targets {
-				if _, ok := t.desired[target]; !ok && strings.HasPrefix(target, ChainPrefix) {
-					errs = append(errs, fmt.Errorf("iptables: chain %s rule %d jumps to %s, which is not desired", name, i, target))
-				}
+		for _, i := range f.newline {
+			errs = append(errs, fmt.Errorf("iptables: chain %s rule %d: newline in match or action", name, i))
+		}
+		for _, j := range f.jumps {
+			if _, ok := t.desired[j.target]; !ok {
+				errs = append(errs, fmt.Errorf("iptables: chain %s rule %d jumps to %s, which is not desired", name, j.rule, j.target))
 			}
 		}
 	}
