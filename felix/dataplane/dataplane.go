@@ -172,7 +172,8 @@ func (d *Dataplane) NeedsRetry() bool {
 // Resync makes the next Apply re-read everything from the kernel, so drift
 // made by others is repaired.
 func (d *Dataplane) Resync() {
-	d.routes.dirty, d.eps.dirty = true, true
+	d.routes.dirty = true
+	d.eps.resyncAll()
 	for _, st := range d.tables {
 		if inv, ok := any(st.t).(interface{ InvalidateCache() }); ok {
 			inv.InvalidateCache()

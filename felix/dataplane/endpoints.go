@@ -24,21 +24,52 @@ type LocalEndpoint struct {
 // a permanent neighbour entry for each pod address.
 type endpointManager struct {
 	desired map[string]LocalEndpoint
+	pending map[string]bool // interfaces to (re)program
 	dirty   bool
 	procSys string // "/proc/sys"
 }
 
 func newEndpointManager() *endpointManager {
-	return &endpointManager{desired: map[string]LocalEndpoint{}, procSys: "/proc/sys", dirty: true}
+	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, procSys: "/proc/sys", dirty: true}
 }
 
-// SetDesired records the full set of local endpoints (no kernel I/O).
+// SetDesired records the full set of local endpoints and marks the ones
+// that changed (no kernel I/O).
 func (m *endpointManager) SetDesired(eps []LocalEndpoint) {
 	d := make(map[string]LocalEndpoint, len(eps))
 	for _, e := range eps {
 		d[e.Iface] = e
+		if old, ok := m.desired[e.Iface]; !ok || !sameEndpoint(old, e) {
+			m.pending[e.Iface] = true
+		}
 	}
-	m.desired, m.dirty = d, true
+	for name := range m.pending {
+		if _, ok := d[name]; !ok {
+			delete(m.pending, name)
+		}
+	}
+	m.desired = d
+	m.dirty = m.dirty || len(m.pending) > 0
+}
+
+// resyncAll marks every endpoint for reprogramming (periodic resync).
+func (m *endpointManager) resyncAll() {
+	for name := range m.desired {
+		m.pending[name] = true
+	}
+	m.dirty = true
+}
+
+func sameEndpoint(a, b LocalEndpoint) bool {
+	if a.MAC != b.MAC || len(a.Addrs) != len(b.Addrs) {
+		return false
+	}
+	for i := range a.Addrs {
+		if a.Addrs[i] != b.Addrs[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *endpointManager) sysctl(path, want string) error {
@@ -55,20 +86,22 @@ func (m *endpointManager) sysctl(path, want string) error {
 // Apply programs what is missing; interfaces that do not exist yet are
 // skipped (the CNI plugin may still be creating them) and retried.
 func (m *endpointManager) Apply() error {
+	if !m.dirty {
+		return nil
+	}
 	var errs []error
-	names := make([]string, 0, len(m.desired))
-	for n := range m.desired {
+	names := make([]string, 0, len(m.pending))
+	for n := range m.pending {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	missing := false
 	for _, name := range names {
 		ep := m.desired[name]
 		link, err := netlink.LinkByName(name)
 		if err != nil {
-			missing = true
-			continue
+			continue // not there yet: stays pending
 		}
+		before := len(errs)
 		for _, s := range [][2]string{
 			{"net/ipv4/conf/" + name + "/proxy_arp", "1"},
 			{"net/ipv4/neigh/" + name + "/proxy_delay", "0"},
@@ -82,8 +115,11 @@ func (m *endpointManager) Apply() error {
 		if err := m.neighbours(link, ep); err != nil {
 			errs = append(errs, err)
 		}
+		if len(errs) == before {
+			delete(m.pending, name)
+		}
 	}
-	m.dirty = missing || len(errs) > 0
+	m.dirty = len(m.pending) > 0
 	return errors.Join(errs...)
 }
 

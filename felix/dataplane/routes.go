@@ -56,9 +56,25 @@ func newRouteManager(grace time.Duration) *routeManager {
 	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{}, now: time.Now, dirty: true}
 }
 
-// SetDesired records the full desired set (no kernel I/O).
+// SetDesired records the full desired set (no kernel I/O); it marks the
+// manager dirty only when something changed.
 func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
+	if !m.dirty && inSync == m.inSync && sameRoutes(m.desired, d) {
+		return
+	}
 	m.desired, m.inSync, m.dirty = d, inSync, true
+}
+
+func sameRoutes(a, b map[netip.Prefix]RouteTarget) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, t := range a {
+		if u, ok := b[p]; !ok || !sameTarget(t, u) {
+			return false
+		}
+	}
+	return true
 }
 
 // kernelRoute is a route we read back.
@@ -146,6 +162,9 @@ func sameTarget(a, b RouteTarget) bool { return a.String() == b.String() }
 // Apply reconciles: adds and replaces first, deletes after, all errors
 // joined; failures leave the manager dirty for the next apply.
 func (m *routeManager) Apply() error {
+	if !m.dirty && len(m.strangers) == 0 {
+		return nil
+	}
 	kernel, err := m.readKernel()
 	if err != nil {
 		return err
