@@ -115,9 +115,7 @@ func TestCNIDelegatesToHostLocal(t *testing.T) {
 	if !strings.HasPrefix(a, "10.105.0.") || !strings.HasPrefix(b, "10.105.0.") {
 		t.Fatalf("host-local addresses: %s %s", a, b)
 	}
-	if err := ping(pod1, b); err != nil {
-		t.Errorf("pod1 -> pod2: %v", err)
-	}
+	eventually(t, 5*time.Second, "pod1 -> pod2", reachable(pod1, b))
 	k, _ := api.LookupKind("WorkloadEndpoint")
 	if _, err := e.cl.GetResource(context.Background(), k, "default", "node1-cni-h1-eth0"); err != nil {
 		t.Errorf("endpoint: %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
@@ -153,13 +154,9 @@ func TestCNIThroughLibcniEveryVersion(t *testing.T) {
 				t.Fatalf("results lack addresses: %v / %v", r1.IPs, r2.IPs)
 			}
 			for _, dst := range []string{b4, b6} {
-				if err := ping(pod1, dst); err != nil {
-					t.Errorf("pod1 -> pod2 %s: %v", dst, err)
-				}
+				eventually(t, 5*time.Second, "pod1 -> pod2 "+dst, reachable(pod1, dst))
 			}
-			if err := ping(pod2, a4); err != nil {
-				t.Errorf("pod2 -> pod1: %v", err)
-			}
+			eventually(t, 5*time.Second, "pod2 -> pod1", reachable(pod2, a4))
 			if err := ping(pod1, "10.100.0.250"); err == nil {
 				t.Errorf("ping to an unassigned address succeeded: the ping check proves nothing")
 			}

@@ -42,7 +42,7 @@ type agent struct {
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	return &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
-		dp:      dataplane.New(dataplane.Config{IPv6: ipv6}),
+		dp:      dataplane.New(dataplane.Config{IPv6: true}), // v6 tables emptied when there is no IPv6
 		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
 		metrics: newMetrics(), status: newStatusReporter(c, cfg.NodeName),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
@@ -133,7 +133,8 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 // apply computes and programs the desired state.
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
-	d := a.state.Desired(a.ipv6)
+	d := a.state.Desired(a.ipv6 || a.state.HasIPv6Pools())
+	calcDone := time.Now()
 	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
 		Tables: map[int]map[string][]iptables.Chain{}}
 	for ver, t := range d.Tables {
@@ -159,6 +160,7 @@ func (a *agent) apply(ctx context.Context) error {
 		}
 	}
 	err := a.dp.Apply(des)
+	dpDone := time.Now()
 	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
 	a.metrics.localEndpoints.Set(float64(len(d.Endpoints)))
 	a.metrics.activePolicies.Set(float64(d.LocalPolicies))
@@ -172,7 +174,8 @@ func (a *agent) apply(ctx context.Context) error {
 	if serr := a.status.report(ctx, statuses); serr != nil {
 		slog.Warn("status report failed", "err", serr)
 	}
-	slog.Debug("dataplane applied", "took", time.Since(start), "endpoints", len(d.Endpoints), "policies", d.LocalPolicies)
+	slog.Debug("dataplane applied", "calc", calcDone.Sub(start), "dataplane", dpDone.Sub(calcDone), "status", time.Since(dpDone),
+		"endpoints", len(d.Endpoints), "policies", d.LocalPolicies)
 	return nil
 }
 

@@ -219,6 +219,11 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 			KeepaliveTime: keepalive, MaxRestartTime: restart, Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
 		if addr.Is4() {
 			p.LocalAddress = myAddr
+			// Another Calico node peers back (reverse peering below): only
+			// the lower address dials, as in the mesh.
+			if b.nodeWithAddr(addr) != nil {
+				p.Passive = myAddr.Compare(addr) > 0
+			}
 		}
 		if pport != 0 {
 			p.Port = int(pport)
@@ -234,11 +239,93 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 		}
 		peers[addr] = p
 	}
+	// Reverse peerings, as Calico's confd makes them: a node on the remote
+	// side of a BGPPeer (matched by peerSelector, or whose address and AS are
+	// the peerIP and asNumber) peers back with the nodes on its local side
+	// (node, nodeSelector, or all nodes). So one BGPPeer with peerSelector
+	// makes the selected route reflectors peer with their clients, and a
+	// session configured on one side only comes up. Forward peerings win.
+	for _, bp := range b.sortedPeers() {
+		s := bp.Spec
+		if !b.remoteSideIs(s, me, myAddr, port) {
+			continue
+		}
+		var keepalive, restart time.Duration
+		if s.KeepaliveTime != nil {
+			keepalive = s.KeepaliveTime.Duration
+		}
+		if s.MaxRestartTime != nil {
+			restart = s.MaxRestartTime.Duration
+		}
+		password := b.password(bp)
+		var local *selector.Selector
+		if s.Node == "" && s.NodeSelector != "" {
+			sel, err := selector.Parse(s.NodeSelector)
+			if err != nil {
+				continue
+			}
+			local = sel
+		}
+		for _, n := range b.sortedNodes() {
+			switch {
+			case s.Node != "" && n.Metadata.Name != s.Node:
+				continue
+			case local != nil && !local.Evaluate(n.Metadata.Labels):
+				continue
+			}
+			addNode(n, peerNode, password, keepalive, restart)
+		}
+	}
 	out := make([]bgp.Peer, 0, len(peers))
 	for _, p := range peers {
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address.Less(out[j].Address) })
+	return out
+}
+
+// remoteSideIs reports whether this node is on the remote side of a BGPPeer:
+// selected by its peerSelector, or the Calico node its peerIP (and asNumber,
+// default the cluster's AS, and port if given) names.
+func (b *bgpState) remoteSideIs(s api.BGPPeerSpec, me *api.Node, myAddr netip.Addr, port int) bool {
+	if me == nil {
+		return false
+	}
+	if s.PeerSelector != "" {
+		sel, err := selector.Parse(s.PeerSelector)
+		return err == nil && sel.Evaluate(me.Metadata.Labels)
+	}
+	addr, pport, err := api.ParsePeerIP(s.PeerIP)
+	if err != nil || addr != myAddr || (pport != 0 && int(pport) != port) {
+		return false
+	}
+	asn := uint32(s.ASNumber)
+	if asn == 0 {
+		asn = b.asn(nil)
+	}
+	return asn == b.asn(me)
+}
+
+// nodeWithAddr is the Calico node whose IPv4 BGP address is addr, if any.
+func (b *bgpState) nodeWithAddr(addr netip.Addr) *api.Node {
+	for _, n := range b.nodes {
+		if nodeAddr(n, false) == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+func (b *bgpState) sortedNodes() []*api.Node {
+	names := make([]string, 0, len(b.nodes))
+	for n := range b.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*api.Node, len(names))
+	for i, n := range names {
+		out[i] = b.nodes[n]
+	}
 	return out
 }
 

@@ -40,6 +40,7 @@ type Config struct {
 	BGP                     bool // run the embedded BGP speaker
 	BGPPort                 int
 	BGPSecretsDir           string // BGP passwords: <dir>/<secret>/<key>
+	LogLevel                string
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -81,6 +82,7 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 30*time.Second), "full kernel resync period [FELIX_RESYNC_INTERVAL]")
 	fs.BoolVar(&c.BGP, "bgp", env("CALICO_NETWORKING_BACKEND", "bird") != "none", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none disables]")
 	fs.StringVar(&c.BGPSecretsDir, "bgp-secrets-dir", env("CALICO_BGP_SECRETS_DIR", "/etc/calico/bgp-secrets"), "BGP peer passwords, as <dir>/<secret>/<key> [CALICO_BGP_SECRETS_DIR]")
+	fs.StringVar(&c.LogLevel, "log-level", env("FELIX_LOGSEVERITYSCREEN", "info"), "debug, info, warning or error [FELIX_LOGSEVERITYSCREEN]")
 	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "calico-node:", err)
 		return 2
 	}
+	setLogLevel(cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {
@@ -67,7 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
-	a := newAgent(cfg, c, true)
+	a := newAgent(cfg, c, v6.IsValid())
 	if err := a.startServers(ctx); err != nil {
 		return err
 	}
@@ -104,4 +106,17 @@ func retry(ctx context.Context, f func() error) error {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+func setLogLevel(level string) {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warning", "warn":
+		l = slog.LevelWarn
+	case "error", "fatal", "panic":
+		l = slog.LevelError
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }

@@ -24,6 +24,7 @@ type statusReporter struct {
 	lease    clientv3.LeaseID
 	started  time.Time
 	reported map[string]string // key -> value last written
+	lastBeat time.Time         // when the agent status was last written
 }
 
 func newStatusReporter(c *store.Client, node string) *statusReporter {
@@ -68,6 +69,13 @@ func (r *statusReporter) report(ctx context.Context, endpoints map[string]string
 		b, _ := json.Marshal(map[string]string{"status": st})
 		want[k] = string(b)
 	}
+	changed := len(want) != len(r.reported)
+	for k, v := range want {
+		changed = changed || r.reported[k] != v
+	}
+	if !changed && time.Since(r.lastBeat) < 20*time.Second {
+		return nil // nothing new; the agent status is refreshed at most every 20 s
+	}
 	agent, _ := json.Marshal(map[string]any{"time": time.Now().UTC().Format(time.RFC3339), "uptime": time.Since(r.started).Seconds(), "first_update": len(r.reported) == 0})
 	var ops []clientv3.Op
 	ops = append(ops, clientv3.OpPut(statusPrefix+r.node+"/status", string(agent), clientv3.WithLease(r.lease)))
@@ -92,6 +100,7 @@ func (r *statusReporter) report(ctx context.Context, endpoints map[string]string
 		ops = ops[n:]
 	}
 	r.reported = want
+	r.lastBeat = time.Now()
 	slog.Debug("status reported", "endpoints", len(want))
 	return nil
 }

@@ -1,6 +1,8 @@
 package calc
 
 import (
+	"strings"
+
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -34,12 +36,25 @@ func (s *State) endpointLabels(w *api.WorkloadEndpoint) layeredLabels {
 	return l
 }
 
-// namespaceLabels are the labels a namespaceSelector sees: those of the
-// namespace's profile "kns.<ns>" plus projectcalico.org/name.
+// namespaceLabelPrefix marks a namespace's labels among the labelsToApply
+// of its profile "kns.<ns>", as Calico's kube-controllers write them
+// ("pcns.team": "blue" for the namespace label team=blue). Calico matches a
+// namespaceSelector against exactly these; other labelsToApply are the
+// pods' labels, not the namespace's.
+const namespaceLabelPrefix = "pcns."
+
+// namespaceLabels are the labels a namespaceSelector sees: the pcns.
+// labels of the namespace's profile "kns.<ns>", without the prefix, plus
+// projectcalico.org/name.
 func (s *State) namespaceLabels(ns string) layeredLabels {
-	l := layeredLabels{own: map[string]string{"projectcalico.org/name": ns}}
-	if prof, ok := s.profiles["kns."+ns]; ok && len(prof.Spec.LabelsToApply) > 0 {
-		l.inherits = append(l.inherits, prof.Spec.LabelsToApply)
+	own := map[string]string{}
+	if prof, ok := s.profiles["kns."+ns]; ok {
+		for k, v := range prof.Spec.LabelsToApply {
+			if name, ok := strings.CutPrefix(k, namespaceLabelPrefix); ok {
+				own[name] = v
+			}
+		}
 	}
-	return l
+	own["projectcalico.org/name"] = ns
+	return layeredLabels{own: own}
 }

@@ -145,6 +145,13 @@ func (s *State) applyProfile(u Update) {
 			}
 		}
 	}
+	// Network sets of the namespace match namespaceSelectors by the same
+	// labels.
+	for k, n := range s.netsets {
+		if isNS && n.namespace == ns {
+			s.dirtySources[k] = true
+		}
+	}
 }
 
 func labelsOf(p *api.Profile) string {
@@ -182,4 +189,15 @@ func parseNets(nets []string) []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// HasIPv6Pools reports whether any IPv6 pool exists (then the IPv6
+// dataplane is programmed too).
+func (s *State) HasIPv6Pools() bool {
+	for _, p := range s.pools {
+		if pr, err := netip.ParsePrefix(p.Spec.CIDR); err == nil && pr.Addr().Is6() {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calico-aio/calico-aio/felix/rules"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// BenchmarkAgentScale: 250 local endpoints and 1,000 policies on one node.
+// It reports the time to program everything from scratch (agent start to
+// ready), the time from a policy write to its rules being in the kernel
+// (p50/p99), the iptables rule count, and the agent's memory.
+func BenchmarkAgentScale(b *testing.B) {
+	eps, pols := 250, 1000
+	if v := os.Getenv("FELIX_BENCH_POLICIES"); v != "" {
+		pols, _ = strconv.Atoi(v)
+	}
+	e := newCNIEnv(b, 30)
+	ctx := context.Background()
+	createPool(b, e.cl, "scale", "10.130.0.0/16", 26)
+	// 250 workload interfaces: veth pairs whose "pod" ends stay in the host namespace.
+	var batch strings.Builder
+	for i := 0; i < eps; i++ {
+		fmt.Fprintf(&batch, "link add cali%011d type veth peer name p%d\nlink set cali%011d up\n", i, i, i)
+	}
+	if err := os.WriteFile(e.state+"/links.batch", []byte(batch.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	mustNS(b, e.host.ns, "ip", "-batch", e.state+"/links.batch")
+	wk, _ := api.LookupKind("WorkloadEndpoint")
+	for i := 0; i < eps; i++ {
+		w := wk.NewObject().(*api.WorkloadEndpoint)
+		w.Metadata.Name, w.Metadata.Namespace = fmt.Sprintf("node1-cni-c%d-eth0", i), "default"
+		w.Metadata.Labels = map[string]string{"app": fmt.Sprintf("a%d", i%50), "tier": fmt.Sprintf("t%d", i%5)}
+		w.Spec = api.WorkloadEndpointSpec{Orchestrator: "cni", Node: "node1", ContainerID: fmt.Sprintf("c%d", i), Endpoint: "eth0",
+			InterfaceName: fmt.Sprintf("cali%011d", i), IPNetworks: []string{fmt.Sprintf("10.130.%d.%d/32", i/250, i%250+1)},
+			MAC: "ee:ee:ee:00:00:01", Profiles: []string{"scale"}}
+		if _, err := e.cl.CreateResource(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < pols; i++ {
+		port := api.SinglePort(uint16(1000 + i%1000))
+		proto := api.ProtocolFromString("TCP")
+		p := gnp(fmt.Sprintf("pol-%04d", i), float64(i), fmt.Sprintf("app == \"a%d\"", i%50),
+			[]api.Rule{{Action: api.ActionAllow, Protocol: &proto, Source: api.EntityRule{Selector: fmt.Sprintf("tier == \"t%d\"", i%5)},
+				Destination: api.EntityRule{Ports: []api.Port{port}}}}, nil)
+		if _, err := e.cl.CreateResource(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	agent := e.startAgent("node1", "--resync-interval", "10m", "--log-level", os.Getenv("FELIX_BENCH_LOGLEVEL"))
+	fullProgram := time.Since(start)
+
+	save := mustNS(b, e.host.ns, "iptables-save")
+	var rulesTotal, policyRules, endpointRules int
+	for _, l := range strings.Split(save, "\n") {
+		if !strings.HasPrefix(l, "-A cali-") {
+			continue
+		}
+		rulesTotal++
+		switch {
+		case strings.HasPrefix(l, "-A cali-pi-"), strings.HasPrefix(l, "-A cali-po-"):
+			policyRules++
+		case strings.HasPrefix(l, "-A cali-tw-"), strings.HasPrefix(l, "-A cali-fw-"):
+			endpointRules++
+		}
+	}
+
+	// Policy write -> rules in the kernel.
+	var lat []time.Duration
+	for i := 0; i < 40; i++ {
+		name := fmt.Sprintf("probe-%02d", i)
+		port := api.SinglePort(uint16(20000 + i))
+		proto := api.ProtocolFromString("TCP")
+		p := gnp(name, -1, `app == "a0"`, []api.Rule{{Action: api.ActionAllow, Protocol: &proto, Destination: api.EntityRule{Ports: []api.Port{port}}}}, nil)
+		chain := rules.PolicyChainName(rules.DirIngress, rules.PolicyKey{Name: name})
+		t0 := time.Now()
+		if _, err := e.cl.CreateResource(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := inNS(e.host.ns, "iptables", "-w", "-S", chain); err == nil {
+				break
+			}
+			if time.Since(t0) > 10*time.Second {
+				b.Fatalf("policy %s not enforced after 10s\n%s", name, agent.logs.String())
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	rss := agentRSS(agent)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.Logf("%d endpoints, %d policies: full programming %v; policy write -> enforced p50 %.1f ms p99 %.1f ms; %d iptables rules (%d in policy chains, %d in endpoint chains); agent RSS %.1f MB",
+		eps, pols, fullProgram.Round(time.Millisecond), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), rulesTotal, policyRules, endpointRules, rss)
+	b.ReportMetric(ms(fullProgram), "full-program-ms")
+	b.ReportMetric(ms(lat[len(lat)/2]), "enforce-p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "enforce-p99-ms")
+	b.ReportMetric(float64(rulesTotal), "iptables-rules")
+	b.ReportMetric(float64(policyRules), "policy-chain-rules")
+	b.ReportMetric(float64(endpointRules), "endpoint-chain-rules")
+	b.ReportMetric(rss, "agent-rss-MB")
+}
+
+// agentRSS is the agent's resident memory in MB.
+func agentRSS(a *agentProc) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			kb, _ := strconv.Atoi(strings.Fields(l)[1])
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
