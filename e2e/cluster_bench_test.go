@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/felix/rtproto"
+	"github.com/calico-aio/calico-aio/ipam"
+)
+
+// hasBGPRoute reports whether a node's kernel has a BGP route for p.
+func (nd *clusterNode) hasBGPRoute(p netip.Prefix) bool {
+	found := false
+	_ = nd.ns.Do(func(ns.NetNS) error {
+		routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: rtproto.BGP}, netlink.RT_FILTER_PROTOCOL)
+		for _, r := range routes {
+			if r.Dst != nil && r.Dst.String() == p.String() {
+				found = true
+			}
+		}
+		return err
+	})
+	return found
+}
+
+// waitAll polls every other node until cond holds on all of them.
+func waitAll(b *testing.B, nodes []*clusterNode, cond func(*clusterNode) bool) time.Duration {
+	t0 := time.Now()
+	for {
+		ok := true
+		for _, nd := range nodes {
+			if !cond(nd) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return time.Since(t0)
+		}
+		if time.Since(t0) > 30*time.Second {
+			b.Fatalf("not converged after 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func procStat(pid int) (cpu time.Duration, rssMB float64) {
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		f := strings.Fields(string(data)[strings.LastIndexByte(string(data), ')')+2:])
+		ut, _ := strconv.Atoi(f[11])
+		st, _ := strconv.Atoi(f[12])
+		cpu = time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") {
+				kb, _ := strconv.Atoi(strings.Fields(l)[1])
+				rssMB = float64(kb) / 1024
+			}
+		}
+	}
+	return cpu, rssMB
+}
+
+// BenchmarkClusterBGP: on a full-mesh cluster, the time from a new block
+// on one node to its route on every other node, the time for its withdraw
+// to remove them, and each agent's CPU and memory at rest.
+func BenchmarkClusterBGP(b *testing.B) {
+	n := 10
+	if v := os.Getenv("CLUSTER_BENCH_NODES"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	c := newCluster(b, n, "10.249.0")
+	createPool(b, c.cl, "bench", "10.140.0.0/16", 26)
+	c.startAll()
+	c.waitMesh(n - 1)
+	al := ipam.New(c.cl)
+	ctx := context.Background()
+	var adds, dels []time.Duration
+	for i := 0; i < 20; i++ {
+		src := c.nodes[i%n]
+		others := slices.DeleteFunc(slices.Clone(c.nodes), func(x *clusterNode) bool { return x == src })
+		got, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: fmt.Sprintf("bench.%d", i), Node: src.name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		block := got.IPv4[0].Masked()
+		adds = append(adds, waitAll(b, others, func(nd *clusterNode) bool { return nd.hasBGPRoute(block) }))
+		if _, err := al.ReleaseByHandle(ctx, fmt.Sprintf("bench.%d", i)); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if _, err := al.ReleaseNodeAffinities(ctx, src.name, true); err != nil {
+			b.Fatal(err)
+		}
+		waitAll(b, others, func(nd *clusterNode) bool { return !nd.hasBGPRoute(block) })
+		dels = append(dels, time.Since(t0))
+	}
+	// Resources at rest over 5 s.
+	cpu0 := make([]time.Duration, n)
+	for i, nd := range c.nodes {
+		cpu0[i], _ = procStat(nd.agent.cmd.Process.Pid)
+	}
+	time.Sleep(5 * time.Second)
+	var maxRSS, sumRSS float64
+	var sumCPU time.Duration
+	for i, nd := range c.nodes {
+		cpu, rss := procStat(nd.agent.cmd.Process.Pid)
+		sumCPU += cpu - cpu0[i]
+		sumRSS += rss
+		maxRSS = max(maxRSS, rss)
+	}
+	slices.Sort(adds)
+	slices.Sort(dels)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	cpuPct := 100 * sumCPU.Seconds() / float64(n) / 5
+	b.Logf("%d-node full mesh: new block -> route on all %d others p50 %.1f ms p99 %.1f ms; withdraw -> gone everywhere p50 %.1f ms p99 %.1f ms; agent RSS avg %.1f MB max %.1f MB; idle CPU %.2f%% of a core per agent",
+		n, n-1, ms(adds[len(adds)/2]), ms(adds[len(adds)*99/100]), ms(dels[len(dels)/2]), ms(dels[len(dels)*99/100]), sumRSS/float64(n), maxRSS, cpuPct)
+	b.ReportMetric(ms(adds[len(adds)/2]), "propagate-p50-ms")
+	b.ReportMetric(ms(adds[len(adds)*99/100]), "propagate-p99-ms")
+	b.ReportMetric(ms(dels[len(dels)/2]), "withdraw-p50-ms")
+	b.ReportMetric(ms(dels[len(dels)*99/100]), "withdraw-p99-ms")
+	b.ReportMetric(maxRSS, "agent-max-rss-MB")
+	b.ReportMetric(cpuPct, "agent-idle-cpu-%")
+}
