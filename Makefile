@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
 TESTFLAGS ?= -timeout 15m
 # System packages the tests and the demo need, as "command:debian-package".
-SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps
+SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2
 
 .PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean
 
