@@ -32,7 +32,7 @@ func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {
-		slog.Error("calico-node failed", "err", err)
+		fmt.Fprintln(os.Stderr, "calico-node:", err)
 		return 1
 	}
 	return 0
