@@ -22,8 +22,8 @@ import (
 func TestPolicySelectionAndOrder(t *testing.T) {
 	ds := datastore{}
 	ds.put(t, pool("v4", "10.65.0.0/16", false))
-	ds.put(t, profile("kns.prod", map[string]string{"env": "production"}))
-	ds.put(t, profile("kns.dev", map[string]string{"env": "dev"}))
+	ds.put(t, profile("kns.prod", map[string]string{"pcns.env": "production"}))
+	ds.put(t, profile("kns.dev", map[string]string{"pcns.env": "dev"}))
 	ds.put(t, wep("prod", "a", thisNode, "calia", map[string]string{"app": "web"}, []string{"10.65.0.2/32"}, "kns.prod"))
 	ds.put(t, wep("dev", "b", thisNode, "calib", map[string]string{"app": "web"}, []string{"10.65.0.3/32"}, "kns.dev"))
 	ds.put(t, wep("prod", "remote", "node2", "caliremote", map[string]string{"app": "web"}, []string{"10.65.1.2/32"}, "kns.prod"))
@@ -78,7 +78,7 @@ func TestPolicySelectionAndOrder(t *testing.T) {
 			ds.put(t, wep("prod", "a", thisNode, "calia", map[string]string{"app": "db"}, []string{"10.65.0.2/32"}, "kns.prod"))
 		}, [2][]string{{"prod-ns", "prod/np-db", "same", "a-late", "b-late"}, {"first"}}},
 		{"namespace label change", func(ds datastore) {
-			ds.put(t, profile("kns.prod", map[string]string{"env": "staging"}))
+			ds.put(t, profile("kns.prod", map[string]string{"pcns.env": "staging"}))
 		}, [2][]string{{"prod/np-db", "same", "a-late", "b-late"}, {"first"}}},
 		{"policy order change", func(ds datastore) {
 			ds.put(t, gnp("b-late", order(0), "all()", "", allow(), nil))
@@ -163,9 +163,9 @@ func ipsetBase(t *testing.T) datastore {
 	ds := datastore{}
 	ds.put(t, pool("v4", "10.65.0.0/16", true))
 	ds.put(t, pool("v6", "fd00:65::/48", false))
-	ds.put(t, profile("kns.prod", map[string]string{"env": "production"}))
-	ds.put(t, profile("kns.dev", map[string]string{"env": "dev"}))
-	ds.put(t, profile("kns.staging", map[string]string{"env": "staging"}))
+	ds.put(t, profile("kns.prod", map[string]string{"pcns.env": "production"}))
+	ds.put(t, profile("kns.dev", map[string]string{"pcns.env": "dev"}))
+	ds.put(t, profile("kns.staging", map[string]string{"pcns.env": "staging"}))
 	ds.put(t, profile("front", map[string]string{"tier": "frontend"}))
 	ds.put(t, wep("prod", "web1", thisNode, "caliweb1", map[string]string{"app": "web", "role": "client"},
 		[]string{"10.65.0.2/32", "fd00:65::2/128"}, "kns.prod", "front"))
@@ -244,8 +244,8 @@ func TestIPSetMembershipIncremental(t *testing.T) {
 			{trusted, "", 4, []string{"10.99.0.0/16", "172.20.0.0/16", "172.21.0.0/16", "192.168.10.0/24"}},
 		}},
 		{"namespace label change", func(ds datastore) {
-			ds.put(t, profile("kns.dev", map[string]string{"env": "staging"}))
-			ds.put(t, profile("kns.staging", map[string]string{"env": "retired"}))
+			ds.put(t, profile("kns.dev", map[string]string{"pcns.env": "staging"}))
+			ds.put(t, profile("kns.staging", map[string]string{"pcns.env": "retired"}))
 		}, []want{
 			// dev is now "staging": its endpoint and both its network sets
 			// match; the old staging namespace's network set no longer does.

@@ -7,7 +7,8 @@ import (
 )
 
 // layeredLabels are an object's own labels over the labels its profiles
-// apply (later profiles first, own labels win), as Calico evaluates them.
+// apply: own labels win, then the profiles in the order listed (the first
+// that has the key), as Calico's label inheritance index evaluates them.
 type layeredLabels struct {
 	own      map[string]string
 	inherits []map[string]string
@@ -17,8 +18,8 @@ func (l layeredLabels) Get(k string) (string, bool) {
 	if v, ok := l.own[k]; ok {
 		return v, true
 	}
-	for i := len(l.inherits) - 1; i >= 0; i-- {
-		if v, ok := l.inherits[i][k]; ok {
+	for _, m := range l.inherits {
+		if v, ok := m[k]; ok {
 			return v, true
 		}
 	}

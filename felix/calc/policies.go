@@ -29,8 +29,9 @@ func (s *State) applyPolicy(u Update) {
 		key.Namespace = parts[1]
 	}
 	s.dirtyPolicies[key] = true
+	// Whatever happens below, the old version no longer applies.
+	delete(s.policies, key)
 	if u.Deleted {
-		delete(s.policies, key)
 		return
 	}
 	p := &policy{key: key, order: math.Inf(1)}

@@ -78,7 +78,7 @@ func (s *State) Apply(u Update) {
 		}
 	case "felixconfigurations":
 		if u.Deleted {
-			delete(s.felixCfgs, u.Key)
+			delete(s.felixCfgs, u.Key[strings.LastIndexByte(u.Key, '/')+1:])
 		} else if f, ok := u.Resource.(*api.FelixConfiguration); ok {
 			s.felixCfgs[f.Metadata.Name] = f
 		}

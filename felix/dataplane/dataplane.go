@@ -129,7 +129,7 @@ func (d *Dataplane) Apply(des Desired) error {
 	if err := d.routes.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("routes: %w", err))
 	}
-	d.eps.SetDesired(des.Endpoints)
+	d.eps.SetDesired(des.Endpoints, des.InSync)
 	if err := d.eps.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("endpoints: %w", err))
 	}

@@ -7,8 +7,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
 )
@@ -25,17 +27,20 @@ type LocalEndpoint struct {
 type endpointManager struct {
 	desired map[string]LocalEndpoint
 	pending map[string]bool // interfaces to (re)program
+	gone    map[string]bool // interfaces no longer desired: their permanent neighbours go
+	scanAll bool            // on resync: look for such interfaces among all cali* links
+	inSync  bool            // nothing is removed before the datastore view is in sync
 	dirty   bool
 	procSys string // "/proc/sys"
 }
 
 func newEndpointManager() *endpointManager {
-	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, procSys: "/proc/sys", dirty: true}
+	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, gone: map[string]bool{}, procSys: "/proc/sys", dirty: true}
 }
 
 // SetDesired records the full set of local endpoints and marks the ones
 // that changed (no kernel I/O).
-func (m *endpointManager) SetDesired(eps []LocalEndpoint) {
+func (m *endpointManager) SetDesired(eps []LocalEndpoint, inSync bool) {
 	d := make(map[string]LocalEndpoint, len(eps))
 	for _, e := range eps {
 		d[e.Iface] = e
@@ -48,8 +53,16 @@ func (m *endpointManager) SetDesired(eps []LocalEndpoint) {
 			delete(m.pending, name)
 		}
 	}
-	m.desired = d
-	m.dirty = m.dirty || len(m.pending) > 0
+	for name := range m.desired {
+		if _, ok := d[name]; !ok {
+			m.gone[name] = true
+		}
+	}
+	for name := range d {
+		delete(m.gone, name)
+	}
+	m.desired, m.inSync = d, inSync
+	m.dirty = m.dirty || len(m.pending) > 0 || len(m.gone) > 0
 }
 
 // resyncAll marks every endpoint for reprogramming (periodic resync).
@@ -57,7 +70,7 @@ func (m *endpointManager) resyncAll() {
 	for name := range m.desired {
 		m.pending[name] = true
 	}
-	m.dirty = true
+	m.scanAll, m.dirty = true, true
 }
 
 func sameEndpoint(a, b LocalEndpoint) bool {
@@ -119,7 +132,64 @@ func (m *endpointManager) Apply() error {
 			delete(m.pending, name)
 		}
 	}
-	m.dirty = len(m.pending) > 0
+	if m.inSync {
+		errs = append(errs, m.pruneGone())
+	}
+	m.dirty = len(m.pending) > 0 || len(m.gone) > 0
+	return errors.Join(errs...)
+}
+
+// pruneGone removes the permanent neighbours of interfaces that are no
+// longer endpoints (the interface may outlive its endpoint), and on a
+// resync those of any cali* interface that is not one.
+func (m *endpointManager) pruneGone() error {
+	if m.scanAll {
+		links, err := netlink.LinkList()
+		if err != nil {
+			return fmt.Errorf("listing links: %w", err)
+		}
+		for _, l := range links {
+			name := l.Attrs().Name
+			if _, ok := m.desired[name]; !ok && strings.HasPrefix(name, "cali") {
+				m.gone[name] = true
+			}
+		}
+		m.scanAll = false
+	}
+	var errs []error
+	for name := range m.gone {
+		link, err := netlink.LinkByName(name)
+		if err == nil {
+			err = pruneNeighbours(link, nil)
+		} else {
+			err = nil // the interface went, and its neighbours with it
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(m.gone, name)
+	}
+	return errors.Join(errs...)
+}
+
+// pruneNeighbours deletes the permanent neighbours on link whose address
+// is not in keep.
+func pruneNeighbours(link netlink.Link, keep []netip.Addr) error {
+	have, err := netlink.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+	if err != nil {
+		return fmt.Errorf("neighbours of %s: %w", link.Attrs().Name, err)
+	}
+	var errs []error
+	for _, n := range have {
+		a, ok := netip.AddrFromSlice(n.IP)
+		if !ok || n.State&netlink.NUD_PERMANENT == 0 || slices.Contains(keep, a.Unmap()) {
+			continue
+		}
+		if err := netlink.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("deleting neighbour %s on %s: %w", a, link.Attrs().Name, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -127,7 +197,10 @@ func (m *endpointManager) Apply() error {
 func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error {
 	mac, err := net.ParseMAC(ep.MAC)
 	if err != nil || ep.MAC == "" {
-		return nil // no MAC known: leave ARP to the kernel
+		if !m.inSync {
+			return nil
+		}
+		return pruneNeighbours(link, nil) // no MAC known: leave ARP to the kernel
 	}
 	have, err := netlink.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
 	if err != nil {
@@ -152,6 +225,9 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 		if err := netlink.NeighSet(n); err != nil {
 			errs = append(errs, fmt.Errorf("neighbour %s on %s: %w", a, ep.Iface, err))
 		}
+	}
+	if m.inSync { // addresses the endpoint no longer has
+		errs = append(errs, pruneNeighbours(link, ep.Addrs))
 	}
 	return errors.Join(errs...)
 }

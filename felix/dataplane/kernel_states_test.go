@@ -66,6 +66,10 @@ func from(sel string) []api.Rule {
 	return []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{Selector: sel}}}
 }
 
+func fromNamespaces(nsSel string) []api.Rule {
+	return []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{NamespaceSelector: nsSel}}}
+}
+
 func via(gws ...string) RouteTarget {
 	var t RouteTarget
 	for _, g := range gws {
@@ -85,8 +89,8 @@ func testStates(t *testing.T) []dpState {
 		ds := datastore{}
 		ds.put(t, ippool("v4", "10.65.0.0/16", true))
 		ds.put(t, ippool("v6", "fd00:65::/48", false))
-		ds.put(t, profile("kns.prod", map[string]string{"env": "production"}))
-		ds.put(t, profile("kns.dev", map[string]string{"env": "dev"}))
+		ds.put(t, profile("kns.prod", map[string]string{"pcns.env": "production"}))
+		ds.put(t, profile("kns.dev", map[string]string{"pcns.env": "dev"}))
 		ds.block(t, "10.65.0.0/26")
 		return ds
 	}
@@ -131,12 +135,12 @@ func testStates(t *testing.T) []dpState {
 
 	ds = base()
 	ds.block(t, "fd00:65::/122")
-	ds.put(t, profile("kns.dev", map[string]string{"env": "production"}))
+	ds.put(t, profile("kns.dev", map[string]string{"pcns.env": "production"}))
 	ds.put(t, wep("prod", "web", "calitest1", "ee:ee:ee:00:00:01", map[string]string{"app": "web", "role": "client"}, "10.65.0.2/32", "fd00:65::2/128"))
 	ds.put(t, db)
 	ds.put(t, cli)
 	ds.put(t, dbIn)
-	ds.put(t, gnp("allow-web", 1, "app == 'web'", from("role == 'client'"), from("env == 'production'")))
+	ds.put(t, gnp("allow-web", 1, "app == 'web'", from("role == 'client'"), fromNamespaces("env == 'production'")))
 	ds.put(t, gnp("trusted", 5, "all()", from("netset == 'trusted'"), nil))
 	ds.put(t, netset("office", map[string]string{"netset": "trusted"}, "192.168.10.0/24", "192.168.20.0/24", "fd00:aa::/64"))
 	fc := newObj("FelixConfiguration").(*api.FelixConfiguration)
@@ -169,6 +173,7 @@ func testStates(t *testing.T) []dpState {
 		nets = append(nets, fmt.Sprintf("10.%d.%d.0/24", 100+i/200, i%200))
 	}
 	ds.put(t, netset("big", map[string]string{"netset": "trusted"}, nets...))
+	ds.put(t, gnp("trusted", 5, "all()", from("netset == 'trusted'"), nil)) // the same set as before, now large
 	for i := 0; i < 20; i++ {
 		ds.put(t, gnp(fmt.Sprintf("many-%02d", i), float64(i), []string{"app == 'web'", "app == 'db'", "all()"}[i%3],
 			from(fmt.Sprintf("netset == 'trusted' || tier == 't%d'", i%4)), from("role == 'client'")))
@@ -242,15 +247,18 @@ func TestDataplaneStateSequence(t *testing.T) {
 	}
 }
 
-// Drift made by others (a rule, a chain's rules, a set member, a route, a
-// blackhole, a neighbour removed by hand) is repaired by Resync + Apply.
+// Drift made by others is repaired by Resync + Apply: rules, a chain's
+// rules, our hook, set members, routes, a blackhole and neighbours removed
+// by hand come back; a rule, a set member and a route added by hand where
+// we own the object go. What is not ours (a
+// rule in a built-in chain, a chain, a set, a route of another protocol)
+// stays.
 func TestDataplaneRepairsDrift(t *testing.T) {
 	needKernel(t)
 	tools := wrapTools(t)
 	states := testStates(t)
-	st := states[3]
 	nd := newNode(t, newKernelNS(t, tools))
-	nd.to(st)
+	nd.to(states[3])
 	want := kernelText(t, nd.ns, tools, nd.ifaces())
 	var setName string
 	for name, s := range nd.des.IPSets {
@@ -262,19 +270,28 @@ func TestDataplaneRepairsDrift(t *testing.T) {
 		t.Fatal("no set holds the office network")
 	}
 	ip, ipset := tools.real["ip"], tools.real["ipset"]
+	foreign := [][]string{
+		{"iptables", "-A", "FORWARD", "-s", "203.0.113.0/24", "-j", "ACCEPT"},
+		{"iptables", "-N", "other-chain"},
+		{ipset, "create", "other-set", "hash:net"},
+		{ip, "route", "add", "203.0.113.0/24", "via", "172.30.0.9", "proto", "static"},
+	}
 	drift := [][]string{
 		{"iptables", "-D", "cali-FORWARD", "2"},
 		{"iptables", "-F", "cali-tw-calitest2"},
+		{"iptables", "-I", "cali-tw-calitest3", "1", "-j", "ACCEPT"},
 		{"ip6tables", "-D", "cali-from-wl-dispatch", "1"},
 		{"iptables", "-D", "FORWARD", "1"}, // our hook
 		{ipset, "del", setName, "192.168.20.0/24"},
+		{ipset, "add", setName, "10.9.9.0/24"},
 		{ip, "route", "del", "10.65.0.3/32", "dev", "calitest2"},
 		{ip, "route", "del", "blackhole", "10.65.0.0/26"},
 		{ip, "-6", "route", "del", "fd00:65::2/128", "dev", "calitest1"},
 		{ip, "route", "del", "10.65.1.0/26"},
+		{ip, "route", "add", "10.65.0.77/32", "dev", "calitest2", "proto", "80"},
 		{ip, "neigh", "del", "10.65.0.4", "dev", "calitest3"},
 	}
-	for _, d := range drift {
+	for _, d := range append(foreign, drift...) {
 		run(t, nd.ns, d[0], d[1:]...)
 	}
 	if got := kernelText(t, nd.ns, tools, nd.ifaces()); got == want {
@@ -284,6 +301,54 @@ func TestDataplaneRepairsDrift(t *testing.T) {
 	nd.apply()
 	if got := kernelText(t, nd.ns, tools, nd.ifaces()); got != want {
 		t.Errorf("drift not repaired; + here only, - wanted only:\n%s", lineDiff(got, want))
+	}
+	for _, check := range []struct{ out, want string }{
+		{run(t, nd.ns, tools.real["iptables-save"], "-t", "filter"), "-A FORWARD -s 203.0.113.0/24 -j ACCEPT"},
+		{run(t, nd.ns, tools.real["iptables-save"], "-t", "filter"), ":other-chain"},
+		{run(t, nd.ns, ipset, "list", "-n"), "other-set"},
+		{run(t, nd.ns, ip, "route", "show", "proto", "static"), "203.0.113.0/24 via 172.30.0.9"},
+	} {
+		if !strings.Contains(check.out, check.want) {
+			t.Errorf("foreign state %q went:\n%s", check.want, check.out)
+		}
+	}
+}
+
+// Permanent neighbours are exactly those of the current endpoints: an
+// endpoint that goes (its interface may stay), an address that changes
+// and a permanent entry added by hand on a cali* interface leave none
+// behind.
+func TestDataplaneRemovesStaleNeighbours(t *testing.T) {
+	needKernel(t)
+	tools := wrapTools(t)
+	states := testStates(t)
+	nd := newNode(t, newKernelNS(t, tools))
+	neighbours := func() string {
+		var out []string
+		for _, l := range strings.Split(run(t, nd.ns, tools.real["ip"], "neigh", "show", "nud", "permanent"), "\n") {
+			if f := strings.Fields(l); len(f) >= 5 && strings.HasPrefix(f[2], "cali") {
+				out = append(out, f[0]+"@"+f[2]+"="+f[4])
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	nd.to(states[1]) // web on calitest1, db on calitest2
+	if got, want := neighbours(), "10.65.0.2@calitest1=ee:ee:ee:00:00:01 10.65.0.3@calitest2=ee:ee:ee:00:00:02 fd00:65::2@calitest1=ee:ee:ee:00:00:01"; got != want {
+		t.Fatalf("neighbours %s, want %s", got, want)
+	}
+	nd.to(states[4]) // web gone, db renumbered with a new MAC, new pod on calitest4
+	want := "10.65.0.5@calitest2=ee:ee:ee:00:00:22 10.65.0.6@calitest4=ee:ee:ee:00:00:04 fd00:65::6@calitest4=ee:ee:ee:00:00:04"
+	if got := neighbours(); got != want {
+		t.Errorf("after endpoints went and changed: neighbours %s, want %s", got, want)
+	}
+	for _, dev := range []string{"calitest3", "calitest4"} {
+		run(t, nd.ns, tools.real["ip"], "neigh", "add", "10.65.0.99", "lladdr", "ee:ee:ee:00:00:99", "dev", dev, "nud", "permanent")
+	}
+	nd.dp.Resync()
+	nd.apply()
+	if got := neighbours(); got != want {
+		t.Errorf("after entries added by hand and a resync: neighbours %s, want %s", got, want)
 	}
 }
 

@@ -59,6 +59,13 @@ func newRouteManager(grace time.Duration) *routeManager {
 // SetDesired records the full desired set (no kernel I/O); it marks the
 // manager dirty only when something changed.
 func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
+	for p, t := range d {
+		if len(t.Via) > 1 && !sort.SliceIsSorted(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) }) {
+			t.Via = append([]netip.Addr(nil), t.Via...)
+			sort.Slice(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) })
+			d[p] = t
+		}
+	}
 	if !m.dirty && inSync == m.inSync && sameRoutes(m.desired, d) {
 		return
 	}
@@ -126,8 +133,8 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 			}
 			ours := kr.proto == rtproto.Workload || kr.proto == rtproto.BGP
 			onCali := strings.HasPrefix(kr.target.Iface, "cali")
-			if !ours && !onCali {
-				continue // not ours and nothing to do with us
+			if !ours && (!onCali || kr.proto == syscall.RTPROT_KERNEL) {
+				continue // not ours, or the kernel's own (the IPv6 link-local prefix route)
 			}
 			out[p] = kr
 		}
