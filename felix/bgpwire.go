@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -35,13 +37,86 @@ type bgpRunner struct {
 	routes  <-chan []bgp.RouteEvent
 	// published is the speaker for the status socket's goroutine.
 	published atomic.Pointer[bgp.Speaker]
+
+	// kept are the BGP routes a previous run left in the kernel, adopted
+	// into the learned routes before the first apply (adoptKept) and held
+	// until the speaker has converged or keptUntil passes, so a restart
+	// deletes no route that is still good (GOBGP-NOTES trap 8).
+	kept      map[netip.Prefix]dataplane.RouteTarget
+	keptUntil time.Time
 }
+
+// keptHold bounds how long routes of a previous run are held for peers that
+// do not come back (the deferral time of a restarting speaker).
+const keptHold = 30 * time.Second
 
 // keptBGPRoutes reports whether the kernel still holds routes we learned
 // before a restart (then peers may treat us as gracefully restarting).
 func keptBGPRoutes() bool {
 	routes, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: rtproto.BGP}, netlink.RT_FILTER_PROTOCOL)
 	return err == nil && len(routes) > 0
+}
+
+// adoptKept loads the BGP routes a previous run left in the kernel (our
+// protocol, main table) into routes, the agent's learned routes. Call it
+// once, before the first apply: otherwise that apply deletes them and
+// cross-node traffic stops until the sessions are back.
+func (r *bgpRunner) adoptKept(routes map[netip.Prefix]dataplane.RouteTarget) {
+	krs, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: rtproto.BGP}, netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		slog.Warn("reading kept BGP routes", "err", err)
+		return
+	}
+	kept := map[netip.Prefix]dataplane.RouteTarget{}
+	for _, kr := range krs {
+		if kr.Dst == nil || (kr.Table != 0 && kr.Table != 254) {
+			continue
+		}
+		a, ok := netip.AddrFromSlice(kr.Dst.IP)
+		if !ok {
+			continue
+		}
+		ones, _ := kr.Dst.Mask.Size()
+		var t dataplane.RouteTarget
+		for _, gw := range append([]net.IP{kr.Gw}, multipathGws(kr)...) {
+			if g, ok := netip.AddrFromSlice(gw); ok {
+				t.Via = append(t.Via, g.Unmap())
+			}
+		}
+		if len(t.Via) == 0 {
+			continue
+		}
+		slices.SortFunc(t.Via, netip.Addr.Compare)
+		kept[netip.PrefixFrom(a.Unmap(), ones).Masked()] = t
+	}
+	if len(kept) == 0 {
+		return
+	}
+	r.kept, r.keptUntil = kept, time.Now().Add(keptHold)
+	maps.Copy(routes, kept)
+	slog.Info("holding BGP routes of the previous run until the peers are back", "routes", len(kept))
+}
+
+func multipathGws(kr netlink.Route) []net.IP {
+	var out []net.IP
+	for _, nh := range kr.MultiPath {
+		out = append(out, nh.Gw)
+	}
+	return out
+}
+
+// converged: every peer is Established and has sent End-of-RIB, so the
+// speaker's view replaces the routes kept from the previous run.
+func (r *bgpRunner) converged() bool {
+	if r.speaker == nil {
+		return false
+	}
+	for _, p := range r.speaker.PeerStatus() {
+		if p.State != "Established" || !p.EndOfRIB {
+			return false
+		}
+	}
+	return true
 }
 
 // ensureStarted starts the speaker once the node's AS is known.
@@ -52,7 +127,7 @@ func (r *bgpRunner) ensureStarted(ctx context.Context, st *bgpState) error {
 	cfg := bgp.Config{
 		RouterID: r.self.Addr(), ASN: st.asn(st.self()), ListenPort: st.listenPort(r.cfg.BGPPort),
 		ListenAddrs: []netip.Addr{r.self.Addr()}, HoldTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
-		GracefulRestart: true, RestartTime: 120 * time.Second, Restarting: keptBGPRoutes(),
+		GracefulRestart: true, RestartTime: 120 * time.Second, Restarting: len(r.kept) > 0 || keptBGPRoutes(),
 		Logger: slog.Default().With("component", "bgp"),
 	}
 	if r.self6.IsValid() {
@@ -105,6 +180,19 @@ func (r *bgpRunner) resyncLearned(routes map[netip.Prefix]dataplane.RouteTarget)
 	clear(routes)
 	for p, nh := range all {
 		routes[p] = dataplane.RouteTarget{Via: nh}
+	}
+	if r.kept == nil {
+		return
+	}
+	if r.converged() || time.Now().After(r.keptUntil) {
+		slog.Info("BGP converged after the restart: routes of the previous run released", "kept", len(r.kept))
+		r.kept = nil
+		return
+	}
+	for p, t := range r.kept {
+		if _, ok := routes[p]; !ok {
+			routes[p] = t
+		}
 	}
 }
 

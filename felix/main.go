@@ -75,6 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.BGP {
 		a.bgp = &bgpRunner{cfg: cfg, self: v4, self6: v6}
+		a.bgp.adoptKept(a.extraRoutes) // routes kept across a restart stay until peers re-send theirs
 	}
 	run := &bgpRunner{cfg: cfg}
 	if a.bgp != nil {
