@@ -26,9 +26,14 @@ type Config struct {
 	// rules decide).
 	DefaultEndpointToHostAction string
 	// Failsafe ports: nil means Calico's defaults; an empty, non-nil list
-	// means none (and no failsafe chains).
+	// means none (and no failsafe chains). As in Calico they only matter
+	// once host endpoints are policed: without HostEndpoints the host's own
+	// INPUT/OUTPUT rules decide and no failsafe chain is rendered.
 	FailsafeInbound, FailsafeOutbound []ProtoPort
-	WorkloadIfacePrefix               string // "cali" when empty
+	// HostEndpoints says host endpoint policy is active (then failsafe
+	// ports are accepted ahead of it).
+	HostEndpoints       bool
+	WorkloadIfacePrefix string // "cali" when empty
 	// Packet mark bits, each a distinct single bit; zero means the default
 	// (0x10000, 0x20000, 0x40000).
 	MarkAccept, MarkPass, MarkScratch uint32

@@ -131,6 +131,9 @@ func (r *renderer) filterStatic() []iptables.Chain {
 		rule("-o "+wl, "-j RETURN", "Host to workload traffic is not policed, as in Calico"),
 	}}
 	var failsafes []iptables.Chain
+	if !c.HostEndpoints {
+		return []iptables.Chain{fwd, input, r.workloadToHost(), output}
+	}
 	if ch := r.failsafe(ChainFailsafeIn, c.FailsafeInbound, "-s"); len(ch.Rules) > 0 {
 		input.Rules = append(input.Rules, rule("", "-j "+ChainFailsafeIn, ""))
 		failsafes = append(failsafes, ch)

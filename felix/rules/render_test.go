@@ -42,6 +42,7 @@ func sampleInput(v int) Input {
 
 func TestGolden(t *testing.T) {
 	custom := Config{
+		HostEndpoints:               true,
 		DefaultEndpointToHostAction: "Accept",
 		FailsafeInbound:             []ProtoPort{{Protocol: "tcp", Port: 22, Net: pfx("192.168.0.0/16")}, {Protocol: "tcp", Port: 23, Net: pfx("fd00::/8")}},
 		FailsafeOutbound:            []ProtoPort{},
@@ -106,7 +107,14 @@ func TestEndpointToHostAction(t *testing.T) {
 }
 
 func TestFailsafeDefaults(t *testing.T) {
+	// Without host endpoints there are no failsafe chains: the host's own rules decide.
 	tb, _ := Render(Config{}, Input{})
+	for _, c := range tb.Filter {
+		if c.Name == ChainFailsafeIn || c.Name == ChainFailsafeOut {
+			t.Fatalf("failsafe chain %s rendered without host endpoints", c.Name)
+		}
+	}
+	tb, _ = Render(Config{HostEndpoints: true}, Input{})
 	in := chainLines(t, tb.Filter, ChainFailsafeIn)
 	out := chainLines(t, tb.Filter, ChainFailsafeOut)
 	for _, want := range []string{"tcp 22", "udp 68", "tcp 179", "tcp 2379", "tcp 2380", "tcp 5473", "tcp 6443", "tcp 6666", "tcp 6667"} {
@@ -125,7 +133,7 @@ func TestFailsafeDefaults(t *testing.T) {
 		t.Errorf("want 9 failsafe rules each way:\n%s%s", in, out)
 	}
 	// An empty list removes the chain and its jump.
-	tb, _ = Render(Config{FailsafeInbound: []ProtoPort{}, FailsafeOutbound: []ProtoPort{}}, Input{})
+	tb, _ = Render(Config{HostEndpoints: true, FailsafeInbound: []ProtoPort{}, FailsafeOutbound: []ProtoPort{}}, Input{})
 	for _, c := range tb.Filter {
 		if c.Name == ChainFailsafeIn || c.Name == ChainFailsafeOut {
 			t.Errorf("failsafe chain %s rendered though disabled", c.Name)

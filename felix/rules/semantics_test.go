@@ -122,9 +122,9 @@ func TestSemanticsHost(t *testing.T) {
 		{"Accept", "egress policy still applies", ChainInput, toHost("cali-d", "10.0.0.4", 6, 80), "DROP"},
 		{"Accept", "spoofing still dropped", ChainInput, toHost("cali-a", "10.0.0.2", 6, 80), "DROP"},
 		{"Return", "host rules decide", ChainInput, toHost("cali-a", "10.0.0.1", 6, 22), "RETURN"},
-		{"", "failsafe inbound", ChainInput, toHost("eth0", "192.168.1.1", 6, 22), "ACCEPT"},
+		{"", "no host endpoints: the host's rules decide even for failsafe ports", ChainInput, toHost("eth0", "192.168.1.1", 6, 22), "RETURN"},
 		{"", "other host traffic not ours", ChainInput, toHost("eth0", "192.168.1.1", 6, 80), "RETURN"},
-		{"", "failsafe outbound", ChainOutput, packet{out: "eth0", src: ip("192.168.1.10"), dst: ip("1.1.1.1"), proto: 17, dport: 53, ct: "NEW"}, "ACCEPT"},
+		{"", "no host endpoints: outbound host traffic not ours", ChainOutput, packet{out: "eth0", src: ip("192.168.1.10"), dst: ip("1.1.1.1"), proto: 17, dport: 53, ct: "NEW"}, "RETURN"},
 		{"", "host to workload not policed", ChainOutput, packet{out: "cali-e", src: ip("192.168.1.10"), dst: ip("10.0.0.5"), proto: 6, dport: 80, ct: "NEW"}, "RETURN"},
 		{"", "established reply to the host", ChainInput, packet{in: "cali-e", src: ip("10.0.0.5"), dst: ip("192.168.1.10"), proto: 6, ct: "ESTABLISHED"}, "ACCEPT"},
 	} {
