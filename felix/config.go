@@ -41,6 +41,8 @@ type Config struct {
 	BGPPort                 int
 	BGPSecretsDir           string // BGP passwords: <dir>/<secret>/<key>
 	LogLevel                string
+	Libnetwork              bool   // serve Docker's network and IPAM driver
+	LibnetworkSocketDir     string // where Docker looks for plugin sockets
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -83,6 +85,8 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.BoolVar(&c.BGP, "bgp", env("CALICO_NETWORKING_BACKEND", "bird") != "none", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none disables]")
 	fs.StringVar(&c.BGPSecretsDir, "bgp-secrets-dir", env("CALICO_BGP_SECRETS_DIR", "/etc/calico/bgp-secrets"), "BGP peer passwords, as <dir>/<secret>/<key> [CALICO_BGP_SECRETS_DIR]")
 	fs.StringVar(&c.LogLevel, "log-level", env("FELIX_LOGSEVERITYSCREEN", "info"), "debug, info, warning or error [FELIX_LOGSEVERITYSCREEN]")
+	fs.BoolVar(&c.Libnetwork, "libnetwork", strings.EqualFold(env("CALICO_LIBNETWORK_ENABLED", "false"), "true"), "serve Docker's network and IPAM driver (calico, calico-ipam) [CALICO_LIBNETWORK_ENABLED]")
+	fs.StringVar(&c.LibnetworkSocketDir, "libnetwork-socket-dir", env("CALICO_LIBNETWORK_SOCKET_DIR", "/run/docker/plugins"), "Docker plugin socket directory [CALICO_LIBNETWORK_SOCKET_DIR]")
 	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -69,6 +69,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
+	if cfg.Libnetwork {
+		stop, err := serveLibnetwork(ctx, c, cfg.NodeName, cfg.MTU, cfg.LibnetworkSocketDir)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	a := newAgent(cfg, c, v6.IsValid())
 	if err := a.startServers(ctx); err != nil {
 		return err

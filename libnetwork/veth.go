@@ -1,0 +1,175 @@
+package libnetwork
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/felix/rtproto"
+)
+
+// The kernel side. Unlike the CNI plugin, the driver never enters the
+// container: it makes the veth pair in the host namespace and Docker
+// moves the temporary end into the container, renames it, gives it the
+// address and MAC and adds the routes Join names. The host end gets the
+// same treatment as a CNI pod's: MAC ee:ee:ee:ee:ee:ee, proxy ARP, no
+// address, and a /32 (/128) route per container address with our
+// workload route protocol. The temporary end is made with the endpoint's
+// MAC, so it is right even before Docker sets it.
+
+// kernel is what the driver does to the host; unit tests use a fake.
+type kernel interface {
+	addVeth(v vethSpec) error
+	// delVeth deletes a veth pair by its host end; a missing one is done.
+	delVeth(host string) error
+}
+
+type vethSpec struct {
+	host, temp string
+	mac        net.HardwareAddr // of the container end
+	mtu        int
+	addrs      []netip.Addr
+}
+
+func (v vethSpec) has4() bool { return slices.ContainsFunc(v.addrs, netip.Addr.Is4) }
+func (v vethSpec) has6() bool { return slices.ContainsFunc(v.addrs, netip.Addr.Is6) }
+
+// netlinkKernel does the work with netlink and /proc/sys, inside do.
+type netlinkKernel struct{ do func(func() error) error }
+
+func (k netlinkKernel) addVeth(v vethSpec) error { return k.do(v.create) }
+
+func (k netlinkKernel) delVeth(host string) error {
+	return k.do(func() error { return deleteVeth(host) })
+}
+
+// RouteTakenError says a host route for the container address points at
+// another interface: overwriting it would steal another workload's traffic.
+type RouteTakenError struct {
+	Addr netip.Addr
+	Dev  string
+}
+
+func (e *RouteTakenError) Error() string {
+	return fmt.Sprintf("a host route for %s already exists via interface %s (another workload holds this address?)", e.Addr, e.Dev)
+}
+
+// create replaces a leftover pair of the same endpoint, then builds the
+// pair; on failure it removes what it made.
+func (v vethSpec) create() (err error) {
+	if err = v.checkRoutes(); err != nil {
+		return err
+	}
+	if err = deleteVeth(v.host); err != nil {
+		return err
+	}
+	veth := &netlink.Veth{
+		LinkAttrs: netlink.LinkAttrs{Name: v.host, MTU: v.mtu, HardwareAddr: hostMAC},
+		PeerName:  v.temp, PeerHardwareAddr: v.mac, PeerMTU: uint32(max(v.mtu, 0)),
+	}
+	if err = netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("creating veth %s/%s: %w", v.host, v.temp, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = deleteVeth(v.host)
+		}
+	}()
+	host, err := netlink.LinkByName(v.host)
+	if err != nil {
+		return fmt.Errorf("host veth %s: %w", v.host, err)
+	}
+	if err = v.sysctls(); err != nil {
+		return err
+	}
+	if err = netlink.LinkSetUp(host); err != nil {
+		return fmt.Errorf("setting %s up: %w", v.host, err)
+	}
+	for _, a := range v.addrs {
+		r := &netlink.Route{LinkIndex: host.Attrs().Index, Dst: hostPrefix(a), Scope: netlink.SCOPE_LINK, Protocol: rtproto.Workload}
+		if err = netlink.RouteReplace(r); err != nil {
+			return fmt.Errorf("adding host route %s dev %s: %w", a, v.host, err)
+		}
+	}
+	return nil
+}
+
+func (v vethSpec) sysctls() error {
+	h := v.host
+	settings := [][2]string{
+		{"net/ipv4/conf/" + h + "/proxy_arp", "1"},
+		{"net/ipv4/neigh/" + h + "/proxy_delay", "0"},
+		{"net/ipv4/conf/" + h + "/forwarding", "1"},
+		{"net/ipv4/conf/" + h + "/route_localnet", "1"},
+	}
+	if v.has6() {
+		settings = append(settings,
+			[2]string{"net/ipv6/conf/" + h + "/disable_ipv6", "0"},
+			[2]string{"net/ipv6/conf/" + h + "/accept_dad", "0"},
+			[2]string{"net/ipv6/conf/" + h + "/proxy_ndp", "1"},
+			[2]string{"net/ipv6/conf/" + h + "/accept_ra", "0"},
+			[2]string{"net/ipv6/conf/" + h + "/forwarding", "1"})
+	}
+	for _, s := range settings {
+		if err := os.WriteFile(filepath.Join("/proc/sys", s[0]), []byte(s[1]), 0o644); err != nil {
+			return fmt.Errorf("sysctl %s=%s: %w", s[0], s[1], err)
+		}
+	}
+	return nil
+}
+
+// checkRoutes refuses addresses the host already routes to an interface
+// other than this endpoint's.
+func (v vethSpec) checkRoutes() error {
+	for _, a := range v.addrs {
+		fam := netlink.FAMILY_V4
+		if a.Is6() {
+			fam = netlink.FAMILY_V6
+		}
+		dst := hostPrefix(a)
+		routes, err := netlink.RouteListFiltered(fam, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
+		if err != nil {
+			return fmt.Errorf("listing host routes for %s: %w", a, err)
+		}
+		for _, r := range routes {
+			if r.Dst == nil || r.Dst.String() != dst.String() {
+				continue
+			}
+			dev := fmt.Sprint(r.LinkIndex)
+			if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
+				dev = l.Attrs().Name
+			}
+			if dev != v.host {
+				return &RouteTakenError{Addr: a, Dev: dev}
+			}
+		}
+	}
+	return nil
+}
+
+func hostPrefix(a netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
+}
+
+// deleteVeth removes a pair by its host end, and with it the host routes.
+func deleteVeth(host string) error {
+	l, err := netlink.LinkByName(host)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return fmt.Errorf("looking up %s: %w", host, err)
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
+		return fmt.Errorf("deleting %s: %w", host, err)
+	}
+	return nil
+}
