@@ -59,6 +59,14 @@ func ensureProfile(ctx context.Context, cl *store.Client, name string, k8s bool)
 	if _, err := cl.Get(ctx, store.ResourceKey(profileKind, "", name)); err == nil || !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	if _, err := cl.CreateResource(ctx, newProfile(name, k8s)); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+		return err
+	}
+	return nil
+}
+
+// newProfile is the profile ensureProfile creates.
+func newProfile(name string, k8s bool) *api.Profile {
 	p := profileKind.NewObject().(*api.Profile)
 	p.Metadata.Name = name
 	if k8s {
@@ -68,8 +76,5 @@ func ensureProfile(ctx context.Context, cl *store.Client, name string, k8s bool)
 		p.Spec.LabelsToApply = map[string]string{name: ""}
 	}
 	p.Spec.Egress = []api.Rule{{Action: api.ActionAllow}}
-	if _, err := cl.CreateResource(ctx, p); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
-		return err
-	}
-	return nil
+	return p
 }

@@ -112,6 +112,15 @@ func (w podWiring) setup() (mac string, err error) {
 	return mac, nil
 }
 
+func (w podWiring) has4() bool {
+	for _, a := range w.addrs {
+		if a.Is4() {
+			return true
+		}
+	}
+	return false
+}
+
 func (w podWiring) has6() bool {
 	for _, a := range w.addrs {
 		if a.Is6() {
@@ -178,25 +187,28 @@ func (w podWiring) configurePod() (string, error) {
 	if err := netlink.LinkSetUp(link); err != nil {
 		return "", fmt.Errorf("setting %s up: %w", w.ifName, err)
 	}
-	idx := link.Attrs().Index
-	routes := []*netlink.Route{}
-	for _, a := range w.addrs {
-		if a.Is4() {
-			routes = append(routes,
-				&netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: gatewayV4, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK},
-				&netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, Gw: gatewayV4})
-			break
-		}
-	}
-	if w.has6() {
-		routes = append(routes, &netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, Gw: hostLinkLocal})
-	}
-	for _, r := range routes {
+	for _, r := range gatewayRoutes(link.Attrs().Index, w.has4(), w.has6()) {
 		if err := netlink.RouteAdd(r); err != nil {
 			return "", fmt.Errorf("adding pod route %s via %v: %w", r.Dst, r.Gw, err)
 		}
 	}
 	return link.Attrs().HardwareAddr.String(), nil
+}
+
+// gatewayRoutes are the pod's routes for its address families: IPv4 a
+// link route to 169.254.1.1 and the default via it; IPv6 the default via
+// the host veth's link-local address.
+func gatewayRoutes(idx int, v4, v6 bool) []*netlink.Route {
+	var routes []*netlink.Route
+	if v4 {
+		routes = append(routes,
+			&netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: gatewayV4, Mask: net.CIDRMask(32, 32)}, Scope: netlink.SCOPE_LINK},
+			&netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, Gw: gatewayV4})
+	}
+	if v6 {
+		routes = append(routes, &netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, Gw: hostLinkLocal})
+	}
+	return routes
 }
 
 func hostPrefix(a netip.Addr) *net.IPNet {

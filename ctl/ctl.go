@@ -44,6 +44,9 @@ func init() {
 			fmt.Fprintf(o.Stdout, "Client Version:    %s\n", version.Version)
 			return nil
 		}},
+		"container": {"Attach containers and network namespaces to Calico (classic verbs)", runContainer},
+		"profile":   {"Add, remove and show profiles and their rules (classic verbs)", runProfile},
+		"endpoint":  {"Show workload endpoints (classic endpoint show)", runEndpoint},
 	}
 }
 
