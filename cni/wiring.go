@@ -137,29 +137,38 @@ func writeSysctl(path, value string) error {
 	return nil
 }
 
-func (w podWiring) hostSysctls() error {
-	v := w.hostVeth
+// HostVethSysctls are the settings of a workload's host-side interface
+// (path under /proc/sys, value): proxy ARP with no delay, forwarding,
+// route_localnet; for IPv6 proxy NDP, no RA, no DAD, forwarding.
+func HostVethSysctls(iface string, v6 bool) [][2]string {
 	settings := [][2]string{
-		{"net/ipv4/conf/" + v + "/proxy_arp", "1"},
-		{"net/ipv4/neigh/" + v + "/proxy_delay", "0"},
-		{"net/ipv4/conf/" + v + "/forwarding", "1"},
-		{"net/ipv4/conf/" + v + "/route_localnet", "1"},
+		{"net/ipv4/conf/" + iface + "/proxy_arp", "1"},
+		{"net/ipv4/neigh/" + iface + "/proxy_delay", "0"},
+		{"net/ipv4/conf/" + iface + "/forwarding", "1"},
+		{"net/ipv4/conf/" + iface + "/route_localnet", "1"},
 	}
-	if w.has6() {
+	if v6 {
 		settings = append(settings,
-			[2]string{"net/ipv6/conf/" + v + "/disable_ipv6", "0"},
-			[2]string{"net/ipv6/conf/" + v + "/accept_dad", "0"},
-			[2]string{"net/ipv6/conf/" + v + "/proxy_ndp", "1"},
-			[2]string{"net/ipv6/conf/" + v + "/accept_ra", "0"},
-			[2]string{"net/ipv6/conf/" + v + "/forwarding", "1"})
+			[2]string{"net/ipv6/conf/" + iface + "/disable_ipv6", "0"},
+			[2]string{"net/ipv6/conf/" + iface + "/accept_dad", "0"},
+			[2]string{"net/ipv6/conf/" + iface + "/proxy_ndp", "1"},
+			[2]string{"net/ipv6/conf/" + iface + "/accept_ra", "0"},
+			[2]string{"net/ipv6/conf/" + iface + "/forwarding", "1"})
 	}
-	for _, s := range settings {
+	return settings
+}
+
+// SetHostVethSysctls writes HostVethSysctls.
+func SetHostVethSysctls(iface string, v6 bool) error {
+	for _, s := range HostVethSysctls(iface, v6) {
 		if err := writeSysctl(s[0], s[1]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+func (w podWiring) hostSysctls() error { return SetHostVethSysctls(w.hostVeth, w.has6()) }
 
 // configurePod runs inside the pod namespace: addresses, link up, routes.
 func (w podWiring) configurePod() (string, error) {

@@ -16,8 +16,8 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// listenIn opens a TCP echo listener inside a namespace.
-func listenIn(t *testing.T, n ns.NetNS, addr string) {
+// listenTCP opens a TCP listener inside namespace n, closed when the test ends.
+func listenTCP(t testing.TB, n ns.NetNS, addr string) net.Listener {
 	t.Helper()
 	var l net.Listener
 	mustDo(t, n, func() error {
@@ -26,36 +26,7 @@ func listenIn(t *testing.T, n ns.NetNS, addr string) {
 		return err
 	})
 	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("hello\n"))
-			c.Close()
-		}
-	}()
-}
-
-// dialFrom connects from inside a namespace and reads the greeting.
-func dialFrom(n ns.NetNS, addr string) error {
-	return n.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		buf := make([]byte, 6)
-		if _, err := c.Read(buf); err != nil {
-			return err
-		}
-		if string(buf) != "hello\n" {
-			return fmt.Errorf("read %q", buf)
-		}
-		return nil
-	})
+	return l
 }
 
 // Chained with the reference portmap plugin, a host port reaches the pod.
@@ -72,12 +43,12 @@ func TestCNIChainedWithPortmap(t *testing.T) {
 		t.Fatalf("ADD through the chain: %v", err)
 	}
 	v4, _ := podAddrs(res)
-	listenIn(t, pod, ":80")
+	listenPeer(t, pod, ":80")
 	mustNS(t, e.host.outside, "ip", "route", "add", "10.104.0.0/24", "via", e.host.hostIP)
-	if err := dialFrom(e.host.outside, v4+":80"); err != nil {
+	if err := tcpProbe(e.host.outside, v4+":80")(); err != nil {
 		t.Errorf("outside -> pod directly: %v", err)
 	}
-	if err := dialFrom(e.host.outside, e.host.hostIP+":8080"); err != nil {
+	if err := tcpProbe(e.host.outside, e.host.hostIP+":8080")(); err != nil {
 		t.Errorf("outside -> host port 8080 -> pod: %v", err)
 	}
 	if err := e.inHost(func() error { return e.cfg.CheckNetworkList(context.Background(), l, rt) }); err != nil {
@@ -86,7 +57,7 @@ func TestCNIChainedWithPortmap(t *testing.T) {
 	if err := e.del(l, rt); err != nil {
 		t.Fatal(err)
 	}
-	if err := dialFrom(e.host.outside, e.host.hostIP+":8080"); err == nil {
+	if err := tcpProbe(e.host.outside, e.host.hostIP+":8080")(); err == nil {
 		t.Errorf("host port still forwards after DEL")
 	}
 	e.assertClean()

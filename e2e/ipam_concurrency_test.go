@@ -24,6 +24,9 @@ func TestIPAMConcurrentNodesAndProcesses(t *testing.T) {
 	e := storetest.StartEtcd(t)
 	c := e.Client(t)
 	createPool(t, c, "small", "10.99.0.0/27", 29) // 4 blocks of 8 addresses for 8 nodes: half must borrow
+	for n := 0; n < nodes; n++ {
+		createNode(t, c, fmt.Sprintf("node%d", n))
+	}
 	ep := e.Endpoints()[0]
 
 	var mu sync.Mutex
@@ -111,5 +114,10 @@ func TestIPAMConcurrentNodesAndProcesses(t *testing.T) {
 	}
 	if len(blocks) == 0 {
 		t.Errorf("no blocks were claimed")
+	}
+	// And calicoctl agrees: nothing leaked, nothing inconsistent.
+	out, _, err := runBin(t, "", "ctl", "ipam", "check", "--etcd-endpoints", ep, "--config", "")
+	if err != nil || !strings.Contains(out, "Check complete; found 0 problems.") {
+		t.Errorf("ipam check: %v\n%s", err, out)
 	}
 }

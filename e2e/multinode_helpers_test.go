@@ -153,12 +153,7 @@ func (nd *clusterNode) kill() {
 // echoServer accepts TCP connections in n and echoes every byte back.
 func echoServer(t testing.TB, n ns.NetNS, addr string) {
 	t.Helper()
-	var l net.Listener
-	mustDo(t, n, func() error {
-		var err error
-		l, err = net.Listen("tcp", addr)
-		return err
-	})
+	l := listenTCP(t, n, addr)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { l.Close(); wg.Wait() })
 	wg.Go(func() {

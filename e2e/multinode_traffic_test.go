@@ -23,11 +23,11 @@ func TestClusterTCPAcrossNodes(t *testing.T) {
 	eventually(t, 20*time.Second, "node2 learns node1's block", n2.routeVia(blockOf(p1.ip, 26), n1.ip))
 
 	for _, port := range []int{8080, 8081} {
-		listenIn(t, p1.ns, fmt.Sprintf("%s:%d", p1.ip, port))
-		listenIn(t, p2.ns, fmt.Sprintf("%s:%d", p2.ip, port))
+		listenPeer(t, p1.ns, fmt.Sprintf("%s:%d", p1.ip, port))
+		listenPeer(t, p2.ns, fmt.Sprintf("%s:%d", p2.ip, port))
 	}
-	eventually(t, 15*time.Second, "pod on node1 -> pod on node2, TCP", func() error { return dialFrom(p1.ns, p2.ip+":8080") })
-	eventually(t, 15*time.Second, "pod on node2 -> pod on node1, TCP", func() error { return dialFrom(p2.ns, p1.ip+":8080") })
+	eventually(t, 15*time.Second, "pod on node1 -> pod on node2, TCP", tcpProbe(p1.ns, p2.ip+":8080"))
+	eventually(t, 15*time.Second, "pod on node2 -> pod on node1, TCP", tcpProbe(p2.ns, p1.ip+":8080"))
 
 	// Deny TCP to port 8080 on every pod; allow everything else.
 	k, _ := api.LookupKind("GlobalNetworkPolicy")
@@ -46,16 +46,16 @@ func TestClusterTCPAcrossNodes(t *testing.T) {
 	}
 	expectTrafficMN(t, "cross-node deny of port 8080",
 		[]mnProbe{
-			{"node1 pod -> node2 pod :8081", true, func() error { return dialFrom(p1.ns, p2.ip+":8081") }},
-			{"node2 pod -> node1 pod :8081", true, func() error { return dialFrom(p2.ns, p1.ip+":8081") }},
+			{"node1 pod -> node2 pod :8081", true, tcpProbe(p1.ns, p2.ip+":8081")},
+			{"node2 pod -> node1 pod :8081", true, tcpProbe(p2.ns, p1.ip+":8081")},
 			{"node1 pod -> node2 pod ping", true, reachable(p1.ns, p2.ip)},
-			{"node1 pod -> node2 pod :8080", false, func() error { return dialFrom(p1.ns, p2.ip+":8080") }},
-			{"node2 pod -> node1 pod :8080", false, func() error { return dialFrom(p2.ns, p1.ip+":8080") }},
+			{"node1 pod -> node2 pod :8080", false, tcpProbe(p1.ns, p2.ip+":8080")},
+			{"node2 pod -> node1 pod :8080", false, tcpProbe(p2.ns, p1.ip+":8080")},
 		})
 	if _, err := c.cl.DeleteResource(ctxBG, k, "", "deny-8080", 0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "port 8080 again after the policy is gone", func() error { return dialFrom(p1.ns, p2.ip+":8080") })
+	eventually(t, 15*time.Second, "port 8080 again after the policy is gone", tcpProbe(p1.ns, p2.ip+":8080"))
 }
 
 // mnProbe is one connection check and whether it should get through.

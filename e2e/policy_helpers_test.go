@@ -73,13 +73,7 @@ func hostPort(ip string, port int) string { return net.JoinHostPort(ip, fmt.Spri
 // the client's address as it sees it, then a newline.
 func listenPeer(t testing.TB, n ns.NetNS, addr string) {
 	t.Helper()
-	var l net.Listener
-	mustDo(t, n, func() error {
-		var err error
-		l, err = net.Listen("tcp", addr)
-		return err
-	})
-	t.Cleanup(func() { l.Close() })
+	l := listenTCP(t, n, addr)
 	go func() {
 		for {
 			c, err := l.Accept()

@@ -14,15 +14,8 @@ import (
 
 // IPsByHandle lists the addresses a handle holds.
 func (a *Allocator) IPsByHandle(ctx context.Context, handleID string) ([]netip.Addr, error) {
-	hkv, err := a.get(ctx, store.HandleKey(handleID))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	h, err := parseHandle(handleID, hkv.Value)
-	if err != nil {
+	h, _, err := a.readHandle(ctx, handleID)
+	if err != nil || h == nil {
 		return nil, err
 	}
 	as, err := a.existing(ctx, handleID, h)
@@ -30,6 +23,19 @@ func (a *Allocator) IPsByHandle(ctx context.Context, handleID string) ([]netip.A
 		return nil, err
 	}
 	return as.Addrs(), nil
+}
+
+// readHandle reads a handle; (nil, 0, nil) when it does not exist.
+func (a *Allocator) readHandle(ctx context.Context, id string) (*Handle, int64, error) {
+	hkv, err := a.get(ctx, store.HandleKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	h, err := parseHandle(id, hkv.Value)
+	return h, hkv.Revision, err
 }
 
 // BlockInfo is a stored block with its prefix and revision.

@@ -2,7 +2,6 @@ package ipam
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -17,15 +16,8 @@ import (
 // held); it returns the addresses freed.
 func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]netip.Addr, error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		hkv, err := a.get(ctx, store.HandleKey(handleID))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		h, err := parseHandle(handleID, hkv.Value)
-		if err != nil {
+		h, hrev, err := a.readHandle(ctx, handleID)
+		if err != nil || h == nil {
 			return nil, err
 		}
 		cidrs := make([]string, 0, len(h.Block))
@@ -50,7 +42,7 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]net
 			}
 			freed = append(freed, got...)
 		}
-		w.putHandle(handleID, &Handle{Block: map[string]int{}}, hkv.Revision)
+		w.putHandle(handleID, &Handle{Block: map[string]int{}}, hrev)
 		ok, err := a.commit(ctx, w)
 		if err != nil {
 			return nil, err

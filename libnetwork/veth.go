@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/cni"
 
 	"github.com/calico-aio/calico-aio/felix/rtproto"
 )
@@ -101,29 +101,7 @@ func (v vethSpec) create() (err error) {
 	return nil
 }
 
-func (v vethSpec) sysctls() error {
-	h := v.host
-	settings := [][2]string{
-		{"net/ipv4/conf/" + h + "/proxy_arp", "1"},
-		{"net/ipv4/neigh/" + h + "/proxy_delay", "0"},
-		{"net/ipv4/conf/" + h + "/forwarding", "1"},
-		{"net/ipv4/conf/" + h + "/route_localnet", "1"},
-	}
-	if v.has6() {
-		settings = append(settings,
-			[2]string{"net/ipv6/conf/" + h + "/disable_ipv6", "0"},
-			[2]string{"net/ipv6/conf/" + h + "/accept_dad", "0"},
-			[2]string{"net/ipv6/conf/" + h + "/proxy_ndp", "1"},
-			[2]string{"net/ipv6/conf/" + h + "/accept_ra", "0"},
-			[2]string{"net/ipv6/conf/" + h + "/forwarding", "1"})
-	}
-	for _, s := range settings {
-		if err := os.WriteFile(filepath.Join("/proc/sys", s[0]), []byte(s[1]), 0o644); err != nil {
-			return fmt.Errorf("sysctl %s=%s: %w", s[0], s[1], err)
-		}
-	}
-	return nil
-}
+func (v vethSpec) sysctls() error { return cni.SetHostVethSysctls(v.host, v.has6()) }
 
 // checkRoutes refuses addresses the host already routes to an interface
 // other than this endpoint's.

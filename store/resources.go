@@ -130,18 +130,25 @@ func (c *Client) create(ctx context.Context, r api.Resource) (api.Resource, erro
 // it is made against the revision just read. uid and creationTimestamp are
 // kept from the stored object.
 func (c *Client) UpdateResource(ctx context.Context, r api.Resource) (api.Resource, error) {
-	if err := c.Prepare(ctx, r); err != nil {
-		return nil, err
-	}
-	_, key, err := keyOf(r)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := c.Get(ctx, key)
+	key, cur, err := c.prepareAndRead(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	return c.update(ctx, key, r, cur)
+}
+
+// prepareAndRead validates r and reads what is stored under its key (the
+// error is *NotFoundError when nothing is).
+func (c *Client) prepareAndRead(ctx context.Context, r api.Resource) (string, KV, error) {
+	if err := c.Prepare(ctx, r); err != nil {
+		return "", KV{}, err
+	}
+	_, key, err := keyOf(r)
+	if err != nil {
+		return "", KV{}, err
+	}
+	cur, err := c.Get(ctx, key)
+	return key, cur, err
 }
 
 func (c *Client) update(ctx context.Context, key string, r api.Resource, cur KV) (api.Resource, error) {
@@ -172,14 +179,7 @@ func (c *Client) update(ctx context.Context, key string, r api.Resource, cur KV)
 
 // ApplyResource creates r or, when it exists, updates it.
 func (c *Client) ApplyResource(ctx context.Context, r api.Resource) (api.Resource, error) {
-	if err := c.Prepare(ctx, r); err != nil {
-		return nil, err
-	}
-	_, key, err := keyOf(r)
-	if err != nil {
-		return nil, err
-	}
-	cur, err := c.Get(ctx, key)
+	key, cur, err := c.prepareAndRead(ctx, r)
 	if errors.Is(err, ErrNotFound) {
 		out, err := c.create(ctx, r)
 		if errors.Is(err, ErrAlreadyExists) {

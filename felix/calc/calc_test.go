@@ -390,6 +390,7 @@ func TestFelixConfigurationLifecycle(t *testing.T) {
 	next.put(t, def)
 	nodeCfg := newObj("FelixConfiguration").(*api.FelixConfiguration)
 	nodeCfg.Metadata.Name = "node." + thisNode
+	nodeCfg.Spec.DefaultEndpointToHostAction = "Return" // the node's own configuration wins
 	nodeCfg.Spec.FailsafeInboundHostPorts = &[]api.ProtoPort{{Protocol: "TCP", Port: 2222}}
 	next.put(t, nodeCfg)
 	applyAll(inc, diff(t, ds, next))
@@ -397,8 +398,12 @@ func TestFelixConfigurationLifecycle(t *testing.T) {
 	if got := dump(d); got == base {
 		t.Fatal("configuration changed nothing")
 	}
-	if !hasRule(d, "cali-wl-to-host", "-j ACCEPT") || !hasRule(d, "cali-failsafe-in", "--dport 2222") {
-		t.Errorf("configuration not rendered:\n%s", dump(d))
+	if !hasRule(d, "cali-wl-to-host", "-j RETURN") || hasRule(d, "cali-wl-to-host", "-j ACCEPT") {
+		t.Errorf("configuration not rendered (node.<name> over default):\n%s", dump(d))
+	}
+	// Failsafe ports only matter with host endpoints, which are not policed here.
+	if hasRule(d, "cali-failsafe-in", "--dport 2222") {
+		t.Errorf("failsafe chain rendered without host endpoints")
 	}
 
 	applyAll(inc, diff(t, next, ds))

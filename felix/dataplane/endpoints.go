@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/cni"
 )
 
 // LocalEndpoint is a local workload interface as the dataplane needs it.
@@ -115,12 +117,7 @@ func (m *endpointManager) Apply() error {
 			continue // not there yet: stays pending
 		}
 		before := len(errs)
-		for _, s := range [][2]string{
-			{"net/ipv4/conf/" + name + "/proxy_arp", "1"},
-			{"net/ipv4/neigh/" + name + "/proxy_delay", "0"},
-			{"net/ipv4/conf/" + name + "/forwarding", "1"},
-			{"net/ipv4/conf/" + name + "/route_localnet", "1"},
-		} {
+		for _, s := range cni.HostVethSysctls(name, false) {
 			if err := m.sysctl(s[0], s[1]); err != nil {
 				errs = append(errs, err)
 			}
