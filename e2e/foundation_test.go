@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"os/exec"
+
+	"github.com/containernetworking/plugins/pkg/ns"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,11 +23,17 @@ func TestNodeEmbeddedEtcdServesCalicoctl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The agent programs iptables and routes: it runs in a namespace of
+	// its own, never in the host's. calicoctl reaches its loopback etcd
+	// from the same namespace.
+	host := newNS(t)
+	state := t.TempDir()
 	node := exec.Command(binary, "node", "--nodename", "e2e-node", "--etcd-data-dir", t.TempDir(),
-		"--etcd-client-url", client, "--etcd-peer-url", peer)
+		"--etcd-client-url", client, "--etcd-peer-url", peer, "--lib-dir", state+"/lib", "--run-dir", state+"/run",
+		"--bgp=false", "--health-addr", "", "--metrics-addr", "", "--ip", "none")
 	var logs strings.Builder
 	node.Stdout, node.Stderr = &logs, &logs
-	if err := node.Start(); err != nil {
+	if err := host.Do(func(ns.NetNS) error { return node.Start() }); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
@@ -39,7 +47,13 @@ func TestNodeEmbeddedEtcdServesCalicoctl(t *testing.T) {
 	})
 
 	ctl := func(stdin string, args ...string) (string, string, error) {
-		return runBin(t, stdin, append(append([]string{"ctl"}, args...), "--etcd-endpoints", client, "--config", "")...)
+		var out, errs string
+		err := host.Do(func(ns.NetNS) error {
+			var err error
+			out, errs, err = runBin(t, stdin, append(append([]string{"ctl"}, args...), "--etcd-endpoints", client, "--config", "")...)
+			return err
+		})
+		return out, errs, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -93,6 +93,9 @@ func registerNode(ctx context.Context, c *store.Client, name string, v4, v6 neti
 			a := api.ASNumber(asn)
 			n.Spec.BGP.ASNumber = &a
 		}
+		if *n.Spec.BGP == (api.NodeBGPSpec{}) {
+			n.Spec.BGP = nil // no addresses (--ip none): Calico stores no bgp section
+		}
 		if n.Metadata.ResourceVersion == "" {
 			_, err = c.CreateResource(ctx, n)
 		} else {
