@@ -11,7 +11,7 @@ TESTFLAGS ?= -timeout 15m
 # System packages the tests and the demo need, as "command:debian-package".
 SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2
 
-.PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean
+.PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean kube-apiserver
 
 all: build
 
@@ -32,8 +32,12 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+## kube-apiserver: build (once, cached outside the tree) the real kube-apiserver e2e/kubeapi runs.
+kube-apiserver:
+	./tools/kube-apiserver/build.sh
+
 ## test: everything CI runs: unit, kernel (root, namespaces) and e2e tests.
-test: deps build
+test: deps build kube-apiserver
 	CI=$${CI:-true} $(GO) test $(TESTFLAGS) ./...
 
 ## test-unit: the quick tests that need neither root nor system packages.
