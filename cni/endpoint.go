@@ -56,10 +56,16 @@ func profilesFor(conf *NetConf, id identity) []string {
 // egress allowed, and the label applied to members. A Kubernetes namespace
 // profile allows everything until the policy controller refines it.
 func ensureProfile(ctx context.Context, cl *store.Client, name string, k8s bool) error {
+	return ensureProfileWith(ctx, cl, name, func() *api.Profile { return newProfile(name, k8s) })
+}
+
+// ensureProfileWith creates profile name as build makes it, unless it
+// exists; build runs only when it does not.
+func ensureProfileWith(ctx context.Context, cl *store.Client, name string, build func() *api.Profile) error {
 	if _, err := cl.Get(ctx, store.ResourceKey(profileKind, "", name)); err == nil || !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if _, err := cl.CreateResource(ctx, newProfile(name, k8s)); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+	if _, err := cl.CreateResource(ctx, build()); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
 		return err
 	}
 	return nil

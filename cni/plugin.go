@@ -15,6 +15,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/build/version"
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -50,7 +51,18 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		return types.PrintResult(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 	}
 
-	addrs, release, err := s.allocateAddrs(ctx, a, id)
+	// A Kubernetes pod is read (and its annotations checked) before
+	// anything is allocated: an API failure leaves nothing behind.
+	var kp *kubePod
+	if s.usesKubernetes(id) {
+		if kp, err = s.readKubePod(ctx, a.StdinData, id); err != nil {
+			return err
+		}
+	} else if err := checkPodCIDRWithoutAPI(s.conf, a.StdinData); err != nil {
+		return err
+	}
+
+	addrs, release, err := s.allocateAddrs(ctx, a, id, kp)
 	if err != nil {
 		return err
 	}
@@ -63,6 +75,9 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 
 	w := podWiring{netns: a.Netns, ifName: a.IfName, hostVeth: id.hostVeth, mtu: s.conf.EffectiveMTU(),
 		addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
+	if kp != nil {
+		w.podMAC = kp.mac
+	}
 	mac, err := w.setup()
 	if err != nil {
 		return wiringError(err)
@@ -73,17 +88,32 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 
-	profiles := profilesFor(s.conf, id)
-	for _, name := range profiles {
-		if err := ensureProfile(ctx, s.cl, name, id.orchestrator == OrchestratorK8s); err != nil {
-			return types.NewError(types.ErrTryAgainLater, "creating profile "+name, err.Error())
-		}
+	wep, err := s.endpointFor(ctx, id, kp, addrs, mac)
+	if err != nil {
+		return err
 	}
-	wep := buildEndpoint(id, s.node, addrs, mac, profiles)
 	if err := s.writeEndpoint(ctx, wep); err != nil {
 		return err
 	}
 	return types.PrintResult(endpointResult(wep, a.Netns), s.conf.CNIVersion)
+}
+
+// endpointFor builds the pod's endpoint and makes sure its profiles exist.
+func (s *session) endpointFor(ctx context.Context, id identity, kp *kubePod, addrs []netip.Addr, mac string) (*api.WorkloadEndpoint, error) {
+	if kp != nil {
+		if err := s.ensureKubeProfiles(ctx, kp); err != nil {
+			return nil, err
+		}
+		wep := buildEndpoint(id, s.node, addrs, mac, k8s.PodProfiles(kp.pod))
+		return wep, kp.applyTo(wep, addrs)
+	}
+	profiles := profilesFor(s.conf, id)
+	for _, name := range profiles {
+		if err := ensureProfile(ctx, s.cl, name, id.orchestrator == OrchestratorK8s); err != nil {
+			return nil, types.NewError(types.ErrTryAgainLater, "creating profile "+name, err.Error())
+		}
+	}
+	return buildEndpoint(id, s.node, addrs, mac, profiles), nil
 }
 
 // existingEndpoint returns the pod's endpoint when it exists for this very
@@ -105,9 +135,16 @@ func (s *session) existingEndpoint(ctx context.Context, id identity) (*api.Workl
 
 // allocateAddrs gets the pod's addresses: in-process for calico-ipam, by
 // exec of the configured plugin otherwise. release undoes it.
-func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identity) ([]netip.Addr, func(), error) {
+func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identity, kp *kubePod) ([]netip.Addr, func(), error) {
+	if kp != nil && kp.noIPAM != nil {
+		return kp.noIPAM, func() {}, nil
+	}
 	if s.conf.IPAM.Type != "calico-ipam" {
-		return s.delegateIPAM(ctx, a)
+		stdin := a.StdinData
+		if kp != nil && kp.ipamStdin != nil {
+			stdin = kp.ipamStdin
+		}
+		return s.delegateIPAM(ctx, stdin)
 	}
 	handle := handleID(s.conf.Name, a.ContainerID)
 	lock, err := lockFile(s.lockPath())
@@ -119,7 +156,8 @@ func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identit
 	if id.orchestrator == OrchestratorK8s {
 		attrs[ipam.AttrNamespace], attrs[ipam.AttrPod] = id.namespace, id.pod
 	}
-	got, err := allocate(ctx, s.al, s.conf, s.args, s.node, handle, attrs)
+	conf, args := kp.ipamInputs(s.conf, s.args)
+	got, err := allocate(ctx, s.al, conf, args, s.node, handle, attrs)
 	lock.unlock()
 	if err != nil {
 		return nil, nil, err
@@ -134,12 +172,12 @@ func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identit
 }
 
 // delegateIPAM runs another IPAM plugin (host-local, ...) as the spec says.
-func (s *session) delegateIPAM(ctx context.Context, a *skel.CmdArgs) ([]netip.Addr, func(), error) {
-	r, err := invoke.DelegateAdd(ctx, s.conf.IPAM.Type, a.StdinData, nil)
+func (s *session) delegateIPAM(ctx context.Context, stdin []byte) ([]netip.Addr, func(), error) {
+	r, err := invoke.DelegateAdd(ctx, s.conf.IPAM.Type, stdin, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	release := func() { _ = invoke.DelegateDel(context.Background(), s.conf.IPAM.Type, a.StdinData, nil) }
+	release := func() { _ = invoke.DelegateDel(context.Background(), s.conf.IPAM.Type, stdin, nil) }
 	res, err := current.NewResultFromResult(r)
 	if err != nil {
 		release()

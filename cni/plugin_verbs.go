@@ -32,7 +32,7 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 		return types.NewError(types.ErrInternal, "removing the pod's veth", err.Error())
 	}
 	if s.conf.IPAM.Type != "calico-ipam" {
-		if err := invoke.DelegateDel(ctx, s.conf.IPAM.Type, a.StdinData, nil); err != nil {
+		if err := invoke.DelegateDel(ctx, s.conf.IPAM.Type, delIPAMStdin(s.conf, a.StdinData), nil); err != nil {
 			return err
 		}
 	}

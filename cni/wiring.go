@@ -34,6 +34,8 @@ type podWiring struct {
 	addrs    []netip.Addr
 	// allowForwarding sets ip_forward inside the pod.
 	allowForwarding bool
+	// podMAC, when set, is the pod interface's MAC (else the kernel's choice).
+	podMAC net.HardwareAddr
 }
 
 // InterfaceTakenError says the pod's interface name already exists in the pod namespace.
@@ -191,6 +193,14 @@ func (w podWiring) configurePod() (string, error) {
 		addr := &netlink.Addr{IPNet: hostPrefix(a)}
 		if err := netlink.AddrAdd(link, addr); err != nil {
 			return "", fmt.Errorf("adding %s to %s: %w", a, w.ifName, err)
+		}
+	}
+	if w.podMAC != nil {
+		if err := netlink.LinkSetHardwareAddr(link, w.podMAC); err != nil {
+			return "", fmt.Errorf("setting MAC %s on %s: %w", w.podMAC, w.ifName, err)
+		}
+		if link, err = netlink.LinkByName(w.ifName); err != nil {
+			return "", fmt.Errorf("pod interface %s: %w", w.ifName, err)
 		}
 	}
 	if err := netlink.LinkSetUp(link); err != nil {

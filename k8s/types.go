@@ -8,7 +8,9 @@
 // The Kubernetes types here are minimal copies with Kubernetes' JSON field
 // names, not k8s.io/api: the generated packages register protobuf types at
 // init and would slow every start of this one binary (the CNI plugin runs
-// once per pod). Everything here is pure: no I/O, no goroutines.
+// once per pod). Client (client.go) reads them from the API with client-go's
+// dynamic client, through JSON; the translation is pure: no I/O, no
+// goroutines.
 package k8s
 
 import (
@@ -91,6 +93,19 @@ type PodStatus struct {
 // PodIP is one entry of status.podIPs.
 type PodIP struct {
 	IP string `json:"ip"`
+}
+
+// Node is a core/v1 Node, reduced to its pod CIDRs.
+type Node struct {
+	TypeMeta
+	Metadata ObjectMeta `json:"metadata"`
+	Spec     NodeSpec   `json:"spec"`
+}
+
+// NodeSpec holds the node's pod CIDRs (podCIDRs[0] == podCIDR when set).
+type NodeSpec struct {
+	PodCIDR  string   `json:"podCIDR,omitempty"`
+	PodCIDRs []string `json:"podCIDRs,omitempty"`
 }
 
 // NetworkPolicy is a networking.k8s.io/v1 NetworkPolicy.
