@@ -20,15 +20,18 @@ in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
 ctl() { echo "\$ calicoctl $*"; in_ns n1 "$BIN/calicoctl" "$@" --etcd-endpoints "$ETCD"; }
 
 stop() {
-	for pidf in "$STATE"/*/agent.pid; do
-		[ -f "$pidf" ] || continue
-		kill "$(cat "$pidf")" 2>/dev/null || true
+	local nss
+	nss=$(ip netns list | awk '{print $1}' | grep "^$P-" || true)
+	# Everything running inside the demo's namespaces (agents, anything else).
+	for n in $nss; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true; done
+	for _ in $(seq 50); do
+		local left=""
+		for n in $nss; do left="$left$(ip netns pids "$n" 2>/dev/null)"; done
+		[ -z "$left" ] && break
+		sleep 0.1
 	done
-	for pidf in "$STATE"/*/agent.pid; do
-		[ -f "$pidf" ] || continue
-		for _ in $(seq 50); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.1; done
-	done
-	for n in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do ip netns del "$n"; done
+	for n in $nss; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; done
+	for n in $nss; do ip netns del "$n"; done
 	rm -rf "$STATE"
 }
 
