@@ -43,6 +43,9 @@ type Config struct {
 	LogLevel                string
 	Libnetwork              bool   // serve Docker's network and IPAM driver
 	LibnetworkSocketDir     string // where Docker looks for plugin sockets
+	// KubeControllers runs the Kubernetes policy controller (one elected
+	// instance per cluster) with this kubeconfig; empty disables it.
+	KubeControllers string
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -87,6 +90,7 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", env("FELIX_LOGSEVERITYSCREEN", "info"), "debug, info, warning or error [FELIX_LOGSEVERITYSCREEN]")
 	fs.BoolVar(&c.Libnetwork, "libnetwork", strings.EqualFold(env("CALICO_LIBNETWORK_ENABLED", "false"), "true"), "serve Docker's network and IPAM driver (calico, calico-ipam) [CALICO_LIBNETWORK_ENABLED]")
 	fs.StringVar(&c.LibnetworkSocketDir, "libnetwork-socket-dir", env("CALICO_LIBNETWORK_SOCKET_DIR", "/run/docker/plugins"), "Docker plugin socket directory [CALICO_LIBNETWORK_SOCKET_DIR]")
+	fs.StringVar(&c.KubeControllers, "kube-controllers-kubeconfig", env("CALICO_KUBE_CONTROLLERS_KUBECONFIG", ""), "run the Kubernetes policy controller (leader-elected) with this kubeconfig [CALICO_KUBE_CONTROLLERS_KUBECONFIG]")
 	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
 	if err := fs.Parse(args); err != nil {
 		return c, err

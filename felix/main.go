@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
@@ -69,6 +70,17 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
+	if cfg.KubeControllers != "" {
+		kc, err := controller.New(c, cfg.KubeControllers)
+		if err != nil {
+			return fmt.Errorf("kube controllers: %w", err)
+		}
+		go func() {
+			if err := controller.RunElected(ctx, c, cfg.NodeName, kc); err != nil && ctx.Err() == nil {
+				slog.Error("kube controllers stopped", "err", err)
+			}
+		}()
+	}
 	if cfg.Libnetwork {
 		stop, err := serveLibnetwork(ctx, c, cfg.NodeName, cfg.MTU, cfg.LibnetworkSocketDir)
 		if err != nil {

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/calico-aio/calico-aio/k8s"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/storetest"
+)
+
+type fakeKube struct {
+	nss []k8s.Namespace
+	sas []k8s.ServiceAccount
+	nps []k8s.NetworkPolicy
+	err error
+}
+
+func (f *fakeKube) ListNamespaces(context.Context) ([]k8s.Namespace, error) { return f.nss, f.err }
+func (f *fakeKube) ListServiceAccounts(context.Context) ([]k8s.ServiceAccount, error) {
+	return f.sas, nil
+}
+func (f *fakeKube) ListNetworkPolicies(context.Context) ([]k8s.NetworkPolicy, error) {
+	return f.nps, nil
+}
+
+func TestSync(t *testing.T) {
+	ctx := context.Background()
+	cl := storetest.StartEtcd(t).Client(t)
+	mine := profileKind.NewObject().(*api.Profile)
+	mine.Metadata.Name = "mine"
+	if _, err := cl.CreateResource(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	ns := k8s.Namespace{Metadata: k8s.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "a"}}}
+	sa := k8s.ServiceAccount{Metadata: k8s.ObjectMeta{Name: "api", Namespace: "shop"}}
+	np := k8s.NetworkPolicy{Metadata: k8s.ObjectMeta{Name: "web", Namespace: "shop"}}
+	f := &fakeKube{nss: []k8s.Namespace{ns}, sas: []k8s.ServiceAccount{sa}, nps: []k8s.NetworkPolicy{np}}
+	c := &Controller{store: cl, kube: f, Logf: t.Logf}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	get := func(k api.KindInfo, ns, name string) (api.Resource, error) { return cl.GetResource(ctx, k, ns, name) }
+	p, err := get(profileKind, "", "kns.shop")
+	if err != nil || p.(*api.Profile).Spec.LabelsToApply["pcns.team"] != "a" {
+		t.Fatalf("kns.shop: %v %v", p, err)
+	}
+	if _, err := get(profileKind, "", "ksa.shop.api"); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := get(networkPolicyKind, "shop", "knp.default.web")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A second sync with nothing changed writes nothing.
+	rev := pol.GetObjectMeta().ResourceVersion
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pol, _ = get(networkPolicyKind, "shop", "knp.default.web"); pol.GetObjectMeta().ResourceVersion != rev {
+		t.Errorf("unchanged policy rewritten: %s -> %s", rev, pol.GetObjectMeta().ResourceVersion)
+	}
+
+	// A failed list deletes nothing.
+	f.err = errors.New("boom")
+	if err := c.Sync(ctx); err == nil {
+		t.Fatal("sync with a failing list succeeded")
+	}
+	f.err = nil
+
+	// Gone objects are deleted; others are left alone.
+	f.nss, f.sas, f.nps = nil, nil, nil
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		kind     api.KindInfo
+		ns, name string
+	}{{profileKind, "", "kns.shop"}, {profileKind, "", "ksa.shop.api"}, {networkPolicyKind, "shop", "knp.default.web"}} {
+		if _, err := get(k.kind, k.ns, k.name); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: %v, want not found", k.name, err)
+		}
+	}
+	if _, err := get(profileKind, "", "mine"); err != nil {
+		t.Errorf("profile mine: %v", err)
+	}
+}
