@@ -195,6 +195,16 @@ func (e *workloadEnv) endpointsOf(ctx context.Context, c container) ([]*api.Work
 	return out, nil
 }
 
+// resolveEndpoint resolves a container argument and its one endpoint.
+func (e *workloadEnv) resolveEndpoint(ctx context.Context, arg string, running bool) (container, *api.WorkloadEndpoint, error) {
+	c, err := e.resolve(ctx, arg, running)
+	if err != nil {
+		return c, nil, err
+	}
+	ep, err := e.oneEndpoint(ctx, c)
+	return c, ep, err
+}
+
 // oneEndpoint is the container's endpoint (on --interface when given).
 func (e *workloadEnv) oneEndpoint(ctx context.Context, c container) (*api.WorkloadEndpoint, error) {
 	eps, err := e.endpointsOf(ctx, c)

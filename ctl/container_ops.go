@@ -15,11 +15,7 @@ import (
 
 // ipAdd gives an attached container one more address.
 func (e *workloadEnv) ipAdd(ctx context.Context, arg, ipArg string) (err error) {
-	c, err := e.resolve(ctx, arg, true)
-	if err != nil {
-		return err
-	}
-	ep, err := e.oneEndpoint(ctx, c)
+	c, ep, err := e.resolveEndpoint(ctx, arg, true)
 	if err != nil {
 		return err
 	}
@@ -68,11 +64,7 @@ func releaseOpts(addrs []netip.Addr, handle string) []ipam.ReleaseOptions {
 
 // ipRemove takes an address away from an attached container and releases it.
 func (e *workloadEnv) ipRemove(ctx context.Context, arg, ipArg string) error {
-	c, err := e.resolve(ctx, arg, false)
-	if err != nil {
-		return err
-	}
-	ep, err := e.oneEndpoint(ctx, c)
+	c, ep, err := e.resolveEndpoint(ctx, arg, false)
 	if err != nil {
 		return err
 	}
@@ -127,11 +119,7 @@ func (e *workloadEnv) endpointShow(ctx context.Context, arg string) error {
 // add must exist; adding one already there, or removing one that is not,
 // is reported and changes nothing.
 func (e *workloadEnv) profiles(ctx context.Context, arg, op string, names []string) error {
-	c, err := e.resolve(ctx, arg, false)
-	if err != nil {
-		return err
-	}
-	ep, err := e.oneEndpoint(ctx, c)
+	c, ep, err := e.resolveEndpoint(ctx, arg, false)
 	if err != nil {
 		return err
 	}
