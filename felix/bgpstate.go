@@ -1,9 +1,11 @@
 package felix
 
 import (
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -316,28 +318,15 @@ func (b *bgpState) nodeWithAddr(addr netip.Addr) *api.Node {
 	return nil
 }
 
-func (b *bgpState) sortedNodes() []*api.Node {
-	names := make([]string, 0, len(b.nodes))
-	for n := range b.nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]*api.Node, len(names))
-	for i, n := range names {
-		out[i] = b.nodes[n]
-	}
-	return out
-}
+func (b *bgpState) sortedNodes() []*api.Node { return byName(b.nodes) }
 
-func (b *bgpState) sortedPeers() []*api.BGPPeer {
-	names := make([]string, 0, len(b.peers))
-	for n := range b.peers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]*api.BGPPeer, len(names))
-	for i, n := range names {
-		out[i] = b.peers[n]
+func (b *bgpState) sortedPeers() []*api.BGPPeer { return byName(b.peers) }
+
+// byName returns a map's values ordered by key.
+func byName[T any](m map[string]*T) []*T {
+	out := make([]*T, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
 	}
 	return out
 }
