@@ -61,10 +61,11 @@ func startAgentIn(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string,
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--resync-interval", "3s"}, extra...)
 	a.cmd = exec.Command(binary, args...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
-	if err := n.Do(func(ns.NetNS) error { return a.cmd.Start() }); err != nil {
+	done, err := startIn(n, a.cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { a.done <- a.cmd.Wait() }()
+	go func() { a.done <- <-done }()
 	t.Cleanup(func() {
 		a.stop()
 		if t.Failed() {

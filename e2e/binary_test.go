@@ -33,7 +33,12 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "building the binary: %v\n%s", err, out)
 			return 1
 		}
+		catchSignals()
 		code := m.Run()
+		if n := sweep(); n > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: %d network namespaces outlived their tests (removed now)\n", n)
+			code = 1
+		}
 		if refDir != "" {
 			os.RemoveAll(refDir)
 		}

@@ -70,11 +70,10 @@ func sleeperNS(t *testing.T) (ns.NetNS, int) {
 	t.Helper()
 	n := newNS(t)
 	cmd := exec.Command("ip", "netns", "exec", nsName(n), "sleep", "600")
-	if err := cmd.Start(); err != nil {
+	done, err := startIn(nil, cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done

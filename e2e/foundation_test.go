@@ -33,11 +33,10 @@ func TestNodeEmbeddedEtcdServesCalicoctl(t *testing.T) {
 		"--bgp=false", "--health-addr", "", "--metrics-addr", "", "--ip", "none")
 	var logs strings.Builder
 	node.Stdout, node.Stderr = &logs, &logs
-	if err := host.Do(func(ns.NetNS) error { return node.Start() }); err != nil {
+	exited, err := startIn(host, node)
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- node.Wait() }()
 	t.Cleanup(func() {
 		_ = node.Process.Kill()
 		select {

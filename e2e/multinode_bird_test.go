@@ -78,10 +78,11 @@ protocol kernel {
 	}
 	b.cmd = exec.Command("bird", "-f", "-c", cfg, "-s", b.sock, "-P", filepath.Join(dir, "pid"))
 	b.cmd.Stdout, b.cmd.Stderr = b.logs, b.logs
-	if err := b.ns.Do(func(ns.NetNS) error { return b.cmd.Start() }); err != nil {
+	done, err := startIn(b.ns, b.cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { b.done <- b.cmd.Wait() }()
+	go func() { b.done <- <-done }()
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := b.birdc("show", "protocols", "all")

@@ -34,9 +34,11 @@ func newNS(t testing.TB) ns.NetNS {
 	if err != nil {
 		t.Fatalf("creating netns: %v", err)
 	}
+	untrack := trackNS(n)
 	t.Cleanup(func() {
 		_ = n.Close()
 		_ = testutils.UnmountNS(n)
+		untrack()
 	})
 	mustDo(t, n, func() error {
 		lo, err := netlink.LinkByName("lo")
