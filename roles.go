@@ -12,6 +12,9 @@ func runCtl(args []string) int {
 	return ctl.Main(args, ctl.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 }
 
-func runNode(args []string) int { return felix.Main(args) }
+func runNode(args []string) int {
+	trimAfterStartup(startupTrimDelay)
+	return felix.Main(args)
+}
 func runCNI(args []string) int  { return cni.Main() }
 func runIPAM(args []string) int { return cni.IPAMMain() }
