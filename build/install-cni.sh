@@ -7,11 +7,20 @@
 #   $CNI_BIN_DIR/calico-aio                  the binary (copied atomically)
 #   $CNI_BIN_DIR/calico, calico-ipam         symlinks to calico-aio
 #   $CNI_CONF_DIR/$CNI_CONF_NAME             the CNI network config (0644)
+#   $CNI_CONF_DIR/calico-kubeconfig          in a Kubernetes pod only: the CNI
+#                                            plugin's kubeconfig (0600), from the
+#                                            pod's service account token and CA
 # and with --systemd:
 #   /usr/local/bin/calico-aio                the binary
 #   /usr/local/bin/calico-node, calicoctl    symlinks to calico-aio
 #   $SYSTEMD_DIR/calico-node.service         the unit
 #   /etc/calico/calico-node.env              the unit's environment (only if absent)
+#
+# In a pod (the service account token exists) it also writes, if NODE_KUBECONFIG
+# is set, a kubeconfig for calico-node's policy controller at that path (not
+# under DESTDIR: the DaemonSet shares it with calico-node through an emptyDir).
+# --watch-kubeconfig keeps calico-kubeconfig current as the kubelet rotates the
+# token (the DaemonSet runs it as a sidecar).
 #
 # Running it twice gives the same result; --uninstall removes what it installed.
 set -eu
@@ -37,6 +46,10 @@ options:
   --systemd        also install calico-node.service and the binary in /usr/local/bin
   --enable         with --systemd and DESTDIR=/: systemctl enable --now calico-node
   --uninstall      remove what an install put there (add --systemd for the service)
+  --watch-kubeconfig
+                   install nothing else: write calico-kubeconfig, then keep running
+                   and rewrite it whenever the service account token or CA changes
+                   (the kubelet rotates projected tokens); exits on SIGTERM
   -h, --help       this help
 
 environment:
@@ -46,12 +59,28 @@ environment:
   CNI_NETWORK_CONFIG a whole conflist to write instead of the default; Calico's
                      placeholders __ETCD_ENDPOINTS__, __KUBECONFIG_FILEPATH__,
                      __CNI_MTU__, __LOG_LEVEL__, __DATASTORE_TYPE__,
-                     __ETCD_CA_CERT_FILE__, __ETCD_CERT_FILE__, __ETCD_KEY_FILE__
-                     and __KUBERNETES_NODE_NAME__ are filled in
+                     __ETCD_CA_CERT_FILE__, __ETCD_CERT_FILE__, __ETCD_KEY_FILE__,
+                     __KUBERNETES_NODE_NAME__, __KUBERNETES_SERVICE_HOST__,
+                     __KUBERNETES_SERVICE_PORT__ and __SERVICEACCOUNT_TOKEN__
+                     are filled in
   ETCD_ENDPOINTS     comma-separated etcd URLs (default http://127.0.0.1:2379,
                      the embedded etcd of a calico-node run without endpoints)
   ETCD_CA_CERT_FILE, ETCD_CERT_FILE, ETCD_KEY_FILE   etcd TLS files (host paths)
   KUBECONFIG         kubeconfig path on the host, written to kubernetes.kubeconfig
+                     instead of the calico-kubeconfig this script writes
+  SERVICE_ACCOUNT_PATH  directory with the pod's service account token and
+                     ca.crt (default /var/run/secrets/kubernetes.io/serviceaccount);
+                     without a token there no kubeconfig is written and the
+                     default config has no kubernetes or policy section
+  KUBE_CA_FILE       the API server's CA (default \$SERVICE_ACCOUNT_PATH/ca.crt)
+  SKIP_TLS_VERIFY    "true": the kubeconfig does not verify the server's certificate
+  KUBERNETES_SERVICE_PROTOCOL, KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT
+                     the API server the kubeconfig points at (protocol default
+                     https; the kubelet sets host and port in every pod)
+  NODE_KUBECONFIG    in a pod: also write a kubeconfig for calico-node here that
+                     reads the token and CA from their files (so it follows
+                     rotation); a path in this container, not under DESTDIR
+  KUBECONFIG_REFRESH_INTERVAL  seconds between checks of --watch-kubeconfig (default 30)
   CNI_MTU            pod MTU (default 0: what calico-node wrote in /var/lib/calico/mtu)
   LOG_LEVEL          plugin log level (default info)
   SYSTEMD_DIR        unit directory (default /etc/systemd/system)
@@ -71,6 +100,7 @@ say() { echo "$prog: $*"; }
 
 systemd=0
 uninstall=0
+watch=0
 enable=0
 source_bin=${CALICO_AIO_BINARY:-}
 while [ $# -gt 0 ]; do
@@ -82,6 +112,7 @@ while [ $# -gt 0 ]; do
 	--systemd) systemd=1 ;;
 	--enable) enable=1 ;;
 	--uninstall) uninstall=1 ;;
+	--watch-kubeconfig) watch=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown argument: $1" ;;
 	esac
@@ -100,6 +131,15 @@ ETCD_KEY_FILE=${ETCD_KEY_FILE:-}
 KUBECONFIG=${KUBECONFIG:-}
 CNI_MTU=${CNI_MTU:-0}
 LOG_LEVEL=${LOG_LEVEL:-info}
+SERVICE_ACCOUNT_PATH=${SERVICE_ACCOUNT_PATH:-/var/run/secrets/kubernetes.io/serviceaccount}
+KUBE_CA_FILE=${KUBE_CA_FILE:-$SERVICE_ACCOUNT_PATH/ca.crt}
+SKIP_TLS_VERIFY=${SKIP_TLS_VERIFY:-false}
+KUBERNETES_SERVICE_PROTOCOL=${KUBERNETES_SERVICE_PROTOCOL:-https}
+KUBERNETES_SERVICE_HOST=${KUBERNETES_SERVICE_HOST:-}
+KUBERNETES_SERVICE_PORT=${KUBERNETES_SERVICE_PORT:-}
+NODE_KUBECONFIG=${NODE_KUBECONFIG:-}
+KUBECONFIG_REFRESH_INTERVAL=${KUBECONFIG_REFRESH_INTERVAL:-30}
+KUBECONFIG_NAME=calico-kubeconfig
 HOST_BIN_DIR=/usr/local/bin
 ENV_FILE=/etc/calico/calico-node.env
 
@@ -117,6 +157,7 @@ case $CNI_CONF_NAME in
 */* | "") die "CNI_CONF_NAME must be a plain file name, got '$CNI_CONF_NAME'" ;;
 esac
 [ "$enable" = 0 ] || [ "$systemd" = 1 ] || die "--enable needs --systemd"
+[ "$watch" = 0 ] || [ "$systemd$uninstall" = 00 ] || die "--watch-kubeconfig goes alone (no --systemd or --uninstall)"
 [ "$enable" = 0 ] || [ "${DESTDIR%/}" = "" ] || die "--enable only works with DESTDIR=/"
 
 # root PATH: PATH under DESTDIR, without a doubled slash.
@@ -149,7 +190,9 @@ write_file() {
 	local dst=$1 mode=$2 tmp
 	mkdir -p "$(dirname "$dst")"
 	tmp=$(dirname "$dst")/.$(basename "$dst").new.$$
-	printf '%s\n' "$3" >"$tmp" || { rm -f "$tmp"; die "cannot write $tmp"; }
+	# umask 077: a kubeconfig's token is never readable by others, not
+	# even in the temporary file; install_file sets the final mode.
+	(umask 077 && printf '%s\n' "$3" >"$tmp") || { rm -f "$tmp"; die "cannot write $tmp"; }
 	install_file "$tmp" "$dst" "$mode"
 	rm -f "$tmp"
 }
@@ -197,7 +240,8 @@ json_string() {
 
 check_values() {
 	local v
-	for v in ETCD_ENDPOINTS ETCD_CA_CERT_FILE ETCD_CERT_FILE ETCD_KEY_FILE KUBECONFIG LOG_LEVEL NODENAME KUBERNETES_NODE_NAME; do
+	for v in ETCD_ENDPOINTS ETCD_CA_CERT_FILE ETCD_CERT_FILE ETCD_KEY_FILE KUBECONFIG LOG_LEVEL NODENAME KUBERNETES_NODE_NAME \
+		SERVICE_ACCOUNT_PATH KUBE_CA_FILE NODE_KUBECONFIG; do
 		case ${!v:-} in
 		*[[:cntrl:]]*) die "$v contains control characters" ;;
 		esac
@@ -248,7 +292,155 @@ find_service_file() {
 	die "unit file not found: tried $script_dir/calico-node.service and /usr/local/share/calico-aio/calico-node.service (set SERVICE_FILE)"
 }
 
-# default_conflist prints Calico's usual single-network config.
+# ---------------------------------------------------------------- kubeconfig
+#
+# In a pod the CNI plugin gets a kubeconfig of its own, as Calico's install-cni
+# writes it: the pod's service account token and the API server's CA copied
+# into $CNI_CONF_DIR/calico-kubeconfig, because the plugin runs on the host,
+# where the pod's token file has no fixed path. The server is the
+# KUBERNETES_SERVICE_* address the kubelet gives every pod. The kubelet
+# rotates the token; --watch-kubeconfig follows it.
+
+sa_token() { printf '%s/token' "$SERVICE_ACCOUNT_PATH"; }
+# in_pod: the service account token is there, so this runs in a Kubernetes pod.
+in_pod() { [ -f "$(sa_token)" ]; }
+
+# yaml_string VALUE: VALUE as a double-quoted YAML scalar (callers have
+# refused control characters).
+yaml_string() {
+	local s=$1
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	printf '"%s"' "$s"
+}
+
+# kube_server prints the API server's URL, an IPv6 address in brackets.
+kube_server() {
+	local proto=$KUBERNETES_SERVICE_PROTOCOL host=$KUBERNETES_SERVICE_HOST port=$KUBERNETES_SERVICE_PORT
+	case $proto in
+	http | https) ;;
+	*) die "KUBERNETES_SERVICE_PROTOCOL must be http or https, got '$proto'" ;;
+	esac
+	[ -n "$host" ] || die "KUBERNETES_SERVICE_HOST is not set (the kubelet sets it in every pod): cannot write the kubeconfig"
+	[[ $host =~ ^[][A-Za-z0-9.:_-]+$ ]] || die "KUBERNETES_SERVICE_HOST: '$host' is not a host name or address"
+	{ [[ $port =~ ^[0-9]{1,5}$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ]; } ||
+		die "KUBERNETES_SERVICE_PORT must be a port number, got '$port'"
+	case $host in
+	\[*) ;;
+	*:*) host="[$host]" ;;
+	esac
+	printf '%s://%s:%s' "$proto" "$host" "$port"
+}
+
+# read_token prints the service account token.
+read_token() {
+	local f tok
+	f=$(sa_token)
+	[ -r "$f" ] || die "cannot read the service account token $f"
+	tok=$(<"$f")
+	[ -n "$tok" ] || die "the service account token $f is empty"
+	[[ $tok != *[[:cntrl:]]* ]] || die "the service account token $f contains control characters"
+	printf '%s' "$tok"
+}
+
+check_ca() {
+	[ -r "$KUBE_CA_FILE" ] || die "cannot read the API server's CA $KUBE_CA_FILE (set KUBE_CA_FILE, or SKIP_TLS_VERIFY=true)"
+	grep -q -e '-----BEGIN CERTIFICATE-----' "$KUBE_CA_FILE" || die "$KUBE_CA_FILE holds no PEM certificate"
+}
+
+# kubeconfig COMMENT SERVER TLS AUTH prints a kubeconfig with one context;
+# TLS and AUTH are the cluster's and the user's YAML lines.
+kubeconfig() {
+	cat <<EOF
+# Written by install-cni.sh: $1
+apiVersion: v1
+kind: Config
+clusters:
+  - name: kubernetes
+    cluster:
+      server: $(yaml_string "$2")
+      $3
+users:
+  - name: calico
+    user:
+      $4
+contexts:
+  - name: calico
+    context:
+      cluster: kubernetes
+      user: calico
+current-context: calico
+EOF
+}
+
+# cni_kubeconfig prints the CNI plugin's kubeconfig: the token and the CA
+# themselves, as the plugin runs on the host.
+cni_kubeconfig() {
+	local server token tls
+	server=$(kube_server) || exit 1
+	token=$(read_token) || exit 1
+	if [ "$SKIP_TLS_VERIFY" = true ]; then
+		tls="insecure-skip-tls-verify: true"
+	else
+		check_ca
+		tls=$(base64 <"$KUBE_CA_FILE" | tr -d '\n') || die "cannot encode $KUBE_CA_FILE"
+		tls="certificate-authority-data: $tls"
+	fi
+	kubeconfig "the calico CNI plugin's access to the API server, as the calico-node service account; rewritten when the token changes." \
+		"$server" "$tls" "token: $(yaml_string "$token")"
+}
+
+# node_kubeconfig prints calico-node's kubeconfig: the same server, the token
+# and the CA by path, so that client-go rereads a rotated token.
+node_kubeconfig() {
+	local server tls
+	server=$(kube_server) || exit 1
+	read_token >/dev/null || exit 1
+	if [ "$SKIP_TLS_VERIFY" = true ]; then
+		tls="insecure-skip-tls-verify: true"
+	else
+		check_ca
+		tls="certificate-authority: $(yaml_string "$KUBE_CA_FILE")"
+	fi
+	kubeconfig "calico-node's access to the API server, with this pod's service account." \
+		"$server" "$tls" "tokenFile: $(yaml_string "$(sa_token)")"
+}
+
+# plan_kubeconfig sets kube_path, the kubeconfig the CNI config names (empty:
+# none), and cni_kc / node_kc, the kubeconfigs to write (empty: none). It
+# writes nothing, so that a failure leaves nothing behind.
+plan_kubeconfig() {
+	kube_path="" cni_kc="" node_kc=""
+	case $SKIP_TLS_VERIFY in
+	true | false) ;;
+	*) die "SKIP_TLS_VERIFY must be true or false, got '$SKIP_TLS_VERIFY'" ;;
+	esac
+	if in_pod; then
+		if [ -n "$KUBECONFIG" ]; then
+			say "KUBECONFIG is set: the CNI plugin uses $KUBECONFIG; not writing $KUBECONFIG_NAME"
+			kube_path=$KUBECONFIG
+		else
+			cni_kc=$(cni_kubeconfig) || exit 1
+			kube_path=$CNI_CONF_DIR/$KUBECONFIG_NAME
+		fi
+		if [ -n "$NODE_KUBECONFIG" ]; then
+			node_kc=$(node_kubeconfig) || exit 1
+		fi
+		return 0
+	fi
+	kube_path=$KUBECONFIG
+	if [ -n "$KUBECONFIG" ]; then
+		echo "$prog: no service account token at $(sa_token): not in a Kubernetes pod; the CNI plugin uses KUBECONFIG=$KUBECONFIG" >&2
+	else
+		echo "$prog: no service account token at $(sa_token): not in a Kubernetes pod, so no kubeconfig is written and the CNI config has no kubernetes or policy section (set KUBECONFIG to give the plugin one)" >&2
+	fi
+	[ -z "$NODE_KUBECONFIG" ] || echo "$prog: NODE_KUBECONFIG ignored: not in a Kubernetes pod" >&2
+}
+
+# ---------------------------------------------------------------- conflist
+
+# default_conflist prints Calico's usual single-network config; with a
+# kubeconfig the plugin reads pods from the API (policy type k8s).
 default_conflist() {
 	local eps=${ETCD_ENDPOINTS:-http://127.0.0.1:2379} tls="" k8s=""
 	[ -z "$ETCD_CA_CERT_FILE" ] || tls="$tls
@@ -257,9 +449,12 @@ default_conflist() {
       \"etcd_cert_file\": \"$(json_string "$ETCD_CERT_FILE")\","
 	[ -z "$ETCD_KEY_FILE" ] || tls="$tls
       \"etcd_key_file\": \"$(json_string "$ETCD_KEY_FILE")\","
-	[ -z "$KUBECONFIG" ] || k8s=",
+	[ -z "$kube_path" ] || k8s=",
+      \"policy\": {
+        \"type\": \"k8s\"
+      },
       \"kubernetes\": {
-        \"kubeconfig\": \"$(json_string "$KUBECONFIG")\"
+        \"kubeconfig\": \"$(json_string "$kube_path")\"
       }"
 	cat <<EOF
 {
@@ -274,9 +469,6 @@ default_conflist() {
       "mtu": $CNI_MTU,
       "ipam": {
         "type": "calico-ipam"
-      },
-      "policy": {
-        "type": "k8s"
       }$k8s
     },
     {
@@ -293,7 +485,7 @@ EOF
 
 # custom_conflist prints CNI_NETWORK_CONFIG with Calico's placeholders filled in.
 custom_conflist() {
-	local c=$CNI_NETWORK_CONFIG node=${KUBERNETES_NODE_NAME:-${NODENAME:-}}
+	local c=$CNI_NETWORK_CONFIG node=${KUBERNETES_NODE_NAME:-${NODENAME:-}} token=""
 	if [ -z "$node" ] && [[ $c == *__KUBERNETES_NODE_NAME__* ]]; then
 		node=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)
 	fi
@@ -301,7 +493,13 @@ custom_conflist() {
 	c=${c//__ETCD_CA_CERT_FILE__/$(json_string "$ETCD_CA_CERT_FILE")}
 	c=${c//__ETCD_CERT_FILE__/$(json_string "$ETCD_CERT_FILE")}
 	c=${c//__ETCD_KEY_FILE__/$(json_string "$ETCD_KEY_FILE")}
-	c=${c//__KUBECONFIG_FILEPATH__/$(json_string "$KUBECONFIG")}
+	if [[ $c == *__SERVICEACCOUNT_TOKEN__* ]] && in_pod; then
+		token=$(read_token) || exit 1
+	fi
+	c=${c//__KUBECONFIG_FILEPATH__/$(json_string "$kube_path")}
+	c=${c//__KUBERNETES_SERVICE_HOST__/$(json_string "$KUBERNETES_SERVICE_HOST")}
+	c=${c//__KUBERNETES_SERVICE_PORT__/$(json_string "$KUBERNETES_SERVICE_PORT")}
+	c=${c//__SERVICEACCOUNT_TOKEN__/$(json_string "$token")}
 	c=${c//__LOG_LEVEL__/$(json_string "$LOG_LEVEL")}
 	c=${c//__DATASTORE_TYPE__/etcdv3}
 	c=${c//__CNI_MTU__/$CNI_MTU}
@@ -340,6 +538,8 @@ if [ "$uninstall" = 1 ]; then
 	unlink_if_ours "$bindir/calico-ipam" calico-aio
 	remove "$bindir/calico-aio"
 	remove "$(root "$CNI_CONF_DIR")/$CNI_CONF_NAME"
+	remove "$(root "$CNI_CONF_DIR")/$KUBECONFIG_NAME"
+	[ -z "$NODE_KUBECONFIG" ] || remove "$NODE_KUBECONFIG"
 	if [ "$systemd" = 1 ]; then
 		if systemd_running; then
 			systemctl disable --now calico-node.service 2>/dev/null || true
@@ -358,23 +558,65 @@ if [ "$uninstall" = 1 ]; then
 	exit 0
 fi
 
+# ---------------------------------------------------------------- watch
+
+# --watch-kubeconfig: the kubelet rewrites the pod's token file well before
+# the token expires (and the token is bound to the pod); rewrite
+# calico-kubeconfig whenever the token or CA differs from what it holds.
+# install_file leaves an identical file alone, so an unchanged token costs
+# no write. A failed refresh keeps the old file and is retried.
+if [ "$watch" = 1 ]; then
+	check_values
+	[ -z "$KUBECONFIG" ] || die "--watch-kubeconfig: KUBECONFIG is set, so the CNI plugin does not use $KUBECONFIG_NAME"
+	in_pod || die "--watch-kubeconfig: no service account token at $(sa_token): not in a Kubernetes pod"
+	[[ $KUBECONFIG_REFRESH_INTERVAL =~ ^[0-9]+(\.[0-9]+)?$ ]] && [[ $KUBECONFIG_REFRESH_INTERVAL =~ [1-9] ]] ||
+		die "KUBECONFIG_REFRESH_INTERVAL must be a positive number of seconds, got '$KUBECONFIG_REFRESH_INTERVAL'"
+	plan_kubeconfig
+	dst=$(root "$CNI_CONF_DIR")/$KUBECONFIG_NAME
+	write_file "$dst" 0600 "$cni_kc"
+	sleeper=""
+	# A signal between two commands of write_file may leave its temporary
+	# files (this process's, or a refresh subshell's): remove them.
+	trap '[ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
+		rm -f "$(dirname "$dst")"/.$KUBECONFIG_NAME.*.$$
+		say "stopped"; exit 0' TERM INT
+	say "keeping $dst current with $(sa_token), checked every ${KUBECONFIG_REFRESH_INTERVAL}s"
+	while :; do
+		# In the background, so that a signal is handled at once.
+		sleep "$KUBECONFIG_REFRESH_INTERVAL" &
+		sleeper=$!
+		wait "$sleeper" || true
+		sleeper=""
+		if kc=$(cni_kubeconfig); then
+			(write_file "$dst" 0600 "$kc") || say "cannot rewrite $dst; retrying"
+		else
+			say "keeping the old $dst; retrying"
+		fi
+	done
+fi
+
 # ---------------------------------------------------------------- install
 
 find_source
 [ "$systemd" = 0 ] || find_service_file
 check_values
 check_endpoints "$ETCD_ENDPOINTS"
+plan_kubeconfig
+if [ -n "${CNI_NETWORK_CONFIG:-}" ]; then
+	conf=$(custom_conflist) || exit 1
+else
+	conf=$(default_conflist) || exit 1
+fi
 
 bindir=$(root "$CNI_BIN_DIR")
 install_file "$source_bin" "$bindir/calico-aio" 0755
 link_to calico-aio "$bindir/calico"
 link_to calico-aio "$bindir/calico-ipam"
 
-if [ -n "${CNI_NETWORK_CONFIG:-}" ]; then
-	conf=$(custom_conflist)
-else
-	conf=$(default_conflist)
-fi
+# The kubeconfig before the config that names it: the kubelet may use the
+# CNI config as soon as it appears.
+[ -z "$cni_kc" ] || write_file "$(root "$CNI_CONF_DIR")/$KUBECONFIG_NAME" 0600 "$cni_kc"
+[ -z "$node_kc" ] || write_file "$NODE_KUBECONFIG" 0600 "$node_kc"
 write_file "$(root "$CNI_CONF_DIR")/$CNI_CONF_NAME" 0644 "$conf"
 
 if [ "$systemd" = 1 ]; then

@@ -21,7 +21,6 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
-	"sigs.k8s.io/yaml"
 
 	"github.com/calico-aio/calico-aio/cni"
 )
@@ -68,21 +67,15 @@ type result struct {
 
 // install runs build/install-cni.sh with DESTDIR=root, a clean environment
 // (PATH plus env) and args. The script never touches systemctl here: that
-// needs DESTDIR=/.
+// needs DESTDIR=/. Unless env sets SERVICE_ACCOUNT_PATH, the script looks for
+// a service account token in an empty directory: not in a pod, whatever the
+// machine running the test is.
 func install(t *testing.T, root string, env map[string]string, args ...string) result {
 	t.Helper()
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Fatalf("bash is needed to run %s: %v", script, err)
-	}
-	cmd := exec.Command(bash, append([]string{script}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "DESTDIR=" + root}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd := scriptCommand(t, root, env, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err = cmd.Run()
+	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
@@ -90,6 +83,24 @@ func install(t *testing.T, root string, env map[string]string, args ...string) r
 		t.Fatalf("running %s: %v", script, err)
 	}
 	return r
+}
+
+// scriptCommand is the command install runs.
+func scriptCommand(t *testing.T, root string, env map[string]string, args ...string) *exec.Cmd {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatalf("bash is needed to run %s: %v", script, err)
+	}
+	cmd := exec.Command(bash, append([]string{script}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "DESTDIR=" + root}
+	if _, ok := env["SERVICE_ACCOUNT_PATH"]; !ok {
+		cmd.Env = append(cmd.Env, "SERVICE_ACCOUNT_PATH="+filepath.Join(t.TempDir(), "no-serviceaccount"))
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd
 }
 
 func mustInstall(t *testing.T, root string, env map[string]string, args ...string) {
@@ -274,15 +285,16 @@ func TestInstallCNI(t *testing.T) {
 		"etcd_endpoints": env["ETCD_ENDPOINTS"],
 		"mtu":            float64(0),
 		"ipam":           map[string]any{"type": "calico-ipam"},
-		"policy":         map[string]any{"type": "k8s"},
 	}
 	for k, v := range want {
 		if !reflect.DeepEqual(c[k], v) {
 			t.Errorf("calico plugin %s = %#v, want %#v", k, c[k], v)
 		}
 	}
-	// The node name is left to the nodename file calico-node writes.
-	for _, k := range []string{"nodename", "nodename_file", "kubernetes", "etcd_ca_cert_file"} {
+	// The node name is left to the nodename file calico-node writes. Not in
+	// a pod and without KUBECONFIG there is no way to the API: no
+	// kubernetes section, no Kubernetes policy.
+	for _, k := range []string{"nodename", "nodename_file", "kubernetes", "policy", "etcd_ca_cert_file"} {
 		if _, ok := c[k]; ok {
 			t.Errorf("calico plugin has %s = %v, want it absent by default", k, c[k])
 		}
@@ -308,6 +320,7 @@ func TestInstallCNIDefaultsAndOptions(t *testing.T) {
 	want := map[string]any{
 		"etcd_endpoints":    "http://127.0.0.1:2379", // the embedded etcd's URL
 		"kubernetes":        map[string]any{"kubeconfig": "/etc/cni/net.d/calico-kubeconfig"},
+		"policy":            map[string]any{"type": "k8s"},
 		"etcd_ca_cert_file": "/etc/calico/ca.pem",
 		"mtu":               float64(1440),
 		"log_level":         "debug",
@@ -656,242 +669,4 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("Dockerfile does not link %s", role)
 		}
 	}
-}
-
-// ---------------------------------------------------------------- manifest
-
-type obj = map[string]any
-
-func loadManifest(t *testing.T) []obj {
-	t.Helper()
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var docs []obj
-	for i, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-		var m obj
-		if err := yaml.Unmarshal([]byte(part), &m); err != nil {
-			t.Fatalf("%s document %d: %v", manifest, i, err)
-		}
-		if len(m) > 0 {
-			docs = append(docs, m)
-		}
-	}
-	return docs
-}
-
-// get walks a path of map keys and list indexes.
-func get(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(obj)
-			v = m[k]
-		case int:
-			l, _ := v.([]any)
-			if k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
-}
-
-func str(v any, path ...any) string { s, _ := get(v, path...).(string); return s }
-
-// named returns the element of a list with the given "name".
-func named(t *testing.T, list any, name string) obj {
-	t.Helper()
-	l, _ := list.([]any)
-	for _, e := range l {
-		if m, ok := e.(obj); ok && m["name"] == name {
-			return m
-		}
-	}
-	t.Fatalf("no %q in %v", name, list)
-	return nil
-}
-
-func TestManifest(t *testing.T) {
-	docs := loadManifest(t)
-	byKind := map[string]obj{}
-	for _, d := range docs {
-		kind := str(d, "kind")
-		if str(d, "apiVersion") == "" || kind == "" || str(d, "metadata", "name") == "" {
-			t.Errorf("document without apiVersion, kind or name: %v", d)
-		}
-		if ns := str(d, "metadata", "namespace"); ns != "kube-system" {
-			t.Errorf("%s %s in namespace %q, want kube-system", kind, str(d, "metadata", "name"), ns)
-		}
-		byKind[kind] = d
-	}
-	for _, k := range []string{"DaemonSet", "ServiceAccount", "ConfigMap"} {
-		if byKind[k] == nil {
-			t.Fatalf("%s has no %s (kinds: %v)", manifest, k, byKind)
-		}
-	}
-	ds, cm := byKind["DaemonSet"], byKind["ConfigMap"]
-	if str(ds, "apiVersion") != "apps/v1" {
-		t.Errorf("DaemonSet apiVersion %q", str(ds, "apiVersion"))
-	}
-	pod := get(ds, "spec", "template", "spec")
-	if get(pod, "hostNetwork") != true {
-		t.Errorf("hostNetwork = %v, want true", get(pod, "hostNetwork"))
-	}
-	if get(pod, "hostPID") == true {
-		t.Error("hostPID is set; calico-node does not need it")
-	}
-	if sa := str(pod, "serviceAccountName"); sa != str(byKind["ServiceAccount"], "metadata", "name") {
-		t.Errorf("serviceAccountName %q is not the manifest's ServiceAccount", sa)
-	}
-	sel, labels := get(ds, "spec", "selector", "matchLabels").(obj), get(ds, "spec", "template", "metadata", "labels").(obj)
-	for k, v := range sel {
-		if labels[k] != v {
-			t.Errorf("selector %s=%v does not match the pod labels %v", k, v, labels)
-		}
-	}
-	tolerateAll := false
-	for _, tol := range get(pod, "tolerations").([]any) {
-		if str(tol, "operator") == "Exists" && str(tol, "key") == "" && str(tol, "effect") == "" {
-			tolerateAll = true
-		}
-	}
-	if !tolerateAll {
-		t.Errorf("tolerations %v do not tolerate every taint", get(pod, "tolerations"))
-	}
-
-	volumes := map[string]string{} // name -> host path
-	for _, v := range get(pod, "volumes").([]any) {
-		volumes[str(v, "name")] = str(v, "hostPath", "path")
-	}
-	// mounts checks a container's mounts and returns mount path -> host path.
-	mounts := func(c obj) map[string]string {
-		out := map[string]string{}
-		for _, m := range get(c, "volumeMounts").([]any) {
-			hp, ok := volumes[str(m, "name")]
-			if !ok {
-				t.Errorf("container %s mounts undefined volume %q", c["name"], str(m, "name"))
-			}
-			out[str(m, "mountPath")] = hp
-		}
-		return out
-	}
-	// envOf resolves a container's env: literal values, ConfigMap keys
-	// (from this manifest's ConfigMap) and field references as "field:...".
-	envOf := func(c obj) map[string]string {
-		out := map[string]string{}
-		for _, e := range get(c, "env").([]any) {
-			name := str(e, "name")
-			switch {
-			case get(e, "valueFrom", "configMapKeyRef") != nil:
-				ref := get(e, "valueFrom", "configMapKeyRef")
-				if str(ref, "name") != str(cm, "metadata", "name") {
-					t.Errorf("%s: env %s refers to ConfigMap %q", c["name"], name, str(ref, "name"))
-				}
-				v, ok := get(cm, "data", str(ref, "key")).(string)
-				if !ok && get(ref, "optional") != true {
-					t.Errorf("%s: env %s needs ConfigMap key %q, which is missing", c["name"], name, str(ref, "key"))
-				}
-				if ok {
-					out[name] = v
-				}
-			case get(e, "valueFrom", "fieldRef") != nil:
-				out[name] = "field:" + str(e, "valueFrom", "fieldRef", "fieldPath")
-			default:
-				out[name] = str(e, "value")
-			}
-		}
-		return out
-	}
-
-	// The init container installs the CNI plugin and config into the host.
-	initC := named(t, get(pod, "initContainers"), "install-cni")
-	if cmd := fmt.Sprint(get(initC, "command")); !strings.Contains(cmd, "/usr/local/bin/install-cni.sh") {
-		t.Errorf("install-cni command %s, want /usr/local/bin/install-cni.sh", cmd)
-	}
-	initEnv := envOf(initC)
-	if initEnv["DESTDIR"] != "/host" {
-		t.Errorf("install-cni DESTDIR = %q, want /host", initEnv["DESTDIR"])
-	}
-	initMounts := mounts(initC)
-	for _, dir := range []string{"/opt/cni/bin", "/etc/cni/net.d"} {
-		if got := initMounts["/host"+dir]; got != dir {
-			t.Errorf("install-cni: /host%s is host path %q, want %s", dir, got, dir)
-		}
-	}
-
-	// The main container runs calico-node, privileged, with its host state.
-	node := named(t, get(pod, "containers"), "calico-node")
-	if str(node, "image") != str(initC, "image") || str(node, "image") == "" {
-		t.Errorf("images differ or are empty: calico-node %q, install-cni %q", str(node, "image"), str(initC, "image"))
-	}
-	if cmd := fmt.Sprint(get(node, "command")); cmd != "[/usr/local/bin/calico-node]" && get(node, "command") != nil {
-		t.Errorf("calico-node command %s", cmd)
-	}
-	if get(node, "securityContext", "privileged") != true {
-		t.Error("calico-node is not privileged")
-	}
-	nodeEnv := envOf(node)
-	if nodeEnv["NODENAME"] != "field:spec.nodeName" {
-		t.Errorf("NODENAME = %q, want the pod's spec.nodeName", nodeEnv["NODENAME"])
-	}
-	if _, ok := nodeEnv["ETCD_ENDPOINTS"]; !ok {
-		t.Error("calico-node gets no ETCD_ENDPOINTS from the ConfigMap")
-	}
-	if _, ok := get(cm, "data", "etcd_endpoints").(string); !ok {
-		t.Error("ConfigMap has no etcd_endpoints")
-	}
-	nodeMounts := mounts(node)
-	for path, host := range map[string]string{
-		"/var/lib/calico":   "/var/lib/calico",
-		"/var/run/calico":   "/var/run/calico",
-		"/lib/modules":      "/lib/modules",
-		"/run/xtables.lock": "/run/xtables.lock",
-	} {
-		if nodeMounts[path] != host {
-			t.Errorf("calico-node: %s is host path %q, want %s", path, nodeMounts[path], host)
-		}
-	}
-	for _, m := range get(node, "volumeMounts").([]any) {
-		if str(m, "mountPath") == "/lib/modules" && get(m, "readOnly") != true {
-			t.Error("/lib/modules is not mounted read-only")
-		}
-	}
-	for probe, path := range map[string]string{"livenessProbe": "/liveness", "readinessProbe": "/readiness"} {
-		hg := get(node, probe, "httpGet")
-		if str(hg, "path") != path || get(hg, "port") != float64(9099) || str(hg, "host") != "127.0.0.1" {
-			t.Errorf("%s = %v, want http 127.0.0.1:9099%s", probe, hg, path)
-		}
-	}
-	// The probes reach the health server only if it listens where they look.
-	if ha := nodeEnv["FELIX_HEALTHADDR"]; ha != "" && ha != ":9099" && ha != "127.0.0.1:9099" {
-		t.Errorf("FELIX_HEALTHADDR = %q does not serve 127.0.0.1:9099", ha)
-	}
-
-	// The init container's environment, as the ConfigMap gives it, works
-	// with the install script once etcd_endpoints is filled in; the shipped
-	// placeholder stops it with a message.
-	t.Run("init container env", func(t *testing.T) {
-		env := map[string]string{}
-		for k, v := range initEnv {
-			if k != "DESTDIR" && !strings.HasPrefix(v, "field:") {
-				env[k] = v
-			}
-		}
-		env["KUBERNETES_NODE_NAME"] = "node-1"
-		r := install(t, t.TempDir(), env, "--source", fakeBinary(t))
-		if r.code == 0 || !strings.Contains(r.stderr, "ETCD_ENDPOINTS") {
-			t.Errorf("placeholder etcd_endpoints %q: exit %d, stderr %q; want a failure naming ETCD_ENDPOINTS", env["ETCD_ENDPOINTS"], r.code, r.stderr)
-		}
-		env["ETCD_ENDPOINTS"] = "http://10.0.0.1:2379"
-		root := t.TempDir()
-		mustInstall(t, root, env, "--source", fakeBinary(t))
-		checkLink(t, root, cniLink, "calico-aio")
-		checkLink(t, root, ipamLink, "calico-aio")
-		if c := plugin(t, readConflist(t, root), "calico"); c["etcd_endpoints"] != "http://10.0.0.1:2379" {
-			t.Errorf("etcd_endpoints = %v", c["etcd_endpoints"])
-		}
-	})
 }
