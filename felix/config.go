@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
@@ -46,6 +47,14 @@ type Config struct {
 	// KubeControllers runs the Kubernetes policy controller (one elected
 	// instance per cluster) with this kubeconfig; empty disables it.
 	KubeControllers string
+	// KubeControllersLeakGracePeriod is how long a deleted pod's endpoints
+	// and addresses, or a deleted node's Calico Node, stay before the
+	// controller releases them; 0 disables that garbage collection.
+	KubeControllersLeakGracePeriod time.Duration
+	// K8sNodeRef is this node's name in Kubernetes (the DaemonSet passes
+	// spec.nodeName); when set the Node is registered with a k8s orchRef,
+	// which lets the controller remove it once the Kubernetes node is gone.
+	K8sNodeRef string
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -91,6 +100,8 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.BoolVar(&c.Libnetwork, "libnetwork", strings.EqualFold(env("CALICO_LIBNETWORK_ENABLED", "false"), "true"), "serve Docker's network and IPAM driver (calico, calico-ipam) [CALICO_LIBNETWORK_ENABLED]")
 	fs.StringVar(&c.LibnetworkSocketDir, "libnetwork-socket-dir", env("CALICO_LIBNETWORK_SOCKET_DIR", "/run/docker/plugins"), "Docker plugin socket directory [CALICO_LIBNETWORK_SOCKET_DIR]")
 	fs.StringVar(&c.KubeControllers, "kube-controllers-kubeconfig", env("CALICO_KUBE_CONTROLLERS_KUBECONFIG", ""), "run the Kubernetes policy controller (leader-elected) with this kubeconfig [CALICO_KUBE_CONTROLLERS_KUBECONFIG]")
+	fs.DurationVar(&c.KubeControllersLeakGracePeriod, "kube-controllers-leak-grace-period", envDuration(getenv, "CALICO_KUBE_CONTROLLERS_LEAK_GRACE_PERIOD", controller.DefaultLeakGracePeriod), "how long a deleted pod's addresses and endpoints, or a deleted node, stay before the controller releases them; 0 disables [CALICO_KUBE_CONTROLLERS_LEAK_GRACE_PERIOD]")
+	fs.StringVar(&c.K8sNodeRef, "k8s-node-ref", env("CALICO_K8S_NODE_REF", ""), "this node's Kubernetes node name, registered as the Node's k8s orchRef [CALICO_K8S_NODE_REF]")
 	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := registerNode(ctx, c, cfg.NodeName, v4, v6, cfg.ASNumber); err != nil {
+	if err := registerNode(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
 	if err := writeNodeFiles(cfg.LibDir, cfg.NodeName, cfg.MTU); err != nil {
@@ -75,6 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("kube controllers: %w", err)
 		}
+		kc.LeakGracePeriod = cfg.KubeControllersLeakGracePeriod
 		go func() {
 			if err := controller.RunElected(ctx, c, cfg.NodeName, kc); err != nil && ctx.Err() == nil {
 				slog.Error("kube controllers stopped", "err", err)

@@ -7,8 +7,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -50,8 +52,11 @@ func nodeAddrs(cfg Config) (v4, v6 netip.Prefix, err error) {
 }
 
 // registerNode creates or updates this node's Node resource with its BGP
-// addresses. Another node already holding the same address is an error.
-func registerNode(ctx context.Context, c *store.Client, name string, v4, v6 netip.Prefix, asn uint32) error {
+// addresses and, when k8sRef is set, orchRefs [{nodeName: k8sRef,
+// orchestrator: k8s}] as Calico's calico-node writes from
+// CALICO_K8S_NODE_REF (other orchRefs are kept). Another node already
+// holding the same address is an error.
+func registerNode(ctx context.Context, c *store.Client, name, k8sRef string, v4, v6 netip.Prefix, asn uint32) error {
 	k, _ := api.LookupKind("Node")
 	objs, _, err := c.ListResources(ctx, k, "")
 	if err != nil {
@@ -96,6 +101,9 @@ func registerNode(ctx context.Context, c *store.Client, name string, v4, v6 neti
 		if *n.Spec.BGP == (api.NodeBGPSpec{}) {
 			n.Spec.BGP = nil // no addresses (--ip none): Calico stores no bgp section
 		}
+		if k8sRef != "" {
+			n.Spec.OrchRefs = withK8sRef(n.Spec.OrchRefs, k8sRef)
+		}
 		if n.Metadata.ResourceVersion == "" {
 			_, err = c.CreateResource(ctx, n)
 		} else {
@@ -107,6 +115,19 @@ func registerNode(ctx context.Context, c *store.Client, name string, v4, v6 neti
 		return err
 	}
 	return fmt.Errorf("registering node %s: too many conflicts", name)
+}
+
+// withK8sRef is refs with its k8s entry naming node: the first k8s entry
+// changed in place, or one appended when there is none.
+func withK8sRef(refs []api.OrchRef, node string) []api.OrchRef {
+	out := slices.Clone(refs)
+	for i := range out {
+		if out[i].Orchestrator == k8s.OrchestratorK8s {
+			out[i].NodeName = node
+			return out
+		}
+	}
+	return append(out, api.OrchRef{NodeName: node, Orchestrator: k8s.OrchestratorK8s})
 }
 
 func prefixString(p netip.Prefix) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,7 +44,12 @@ var (
 // and the size of the binary, and the CNI plugin starts once per pod.
 type Client struct {
 	server string
+	cfg    *rest.Config
 	dyn    dynamic.Interface
+
+	watchOnce sync.Once
+	watchDyn  dynamic.Interface // without the request timeout (watch.go)
+	watchErr  error
 }
 
 // NewClient loads a kubeconfig (kubeconfigPath when set, else the usual
@@ -58,13 +64,17 @@ func NewClient(kubeconfigPath string) (*Client, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err) // err names the file
 	}
 	cfg.Timeout = RequestTimeout
+	// client-go's default limit (5 requests/s, bursts of 10) would delay
+	// the controller's reconciliations after a burst of changes by 200 ms
+	// per list.
+	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "calico-aio"
 	cfg.WarningHandler = rest.NoWarnings{}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
-	return &Client{server: cfg.Host, dyn: dyn}, nil
+	return &Client{server: cfg.Host, cfg: cfg, dyn: dyn}, nil
 }
 
 // Server is the API server's address from the kubeconfig.

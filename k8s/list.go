@@ -30,6 +30,18 @@ func (c *Client) ListNetworkPolicies(ctx context.Context) ([]NetworkPolicy, erro
 	return out, c.list(ctx, networkPoliciesResource, "network policies", &out)
 }
 
+// ListPods lists the pods of every namespace.
+func (c *Client) ListPods(ctx context.Context) ([]Pod, error) {
+	var out []Pod
+	return out, c.list(ctx, podsResource, "pods", &out)
+}
+
+// ListNodes lists every node.
+func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
+	var out []Node
+	return out, c.list(ctx, nodesResource, "nodes", &out)
+}
+
 // list reads every object of res (all namespaces) and converts the items,
 // through JSON, into out (a pointer to a slice).
 func (c *Client) list(ctx context.Context, res schema.GroupVersionResource, what string, out any) error {

@@ -3,6 +3,9 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/k8s"
@@ -11,19 +14,96 @@ import (
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
+// fakeKube is a stateful fake of the Kubernetes API: lists and GETs answer
+// from the same objects; the err fields make calls fail.
 type fakeKube struct {
-	nss []k8s.Namespace
-	sas []k8s.ServiceAccount
-	nps []k8s.NetworkPolicy
-	err error
+	mu    sync.Mutex
+	nss   []k8s.Namespace
+	sas   []k8s.ServiceAccount
+	nps   []k8s.NetworkPolicy
+	pods  []k8s.Pod
+	nodes []k8s.Node
+	err   error // ListNamespaces
+	// listPodsErr and listNodesErr fail those lists; getErr fails GETs.
+	listPodsErr, listNodesErr, getErr error
+	// hidden are objects a GET finds that the lists leave out (a list
+	// taken just before they were created).
+	hiddenPods  []k8s.Pod
+	hiddenNodes []k8s.Node
+	gets        int
 }
 
-func (f *fakeKube) ListNamespaces(context.Context) ([]k8s.Namespace, error) { return f.nss, f.err }
-func (f *fakeKube) ListServiceAccounts(context.Context) ([]k8s.ServiceAccount, error) {
-	return f.sas, nil
+func (f *fakeKube) ListNamespaces(context.Context) ([]k8s.Namespace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.nss), f.err
 }
+
+func (f *fakeKube) ListServiceAccounts(context.Context) ([]k8s.ServiceAccount, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sas), nil
+}
+
 func (f *fakeKube) ListNetworkPolicies(context.Context) ([]k8s.NetworkPolicy, error) {
-	return f.nps, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.nps), nil
+}
+
+func (f *fakeKube) ListPods(context.Context) ([]k8s.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listPodsErr != nil {
+		return nil, f.listPodsErr
+	}
+	return slices.Clone(f.pods), nil
+}
+
+func (f *fakeKube) ListNodes(context.Context) ([]k8s.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listNodesErr != nil {
+		return nil, f.listNodesErr
+	}
+	return slices.Clone(f.nodes), nil
+}
+
+func (f *fakeKube) GetPod(_ context.Context, ns, name string) (*k8s.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets++
+	if f.getErr != nil {
+		return nil, f.getErr
+	}
+	for _, p := range slices.Concat(f.pods, f.hiddenPods) {
+		if p.Metadata.Namespace == ns && p.Metadata.Name == name {
+			return &p, nil
+		}
+	}
+	return nil, fmt.Errorf("pod %s/%s %w", ns, name, k8s.ErrNotFound)
+}
+
+func (f *fakeKube) GetNode(_ context.Context, name string) (*k8s.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets++
+	if f.getErr != nil {
+		return nil, f.getErr
+	}
+	for _, n := range slices.Concat(f.nodes, f.hiddenNodes) {
+		if n.Metadata.Name == name {
+			return &n, nil
+		}
+	}
+	return nil, fmt.Errorf("node %s %w", name, k8s.ErrNotFound)
+}
+
+// set changes the fake's state under its lock.
+func (f *fakeKube) set(change func(f *fakeKube)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f)
 }
 
 func TestSync(t *testing.T) {
@@ -38,7 +118,8 @@ func TestSync(t *testing.T) {
 	sa := k8s.ServiceAccount{Metadata: k8s.ObjectMeta{Name: "api", Namespace: "shop"}}
 	np := k8s.NetworkPolicy{Metadata: k8s.ObjectMeta{Name: "web", Namespace: "shop"}}
 	f := &fakeKube{nss: []k8s.Namespace{ns}, sas: []k8s.ServiceAccount{sa}, nps: []k8s.NetworkPolicy{np}}
-	c := &Controller{store: cl, kube: f, Logf: t.Logf}
+	c := newController(cl, f)
+	c.Logf = t.Logf
 	if err := c.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
