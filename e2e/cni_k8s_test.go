@@ -32,7 +32,7 @@ type kubeCNIEnv struct {
 	kubeconfig string // the plugin's: the apiserver through the relay
 }
 
-func newKubeCNIEnv(t *testing.T, hostIndex int) *kubeCNIEnv {
+func newKubeCNIEnv(t testing.TB, hostIndex int) *kubeCNIEnv {
 	e := &kubeCNIEnv{cniEnv: newCNIEnv(t, hostIndex)}
 	e.api = kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
 	relay := e.relay(t, strings.TrimPrefix(e.api.URL, "https://"))
@@ -42,7 +42,7 @@ func newKubeCNIEnv(t *testing.T, hostIndex int) *kubeCNIEnv {
 
 // relay listens on the host namespace's loopback and forwards each
 // connection to target in the test's namespace. It returns its address.
-func (e *kubeCNIEnv) relay(t *testing.T, target string) string {
+func (e *kubeCNIEnv) relay(t testing.TB, target string) string {
 	var l net.Listener
 	if err := e.inHost(func() error {
 		var err error
@@ -77,7 +77,7 @@ func (e *kubeCNIEnv) relay(t *testing.T, target string) string {
 
 // writeKubeconfig writes a kubeconfig for the admin user and server (the
 // serving cert is for 127.0.0.1, so any loopback port will do).
-func (e *kubeCNIEnv) writeKubeconfig(t *testing.T, server string) string {
+func (e *kubeCNIEnv) writeKubeconfig(t testing.TB, server string) string {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
