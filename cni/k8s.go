@@ -80,13 +80,22 @@ func (s *session) readKubePod(ctx context.Context, stdin []byte, id identity) (*
 	if err != nil {
 		return nil, ConfigError("kubernetes.kubeconfig", "%v", err)
 	}
+	// The two reads are independent: one round trip instead of two (they
+	// share the connection). The pod's error, when both fail, is the one
+	// reported.
+	var ns *k8s.Namespace
+	nsErr := make(chan error, 1)
+	go func() {
+		var err error
+		ns, err = kc.GetNamespace(ctx, id.namespace)
+		nsErr <- err
+	}()
 	pod, err := kc.GetPod(ctx, id.namespace, id.pod)
+	if err2 := <-nsErr; err == nil && err2 != nil {
+		return nil, kubeError(err2, "the namespace of pod "+id.namespace+"/"+id.pod)
+	}
 	if err != nil {
 		return nil, kubeError(err, "")
-	}
-	ns, err := kc.GetNamespace(ctx, id.namespace)
-	if err != nil {
-		return nil, kubeError(err, "the namespace of pod "+id.namespace+"/"+id.pod)
 	}
 	kp, err := parseKubePod(s.conf, *pod, *ns)
 	if err != nil {
