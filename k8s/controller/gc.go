@@ -23,6 +23,10 @@ type podOrphan struct {
 	wep    *api.WorkloadEndpoint
 	handle string
 	addr   *ipam.ReleaseOptions
+	// addrs are the allocation's addresses. When the pod exists they are
+	// the reason: none of them is among its status.podIPs (an earlier pod
+	// of the same name whose DEL never came, as after a node crash).
+	addrs []netip.Addr
 }
 
 func (o podOrphan) String() string {
@@ -39,8 +43,11 @@ func (o podOrphan) String() string {
 // endpoints whose pod is not in the API, and IPAM allocations whose
 // attributes name such a pod. Each becomes a candidate when first seen
 // and is released only once it has been orphaned for LeakGracePeriod at
-// every pass since and a GET of its pod then answers NotFound. Allocations
-// without pod attributes are never touched; when a list fails, nothing is
+// every pass since and a GET of its pod then answers NotFound. So is an
+// allocation whose pod exists but reports other addresses (status.podIPs):
+// one left by an earlier pod of the same name, released once the GET
+// still shows addresses without it. Allocations without pod attributes
+// are never touched; when a list fails, nothing is
 // released (and the candidates are left as they are).
 func (c *Controller) collectPods(ctx context.Context) error {
 	if c.LeakGracePeriod <= 0 {
@@ -68,25 +75,27 @@ func (c *Controller) collectPods(ctx context.Context) error {
 	}
 	var errs []error
 	for _, pk := range pods {
-		_, err := c.kube.GetPod(ctx, pk.ns, pk.name)
+		live, err := c.kube.GetPod(ctx, pk.ns, pk.name)
+		why := "the pod has been missing from the API since %s (grace period %v) and a GET confirms it is gone"
 		switch {
-		case err == nil: // back (or never gone): not garbage
-			for _, k := range byPod[pk] {
-				c.podGarbage.forget(k)
-			}
-			continue
+		case err == nil:
+			why = "the pod's addresses have not included it since %s (grace period %v) and a GET confirms it"
 		case !errors.Is(err, k8s.ErrNotFound):
 			errs = append(errs, fmt.Errorf("confirming pod %s is gone: %w", pk, err))
 			continue
 		}
 		for _, k := range byPod[pk] {
 			o := orphans[k]
+			if live != nil && (o.wep != nil || !staleFor(*live, o.addrs)) {
+				c.podGarbage.forget(k) // back (or never gone): not garbage
+				continue
+			}
 			freed, err := c.releasePodOrphan(ctx, o)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			c.logf("kube-controllers: released %s%s of pod %s: the pod has been missing from the API since %s (grace period %v) and a GET confirms it is gone",
+			c.logf("kube-controllers: released %s%s of pod %s: "+why,
 				o, addrList(freed), pk, c.podGarbage.since(k).Format(time.RFC3339), c.LeakGracePeriod)
 			c.podGarbage.forget(k)
 		}
@@ -110,32 +119,66 @@ func (c *Controller) podOrphans(ctx context.Context) (map[string]podOrphan, erro
 	if err != nil {
 		return nil, err
 	}
-	exists := make(map[podKey]bool, len(pods))
-	for _, p := range pods {
-		exists[podKey{p.Metadata.Namespace, p.Metadata.Name}] = true
+	exists := make(map[podKey]*k8s.Pod, len(pods))
+	for i, p := range pods {
+		exists[podKey{p.Metadata.Namespace, p.Metadata.Name}] = &pods[i]
 	}
 	out := map[string]podOrphan{}
 	for _, w := range weps {
-		if pk, _ := k8sPodOf(w); !exists[pk] {
+		if pk, _ := k8sPodOf(w); exists[pk] == nil {
 			out["wep/"+w.Metadata.Namespace+"/"+w.Metadata.Name] = podOrphan{pod: pk, wep: w}
 		}
 	}
+	allocs := map[string]podOrphan{}
 	for _, b := range blocks {
 		for _, al := range b.Allocations() {
 			pk := podKey{al.Attrs[ipam.AttrNamespace], al.Attrs[ipam.AttrPod]}
-			if pk.ns == "" || pk.name == "" || exists[pk] {
-				continue // not a pod's, or the pod's still there
+			if pk.ns == "" || pk.name == "" {
+				continue // not a pod's
 			}
-			if al.Handle != "" {
-				out["handle/"+al.Handle] = podOrphan{pod: pk, handle: al.Handle}
-				continue
+			k, o := "handle/"+al.Handle, podOrphan{pod: pk, handle: al.Handle}
+			if al.Handle == "" {
+				seq := al.SequenceNumber
+				k, o = "addr/"+al.Addr.String()+"/"+strconv.FormatUint(seq, 10), podOrphan{pod: pk,
+					addr: &ipam.ReleaseOptions{Addr: al.Addr, SequenceNumber: &seq}}
 			}
-			seq := al.SequenceNumber
-			out["addr/"+al.Addr.String()+"/"+strconv.FormatUint(seq, 10)] = podOrphan{pod: pk,
-				addr: &ipam.ReleaseOptions{Addr: al.Addr, SequenceNumber: &seq}}
+			if prev, ok := allocs[k]; ok {
+				o = prev
+			}
+			o.addrs = append(o.addrs, al.Addr)
+			allocs[k] = o
+		}
+	}
+	for k, o := range allocs {
+		if p := exists[o.pod]; p == nil || staleFor(*p, o.addrs) {
+			out[k] = o
 		}
 	}
 	return out, nil
+}
+
+// staleFor says whether an allocation of pod p's name is not p's own: p
+// reports its addresses (the kubelet sets status.podIPs once the sandbox
+// is up) and none of addrs is among them. A pod reporting none yet owns
+// whatever its name holds.
+func staleFor(p k8s.Pod, addrs []netip.Addr) bool {
+	var ips []string
+	for _, ip := range p.Status.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 && p.Status.PodIP != "" {
+		ips = []string{p.Status.PodIP}
+	}
+	if len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		a, err := netip.ParseAddr(ip)
+		if err == nil && slices.Contains(addrs, a.Unmap()) {
+			return false
+		}
+	}
+	return true
 }
 
 // releasePodOrphan releases one orphan: the endpoint by compare-and-swap

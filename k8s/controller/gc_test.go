@@ -220,6 +220,63 @@ func TestCollectPodsReappearing(t *testing.T) {
 	step(3*testGrace+time.Second, false)
 }
 
+// A pod recreated under the same name after its first incarnation's DEL
+// never came: the old address is released once the pod reports other
+// addresses, the new one never; a pod reporting none keeps everything.
+func TestCollectPodsRecreatedSameName(t *testing.T) {
+	e := newGCEnv(t)
+	old, err := e.al.AutoAssign(e.ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "k8s-pod-network.cold", Node: "n1",
+		Attrs: map[string]string{ipam.AttrNamespace: "shop", ipam.AttrPod: "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addPodNet("n1", "shop", "web") // the new incarnation: handle k8s-pod-network.cweb
+	cur, err := e.al.IPsByHandle(e.ctx, "k8s-pod-network.cweb")
+	if err != nil || len(cur) != 1 {
+		t.Fatalf("new address: %v %v", cur, err)
+	}
+	web := pod("shop", "web", nil)
+	e.kube.pods = []k8s.Pod{web} // no podIPs yet: the pod owns both
+	step := func(at time.Duration, oldHeld bool) {
+		t.Helper()
+		if err := e.sync(at); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.held("k8s-pod-network.cold"); got != oldHeld {
+			t.Errorf("at %v: old address %s held %v, want %v", at, old.Addrs()[0], got, oldHeld)
+		}
+		e.podNet("n1", "shop", "web", true)
+	}
+	step(0, true)
+	step(2*testGrace, true)
+	web.Status.PodIPs = []k8s.PodIP{{IP: cur[0].String()}}
+	e.kube.pods = []k8s.Pod{web}
+	step(2*testGrace+time.Second, true) // candidate from here
+	step(3*testGrace, true)             // not yet
+	// Due, but the GET shows the pod reporting the old address after all
+	// (the list was older): kept and forgotten.
+	e.kube.pods = nil
+	e.kube.hiddenPods = []k8s.Pod{func() k8s.Pod {
+		p := web
+		p.Status.PodIPs = []k8s.PodIP{{IP: old.Addrs()[0].String()}, {IP: cur[0].String()}}
+		return p
+	}()}
+	e.now = time.Unix(1_700_000_000, 0).Add(3*testGrace + time.Second)
+	if err := e.c.collectPods(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !e.held("k8s-pod-network.cold") {
+		t.Fatal("released although the GET showed the pod holding it")
+	}
+	e.kube.hiddenPods = nil
+	e.kube.pods = []k8s.Pod{web}
+	step(3*testGrace+2*time.Second, true) // observed again from here
+	step(4*testGrace+2*time.Second, false)
+	if !e.held("k8s-pod-network.cweb") {
+		t.Error("the pod's own address was released")
+	}
+}
+
 func TestCollectPodsDisabled(t *testing.T) {
 	e := newGCEnv(t)
 	e.c.LeakGracePeriod = 0
