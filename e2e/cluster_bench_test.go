@@ -89,14 +89,28 @@ func procStat(pid int) (cpu time.Duration, rssMB float64) {
 	return cpu, rssMB
 }
 
-// BenchmarkClusterBGP: on a full-mesh cluster, the time from a new block
+// BenchmarkClusterBGP: on full-mesh clusters of 10 and 20 nodes (or the
+// sizes in CLUSTER_BENCH_NODES, comma-separated), the time from a new block
 // on one node to its route on every other node, the time for its withdraw
 // to remove them, and each agent's CPU and memory at rest.
 func BenchmarkClusterBGP(b *testing.B) {
-	n := 10
+	sizes := []int{10, 20}
 	if v := os.Getenv("CLUSTER_BENCH_NODES"); v != "" {
-		n, _ = strconv.Atoi(v)
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 2 {
+				b.Fatalf("CLUSTER_BENCH_NODES: %q is not a node count of 2 or more", f)
+			}
+			sizes = append(sizes, n)
+		}
 	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchClusterBGP(b, n) })
+	}
+}
+
+func benchClusterBGP(b *testing.B, n int) {
 	c := newCluster(b, n, "10.249.0")
 	createPool(b, c.cl, "bench", "10.140.0.0/16", 26)
 	c.startAll()
