@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -32,7 +33,7 @@ func readInput(file string, stdin io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-var docSeparator = regexp.MustCompile(`^---(\s.*)?$`)
+var docSeparator = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^---(\s.*)?$`) })
 
 // splitYAML splits a multi-document YAML stream on "---" lines.
 func splitYAML(data []byte) [][]byte {
@@ -42,7 +43,7 @@ func splitYAML(data []byte) [][]byte {
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if docSeparator.MatchString(line) {
+		if docSeparator().MatchString(line) {
 			docs = append(docs, bytes.Clone(cur.Bytes()))
 			cur.Reset()
 			continue

@@ -4,6 +4,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -29,7 +30,7 @@ func (t *boxTable) add(cells ...string) { t.rows = append(t.rows, cells) }
 
 // plainNumber is what counts as a number for alignment: 64, -3, 0.5 (not
 // 1.2089e+24, which stays left-aligned).
-var plainNumber = regexp.MustCompile(`^-?\d+(\.\d+)?$`)
+var plainNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?\d+(\.\d+)?$`) })
 
 func (t *boxTable) write(w io.Writer) error {
 	widths := make([]int, len(t.header))
@@ -66,7 +67,7 @@ func (t *boxTable) write(w io.Writer) error {
 	rule()
 	for _, r := range t.rows {
 		line(r, func(c string, pad int) (int, int) {
-			if plainNumber.MatchString(c) {
+			if plainNumber().MatchString(c) {
 				return pad, 0
 			}
 			return 0, pad

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -174,7 +175,7 @@ func parseEntity(words []string, i int, dir string, e *api.EntityRule) (int, err
 				return i, fmt.Errorf("give one tag or selector after %q, not several", dir)
 			}
 			if kw == "tag" {
-				if !tagRe.MatchString(v) {
+				if !tagRe().MatchString(v) {
 					return i, fmt.Errorf("tag %q: a tag is a label name (letters, digits, '-', '_', '.', '/')", v)
 				}
 				e.Selector = "has(" + v + ")"
@@ -209,8 +210,10 @@ func parseEntity(words []string, i int, dir string, e *api.EntityRule) (int, err
 }
 
 var (
-	tagRe    = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`)
-	hasTagRe = regexp.MustCompile(`^has\(([A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?)\)$`)
+	tagRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$`) })
+	hasTagRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^has\(([A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?)\)$`)
+	})
 )
 
 // parseNet reads a CIDR or an address (as /32 or /128).
@@ -268,7 +271,7 @@ func entityWords(e api.EntityRule) []string {
 		}
 		w = append(w, "ports", strings.Join(ps, ","))
 	}
-	if m := hasTagRe.FindStringSubmatch(e.Selector); m != nil {
+	if m := hasTagRe().FindStringSubmatch(e.Selector); m != nil {
 		w = append(w, "tag", m[1])
 	} else if e.Selector != "" {
 		w = append(w, "selector", quoteWord(e.Selector))

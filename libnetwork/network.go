@@ -49,7 +49,7 @@ func (d *driver) networkRoutes(m *http.ServeMux) {
 // createNetwork accepts networks whose addresses come from Calico IPAM;
 // the datastore needs nothing until an endpoint joins.
 func (d *driver) createNetwork(_ context.Context, req *CreateNetworkRequest) (*Empty, error) {
-	if !idRe.MatchString(req.NetworkID) {
+	if !idRe().MatchString(req.NetworkID) {
 		return nil, fmt.Errorf("NetworkID %q is not a Docker network ID", req.NetworkID)
 	}
 	if internal, _ := req.Options["com.docker.network.internal"].(bool); internal {

@@ -242,7 +242,7 @@ func (c *BGPConfiguration) Validate() error {
 	f.password("spec.nodeMeshPassword", s.NodeMeshPassword)
 	f.oneOf("spec.bindMode", s.BindMode, "None", "NodeIP")
 	for i, in := range s.IgnoredInterfaces {
-		if in == "*" || !ignoredIfaceRe.MatchString(in) {
+		if in == "*" || !ignoredIfaceRe().MatchString(in) {
 			f.add(idx("spec.ignoredInterfaces", i), in, "is not a valid interface name or pattern")
 		}
 	}

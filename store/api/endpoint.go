@@ -99,7 +99,7 @@ func (w *WorkloadEndpoint) Validate() error {
 	f.name("spec.pod", s.Pod)
 	f.name("spec.endpoint", s.Endpoint)
 	f.name("spec.serviceAccountName", s.ServiceAccountName)
-	if s.ContainerID != "" && !containerIDRe.MatchString(s.ContainerID) {
+	if s.ContainerID != "" && !containerIDRe().MatchString(s.ContainerID) {
 		f.add("spec.containerID", s.ContainerID, "must be alphanumerics and '-', starting and ending with an alphanumeric")
 	}
 	var nets []netip.Prefix

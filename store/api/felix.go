@@ -250,7 +250,7 @@ func (c *FelixConfiguration) Validate() error {
 		}
 	}
 	for i, p := range strings.Split(s.InterfacePrefix, ",") {
-		if s.InterfacePrefix != "" && !interfaceRe.MatchString(p) {
+		if s.InterfacePrefix != "" && !interfaceRe().MatchString(p) {
 			f.add("spec.interfacePrefix", s.InterfacePrefix, "has an invalid prefix at position "+strconv.Itoa(i))
 		}
 	}

@@ -174,7 +174,7 @@ func (f *fieldErrs) policyCommon(tier, sel, saSel string, types []PolicyType, hi
 // types and rules.
 func (p *NetworkPolicy) Validate() error {
 	var f fieldErrs
-	f.meta(&p.Metadata, true, regexNameProblem(npNameRe, "a DNS label, optionally prefixed by '<tier>.'"))
+	f.meta(&p.Metadata, true, regexNameProblem(npNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	s := &p.Spec
 	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
 	return f.join()
@@ -184,7 +184,7 @@ func (p *NetworkPolicy) Validate() error {
 // applyOnForward combinations Calico allows.
 func (p *GlobalNetworkPolicy) Validate() error {
 	var f fieldErrs
-	f.meta(&p.Metadata, false, regexNameProblem(gnpNameRe, "a DNS label, optionally prefixed by '<tier>.'"))
+	f.meta(&p.Metadata, false, regexNameProblem(gnpNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	s := &p.Spec
 	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
 	f.selector("spec.namespaceSelector", s.NamespaceSelector)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/calico-aio/calico-aio/store/selector"
 )
@@ -66,17 +67,24 @@ func (f *fieldErrs) selector(field, s string) {
 // Name formats, as Kubernetes and Calico define them.
 const labelFmt = `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
 
+// Compiled on first use: every process of the binary (each CNI call)
+// would otherwise compile them all at start-up.
 var (
-	subdomainRe    = regexp.MustCompile(`^` + labelFmt + `(\.` + labelFmt + `)*$`)
-	dnsLabelRe     = regexp.MustCompile(`^` + labelFmt + `$`)
-	npNameRe       = regexp.MustCompile(`^(` + labelFmt + `(\.` + labelFmt + `)?|(knp|ossg)\.default\.` + labelFmt + `(\.` + labelFmt + `)*)$`)
-	gnpNameRe      = regexp.MustCompile(`^(` + labelFmt + `\.)?` + labelFmt + `$`)
-	qualifiedRe    = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
-	containerIDRe  = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
-	interfaceRe    = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,15}$`)
-	portNameRe     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	ignoredIfaceRe = regexp.MustCompile(`^[a-zA-Z0-9_.*-]{1,15}$`)
+	subdomainRe    = lazyRegexp(`^` + labelFmt + `(\.` + labelFmt + `)*$`)
+	dnsLabelRe     = lazyRegexp(`^` + labelFmt + `$`)
+	npNameRe       = lazyRegexp(`^(` + labelFmt + `(\.` + labelFmt + `)?|(knp|ossg)\.default\.` + labelFmt + `(\.` + labelFmt + `)*)$`)
+	gnpNameRe      = lazyRegexp(`^(` + labelFmt + `\.)?` + labelFmt + `$`)
+	qualifiedRe    = lazyRegexp(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+	containerIDRe  = lazyRegexp(`^[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
+	interfaceRe    = lazyRegexp(`^[a-zA-Z0-9_.-]{1,15}$`)
+	portNameRe     = lazyRegexp(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	ignoredIfaceRe = lazyRegexp(`^[a-zA-Z0-9_.*-]{1,15}$`)
 )
+
+// lazyRegexp compiles pattern once, when first called.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
 
 // nameCheck returns "" when a name is fine, else what is wrong with it.
 type nameCheck func(string) string
@@ -87,7 +95,7 @@ func subdomainProblem(s string) string {
 		return "is required"
 	case len(s) > 253:
 		return "must be no more than 253 characters"
-	case !subdomainRe.MatchString(s):
+	case !subdomainRe().MatchString(s):
 		return "must consist of lower case alphanumeric characters, '-' or '.', and start and end with an alphanumeric character"
 	}
 	return ""
@@ -99,7 +107,7 @@ func dnsLabelProblem(s string) string {
 		return "is required"
 	case len(s) > 63:
 		return "must be no more than 63 characters"
-	case !dnsLabelRe.MatchString(s):
+	case !dnsLabelRe().MatchString(s):
 		return "must consist of lower case alphanumeric characters or '-', and start and end with an alphanumeric character"
 	}
 	return ""
@@ -149,7 +157,7 @@ func qualifiedNameProblem(k string) string {
 		return "has an empty name part"
 	case len(name) > 63:
 		return "has a name part longer than 63 characters"
-	case !qualifiedRe.MatchString(name):
+	case !qualifiedRe().MatchString(name):
 		return "must consist of alphanumeric characters, '-', '_' or '.', and start and end with an alphanumeric character (with an optional DNS subdomain prefix and '/')"
 	}
 	return ""
@@ -159,7 +167,7 @@ func labelValueProblem(v string) string {
 	switch {
 	case len(v) > 63:
 		return "must be no more than 63 characters"
-	case v != "" && !qualifiedRe.MatchString(v):
+	case v != "" && !qualifiedRe().MatchString(v):
 		return "must be empty or consist of alphanumeric characters, '-', '_' or '.', and start and end with an alphanumeric character"
 	}
 	return ""
@@ -312,7 +320,7 @@ func (f *fieldErrs) iface(field, s string, allowStar bool) {
 	if s == "" || (allowStar && s == "*") {
 		return
 	}
-	if !interfaceRe.MatchString(s) {
+	if !interfaceRe().MatchString(s) {
 		f.add(field, s, "is not a valid interface name (1-15 characters: letters, digits, '_', '.', '-')")
 	}
 }
@@ -323,7 +331,7 @@ func portNameProblem(s string) string {
 		return "is required"
 	case len(s) > 15:
 		return "must be no more than 15 characters"
-	case !portNameRe.MatchString(s) || strings.Contains(s, "--"):
+	case !portNameRe().MatchString(s) || strings.Contains(s, "--"):
 		return "must be lower case alphanumerics and single '-', starting and ending with an alphanumeric"
 	case strings.IndexFunc(s, func(r rune) bool { return r >= 'a' && r <= 'z' }) < 0:
 		return "must contain at least one letter"
