@@ -1,3 +1,5 @@
+//go:build !cnionly
+
 package main
 
 import (

@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -112,6 +114,14 @@ func BenchmarkCNI(b *testing.B) {
 
 	results := []cniRun{measure(b, e, ours, "ours", pods, parallel), measure(b, e, ptp, "ptp", pods, parallel)}
 	results[0].name, results[1].name = "calico (ours)", "ptp+host-local"
+	// The same plugin code built with -tags cnionly: what a binary without
+	// calico-node's and calicoctl's packages would start in (not shipped).
+	lean := withPluginDir(e, leanPluginDir(b), func() cniRun {
+		warm(ours, "warm-lean")
+		return measure(b, e, ours, "lean", pods, parallel)
+	})
+	lean.name = "calico cnionly"
+	results = append(results, lean)
 	o, p := results[0], results[1]
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.Logf("\n%-16s %10s %10s %10s %10s %14s %12s\n", "plugin", "ADD p50", "ADD p99", "DEL p50", "DEL p99", "50 par. ADDs", "CPU/ADD")
@@ -127,7 +137,29 @@ func BenchmarkCNI(b *testing.B) {
 	b.ReportMetric(ms(p.p(p.add, .5)), "ptp-add-p50-ms")
 	b.ReportMetric(ms(p.p(p.del, .5)), "ptp-del-p50-ms")
 	b.ReportMetric(ms(p.parallel), "ptp-50par-ms")
+	b.ReportMetric(ms(lean.p(lean.add, .5)), "cnionly-add-p50-ms")
+	b.ReportMetric(ms(lean.cpuPerAdd), "cnionly-cpu/add-ms")
 	b.ReportMetric(float64(o.p(o.add, .5))/float64(p.p(p.add, .5)), "add-p50-ratio")
 	b.ReportMetric(float64(o.p(o.del, .5))/float64(p.p(p.del, .5)), "del-p50-ratio")
 	b.ReportMetric(float64(o.parallel)/float64(p.parallel), "50par-ratio")
+}
+
+// leanPluginDir builds the binary with -tags cnionly (the CNI roles only)
+// into a directory of its own as "calico".
+func leanPluginDir(b *testing.B) string {
+	dir := b.TempDir()
+	cmd := exec.Command("go", "build", "-tags", "cnionly", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "calico"), "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the cnionly binary: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// withPluginDir runs f with libcni finding the plugins in dir.
+func withPluginDir[T any](e *cniEnv, dir string, f func() T) T {
+	orig := e.cfg
+	e.cfg = libcni.NewCNIConfigWithCacheDir([]string{dir}, e.cache, nil)
+	defer func() { e.cfg = orig }()
+	return f()
 }
