@@ -39,12 +39,22 @@ const DefaultLeakGracePeriod = 15 * time.Minute
 // so that a burst of events costs one reconciliation.
 const Debounce = 20 * time.Millisecond
 
+// DefaultPodSyncInterval is the least time between two reconciliations of
+// pod labels after pod events (Controller.PodSyncInterval when 0): each
+// lists every pod and endpoint, and pods churn far more than policies, so
+// a stream of pod events costs at most one such pass per interval
+// (policies and profiles are not held back).
+const DefaultPodSyncInterval = 250 * time.Millisecond
+
 // Controller reconciles the datastore with the Kubernetes API. Run it from
 // one goroutine at a time.
 type Controller struct {
 	// Resync is the interval between full reconciliations (DefaultResync
 	// when 0).
 	Resync time.Duration
+	// PodSyncInterval is the least time between pod-label passes after pod
+	// events (DefaultPodSyncInterval when 0).
+	PodSyncInterval time.Duration
 	// LeakGracePeriod is how long a deleted pod's endpoints and addresses,
 	// or a deleted node's Calico Node, must stay orphaned before they are
 	// released; 0 disables that garbage collection. New sets it to
@@ -164,15 +174,21 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.logf("kube-controllers: %s: %v", what, err)
 		}
 	}
+	podEvery := c.PodSyncInterval
+	if podEvery <= 0 {
+		podEvery = DefaultPodSyncInterval
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	lastPods := time.Now()
 	report("sync", c.Sync(ctx))
-	var debounce <-chan time.Time
+	var debounce, podsLater <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			lastPods = time.Now()
 			report("sync", c.Sync(ctx))
 		case <-wake.c:
 			if debounce == nil {
@@ -180,7 +196,24 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		case <-debounce:
 			debounce = nil
-			report("sync after change", c.syncGroups(ctx, wake.take()))
+			gs := wake.take()
+			if gs&groupPods != 0 {
+				if wait := podEvery - time.Since(lastPods); wait > 0 {
+					gs &^= groupPods // too soon: once, when the interval is up
+					if podsLater == nil {
+						podsLater = time.After(wait)
+					}
+				} else {
+					lastPods = time.Now()
+				}
+			}
+			if gs != 0 {
+				report("sync after change", c.syncGroups(ctx, gs))
+			}
+		case <-podsLater:
+			podsLater = nil
+			lastPods = time.Now()
+			report("sync after pod changes", c.syncGroups(ctx, groupPods))
 		}
 	}
 }

@@ -31,6 +31,7 @@ type fakeKube struct {
 	hiddenPods  []k8s.Pod
 	hiddenNodes []k8s.Node
 	gets        int
+	podLists    int // ListPods calls
 }
 
 func (f *fakeKube) ListNamespaces(context.Context) ([]k8s.Namespace, error) {
@@ -54,6 +55,7 @@ func (f *fakeKube) ListNetworkPolicies(context.Context) ([]k8s.NetworkPolicy, er
 func (f *fakeKube) ListPods(context.Context) ([]k8s.Pod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.podLists++
 	if f.listPodsErr != nil {
 		return nil, f.listPodsErr
 	}

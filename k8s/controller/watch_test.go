@@ -107,3 +107,86 @@ func TestWaker(t *testing.T) {
 		t.Errorf("second take %b", g)
 	}
 }
+
+// runWatching runs a controller over a watchingKube until the test ends
+// and returns once its pod and policy watches are open.
+func runWatching(t *testing.T, podEvery time.Duration) (*watchingKube, *Controller) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cl := storetest.StartEtcd(t).Client(t)
+	w := &watchingKube{fakeKube: &fakeKube{}, calls: map[string]int{}, changed: map[string]func(){}}
+	c := newController(cl, w)
+	c.Logf = t.Logf
+	c.Resync = time.Hour
+	c.PodSyncInterval = podEvery
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.notify(k8s.WatchPods) || !w.notify(k8s.WatchNetworkPolicies) {
+		if time.Now().After(deadline) {
+			t.Fatal("watches not started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return w, c
+}
+
+func (w *watchingKube) podLists() int {
+	w.fakeKube.mu.Lock()
+	defer w.fakeKube.mu.Unlock()
+	return w.fakeKube.podLists
+}
+
+// A stream of pod events costs at most one pod-label pass per
+// PodSyncInterval, and the last events are still acted on.
+func TestPodEventsRateLimited(t *testing.T) {
+	const every = 100 * time.Millisecond
+	w, _ := runWatching(t, every)
+	time.Sleep(2 * every)
+	before := w.podLists()
+	const burst = time.Second
+	for start := time.Now(); time.Since(start) < burst; time.Sleep(5 * time.Millisecond) {
+		w.notify(k8s.WatchPods)
+	}
+	atLast := w.podLists()
+	passes := atLast - before
+	t.Logf("%v of pod events: %d pod-label passes", burst, passes)
+	// Each pass waits for the interval since the one before: a slow
+	// machine makes fewer, never more (one more for a pass the set-up's
+	// events left pending; without the limit there would be ~40).
+	if most := int(burst/every) + 2; passes > most {
+		t.Errorf("%d pod-label passes in %v, want at most %d", passes, burst, most)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for w.podLists() == atLast {
+		if time.Now().After(deadline) {
+			t.Fatal("the last pod events were never acted on")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Pod events held back do not hold back a policy event: with pod passes
+// at most once an hour, a policy still lands.
+func TestPolicyNotHeldBackByPodEvents(t *testing.T) {
+	w, c := runWatching(t, time.Hour)
+	for i := 0; i < 20; i++ {
+		w.notify(k8s.WatchPods)
+		time.Sleep(2 * time.Millisecond)
+	}
+	w.set(func(f *fakeKube) {
+		f.nps = []k8s.NetworkPolicy{{Metadata: k8s.ObjectMeta{Name: "web", Namespace: "shop"}}}
+	})
+	w.notify(k8s.WatchPods)
+	w.notify(k8s.WatchNetworkPolicies)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := c.store.GetResource(context.Background(), networkPolicyKind, "shop", "knp.default.web"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the policy waited for the held-back pod pass")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
