@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/containernetworking/plugins/pkg/ns"
 )
 
 // cniRun is one plugin set's figures.
@@ -38,53 +37,78 @@ func childCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// measure drives one conflist through libcni: sequential ADDs then DELs of
-// fresh namespaces, then parallel ADDs.
-func measure(b *testing.B, e *cniEnv, l *libcni.NetworkConfigList, prefix string, pods, parallel int) cniRun {
-	r := cniRun{pods: pods, parallelN: parallel}
-	nss := make([]ns.NetNS, pods)
-	for i := range nss {
-		nss[i] = newNS(b)
-	}
-	rts := make([]*libcni.RuntimeConf, pods)
-	cpu0 := childCPU()
-	for i := range nss {
-		rts[i] = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%s%06d", prefix, i), NetNS: nss[i].Path(), IfName: "eth0"}
-		t0 := time.Now()
-		if _, err := e.add(l, rts[i]); err != nil {
-			b.Fatalf("%s ADD %d: %v", prefix, i, err)
+// cniVariant is one plugin set: a conflist and where libcni finds its
+// plugins.
+type cniVariant struct {
+	name, prefix string
+	l            *libcni.NetworkConfigList
+	cfg          *libcni.CNIConfig
+}
+
+// measureAll drives the variants through libcni with fresh namespaces:
+// sequential ADDs, then DELs, interleaved pod by pod so that every variant
+// sees the same machine (this shared machine's speed drifts), then each
+// variant's parallel ADDs.
+func measureAll(b *testing.B, e *cniEnv, vs []cniVariant, pods, parallel int) []cniRun {
+	runs := make([]cniRun, len(vs))
+	rts := make([][]*libcni.RuntimeConf, len(vs))
+	var cpu = make([]time.Duration, len(vs))
+	for j, v := range vs {
+		runs[j] = cniRun{name: v.name, pods: pods, parallelN: parallel}
+		for i := 0; i < pods; i++ {
+			rts[j] = append(rts[j], &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%s%06d", v.prefix, i), NetNS: newNS(b).Path(), IfName: "eth0"})
 		}
-		r.add = append(r.add, time.Since(t0))
 	}
-	r.cpuPerAdd = (childCPU() - cpu0) / time.Duration(pods)
-	for _, rt := range rts {
-		t0 := time.Now()
-		if err := e.del(l, rt); err != nil {
-			b.Fatalf("%s DEL: %v", prefix, err)
-		}
-		r.del = append(r.del, time.Since(t0))
-	}
-	par := make([]*libcni.RuntimeConf, parallel)
-	for i := range par {
-		par[i] = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%spar%04d", prefix, i), NetNS: newNS(b).Path(), IfName: "eth0"}
-	}
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for _, rt := range par {
-		wg.Add(1)
-		go func(rt *libcni.RuntimeConf) {
-			defer wg.Done()
-			if _, err := e.add(l, rt); err != nil {
-				b.Errorf("%s parallel ADD: %v", prefix, err)
+	orig := e.cfg
+	defer func() { e.cfg = orig }()
+	for i := 0; i < pods; i++ {
+		for j, v := range vs {
+			e.cfg = v.cfg
+			cpu0, t0 := childCPU(), time.Now()
+			if _, err := e.add(v.l, rts[j][i]); err != nil {
+				b.Fatalf("%s ADD %d: %v", v.name, i, err)
 			}
-		}(rt)
+			runs[j].add = append(runs[j].add, time.Since(t0))
+			cpu[j] += childCPU() - cpu0
+		}
 	}
-	wg.Wait()
-	r.parallel = time.Since(t0)
-	for _, rt := range par {
-		_ = e.del(l, rt)
+	for j := range vs {
+		runs[j].cpuPerAdd = cpu[j] / time.Duration(pods)
 	}
-	return r
+	for i := 0; i < pods; i++ {
+		for j, v := range vs {
+			e.cfg = v.cfg
+			t0 := time.Now()
+			if err := e.del(v.l, rts[j][i]); err != nil {
+				b.Fatalf("%s DEL: %v", v.name, err)
+			}
+			runs[j].del = append(runs[j].del, time.Since(t0))
+		}
+	}
+	for j, v := range vs {
+		e.cfg = v.cfg
+		par := make([]*libcni.RuntimeConf, parallel)
+		for i := range par {
+			par[i] = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%spar%04d", v.prefix, i), NetNS: newNS(b).Path(), IfName: "eth0"}
+		}
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for _, rt := range par {
+			wg.Add(1)
+			go func(rt *libcni.RuntimeConf) {
+				defer wg.Done()
+				if _, err := e.add(v.l, rt); err != nil {
+					b.Errorf("%s parallel ADD: %v", v.name, err)
+				}
+			}(rt)
+		}
+		wg.Wait()
+		runs[j].parallel = time.Since(t0)
+		for _, rt := range par {
+			_ = e.del(v.l, rt)
+		}
+	}
+	return runs
 }
 
 // BenchmarkCNI runs our plugin and the reference ptp + host-local side by
@@ -101,27 +125,24 @@ func BenchmarkCNI(b *testing.B) {
 	ours := e.conflist("1.0.0", "bench", e.calicoPlugin("node1", ""))
 	ptp := e.conflist("1.0.0", "ptp", fmt.Sprintf(`{"type":"ptp","ipam":{"type":"host-local","subnet":"10.111.0.0/16","dataDir":%q}}`, e.state+"/hl"))
 
-	// Warm both (page cache, first block claim) before measuring.
-	warm := func(l *libcni.NetworkConfigList, id string) {
-		rt := &libcni.RuntimeConf{ContainerID: id, NetNS: newNS(b).Path(), IfName: "eth0"}
-		if _, err := e.add(l, rt); err != nil {
-			b.Fatal(err)
-		}
-		_ = e.del(l, rt)
-	}
-	warm(ours, "warm-ours")
-	warm(ptp, "warm-ptp")
-
-	results := []cniRun{measure(b, e, ours, "ours", pods, parallel), measure(b, e, ptp, "ptp", pods, parallel)}
-	results[0].name, results[1].name = "calico (ours)", "ptp+host-local"
 	// The same plugin code built with -tags cnionly: what a binary without
 	// calico-node's and calicoctl's packages would start in (not shipped).
-	lean := withPluginDir(e, leanPluginDir(b), func() cniRun {
-		warm(ours, "warm-lean")
-		return measure(b, e, ours, "lean", pods, parallel)
-	})
-	lean.name = "calico cnionly"
-	results = append(results, lean)
+	leanCfg := libcni.NewCNIConfigWithCacheDir([]string{leanPluginDir(b)}, e.cache, nil)
+	vs := []cniVariant{{"calico (ours)", "ours", ours, e.cfg}, {"ptp+host-local", "ptp", ptp, e.cfg}, {"calico cnionly", "lean", ours, leanCfg}}
+
+	// Warm each (page cache, first block claim) before measuring.
+	for _, v := range vs {
+		rt := &libcni.RuntimeConf{ContainerID: "warm-" + v.prefix, NetNS: newNS(b).Path(), IfName: "eth0"}
+		orig := e.cfg
+		e.cfg = v.cfg
+		if _, err := e.add(v.l, rt); err != nil {
+			b.Fatal(err)
+		}
+		_ = e.del(v.l, rt)
+		e.cfg = orig
+	}
+	results := measureAll(b, e, vs, pods, parallel)
+	lean := results[2]
 	o, p := results[0], results[1]
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.Logf("\n%-16s %10s %10s %10s %10s %14s %12s\n", "plugin", "ADD p50", "ADD p99", "DEL p50", "DEL p99", "50 par. ADDs", "CPU/ADD")
@@ -154,12 +175,4 @@ func leanPluginDir(b *testing.B) string {
 		b.Fatalf("building the cnionly binary: %v\n%s", err, out)
 	}
 	return dir
-}
-
-// withPluginDir runs f with libcni finding the plugins in dir.
-func withPluginDir[T any](e *cniEnv, dir string, f func() T) T {
-	orig := e.cfg
-	e.cfg = libcni.NewCNIConfigWithCacheDir([]string{dir}, e.cache, nil)
-	defer func() { e.cfg = orig }()
-	return f()
 }
