@@ -25,7 +25,7 @@ import (
 // is checked with TCP connections.
 
 // kpTimeout bounds each wait: the controller reacts to watch events (its
-// resync, the fallback, is 5 s), then the agent programs the change.
+// resync, the fallback, is a minute), then the agent programs the change.
 const kpTimeout = 15 * time.Second
 
 // kpPorts are the ports every pod listens on and every probe tries.

@@ -29,7 +29,10 @@ import (
 )
 
 // DefaultResync is how often Run reconciles everything when Resync is zero.
-const DefaultResync = 5 * time.Second
+// Watches carry the changes; the resync is the safety net (and the clock
+// of the garbage collection's observations), and each one lists every
+// namespace, service account, policy, pod and node, so it is not frequent.
+const DefaultResync = time.Minute
 
 // DefaultLeakGracePeriod is how long an address, endpoint or node must
 // stay orphaned before it is released (Calico's leakGracePeriod).
