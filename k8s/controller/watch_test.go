@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/k8s"
+	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -45,50 +46,43 @@ func (w *watchingKube) notify(what string) bool {
 	return false
 }
 
-func TestRunReactsToWatchEvents(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cl := storetest.StartEtcd(t).Client(t)
-	w := &watchingKube{fakeKube: &fakeKube{}, calls: map[string]int{}, changed: map[string]func(){}}
-	c := newController(cl, w)
-	c.Logf = t.Logf
-	c.Resync = time.Hour
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
+// waitUntil polls cond every 5 ms, failing the test after 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	// The failed first watch is retried.
-	waitFor("watch restarted", func() bool { return w.notify(k8s.WatchNetworkPolicies) })
+}
 
+// stored says whether the datastore holds kind ns/name.
+func stored(c *Controller, kind api.KindInfo, ns, name string) func() bool {
+	return func() bool {
+		_, err := c.store.GetResource(context.Background(), kind, ns, name)
+		return err == nil
+	}
+}
+
+func TestRunReactsToWatchEvents(t *testing.T) {
+	// runWatching returns once the failed first watches were retried.
+	w, c := runWatching(t, 0)
 	w.set(func(f *fakeKube) {
 		f.nps = []k8s.NetworkPolicy{{Metadata: k8s.ObjectMeta{Name: "web", Namespace: "shop"}}}
 	})
 	start := time.Now()
 	w.notify(k8s.WatchNetworkPolicies)
-	waitFor("policy written", func() bool {
-		_, err := cl.GetResource(ctx, networkPolicyKind, "shop", "knp.default.web")
-		return err == nil
-	})
+	waitUntil(t, "policy written", stored(c, networkPolicyKind, "shop", "knp.default.web"))
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("policy written %v after the event", d)
 	}
 
-	waitFor("namespace watch", func() bool { return w.notify(k8s.WatchNamespaces) })
+	waitUntil(t, "namespace watch", func() bool { return w.notify(k8s.WatchNamespaces) })
 	w.set(func(f *fakeKube) { f.nss = []k8s.Namespace{{Metadata: k8s.ObjectMeta{Name: "shop"}}} })
 	w.notify(k8s.WatchNamespaces)
-	waitFor("profile written", func() bool {
-		_, err := cl.GetResource(ctx, profileKind, "", "kns.shop")
-		return err == nil
-	})
+	waitUntil(t, "profile written", stored(c, profileKind, "", "kns.shop"))
 }
 
 func TestWaker(t *testing.T) {
@@ -121,13 +115,7 @@ func runWatching(t *testing.T, podEvery time.Duration) (*watchingKube, *Controll
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(5 * time.Second)
-	for !w.notify(k8s.WatchPods) || !w.notify(k8s.WatchNetworkPolicies) {
-		if time.Now().After(deadline) {
-			t.Fatal("watches not started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "watches (re)started", func() bool { return w.notify(k8s.WatchPods) && w.notify(k8s.WatchNetworkPolicies) })
 	return w, c
 }
 
@@ -157,13 +145,7 @@ func TestPodEventsRateLimited(t *testing.T) {
 	if most := int(burst/every) + 2; passes > most {
 		t.Errorf("%d pod-label passes in %v, want at most %d", passes, burst, most)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for w.podLists() == atLast {
-		if time.Now().After(deadline) {
-			t.Fatal("the last pod events were never acted on")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "a pod-label pass for the last pod events", func() bool { return w.podLists() != atLast })
 }
 
 // Pod events held back do not hold back a policy event: with pod passes
@@ -179,14 +161,5 @@ func TestPolicyNotHeldBackByPodEvents(t *testing.T) {
 	})
 	w.notify(k8s.WatchPods)
 	w.notify(k8s.WatchNetworkPolicies)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := c.store.GetResource(context.Background(), networkPolicyKind, "shop", "knp.default.web"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the policy waited for the held-back pod pass")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "the policy, not held back by the pod pass", stored(c, networkPolicyKind, "shop", "knp.default.web"))
 }
