@@ -518,19 +518,24 @@ func TestInstallErrors(t *testing.T) {
 		{"enable into a root", nil, []string{"--source", fakeBinary(t), "--systemd", "--enable"}, "--enable"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			r := install(t, root, tc.env, tc.args...)
-			if r.code == 0 {
-				t.Fatalf("exit 0, want an error\nstdout:\n%s", r.stdout)
-			}
-			if !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "error") {
-				t.Errorf("stderr %q does not name %q", r.stderr, tc.want)
-			}
-			if got := files(tree(t, root)); len(got) != 0 {
-				t.Errorf("a failed install left files behind: %v", got)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { installFails(t, tc.env, tc.want, tc.args...) })
+	}
+}
+
+// installFails expects an install into a fresh root to fail with an error
+// naming want and to leave nothing there.
+func installFails(t *testing.T, env map[string]string, want string, args ...string) {
+	t.Helper()
+	root := t.TempDir()
+	r := install(t, root, env, args...)
+	if r.code == 0 {
+		t.Fatalf("exit 0, want an error\nstdout:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "error") {
+		t.Errorf("stderr %q does not name %q", r.stderr, want)
+	}
+	if got := files(tree(t, root)); len(got) != 0 {
+		t.Errorf("a failed install left files behind: %v", got)
 	}
 }
 

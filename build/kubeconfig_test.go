@@ -9,13 +9,6 @@ package build_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -28,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/calico-aio/calico-aio/k8s"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 const (
@@ -84,31 +78,15 @@ func replaceFile(t *testing.T, path string, b []byte) {
 	}
 }
 
-// testCA is a self-signed CA certificate in PEM.
+// testCA is a fresh self-signed CA certificate in PEM.
 func testCA(t *testing.T) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caFile, _, _, _, _ := storetest.WriteTestCerts(t, t.TempDir())
+	b, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "install-cni test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return b
 }
 
 // podEnv is the environment install-cni sees in a pod: the kubelet's
@@ -339,17 +317,7 @@ func TestInstallKubeconfigErrors(t *testing.T) {
 			sa := fakeServiceAccount(t, testToken)
 			env := podEnv(sa, "10.96.0.1", "443")
 			tc.change(env, sa)
-			root := t.TempDir()
-			r := install(t, root, env, "--source", fakeBinary(t))
-			if r.code == 0 {
-				t.Fatalf("exit 0, want an error\nstdout:\n%s", r.stdout)
-			}
-			if !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "error") {
-				t.Errorf("stderr %q does not name %q", r.stderr, tc.want)
-			}
-			if got := files(tree(t, root)); len(got) != 0 {
-				t.Errorf("a failed install left files behind: %v", got)
-			}
+			installFails(t, env, tc.want, "--source", fakeBinary(t))
 		})
 	}
 }
