@@ -150,11 +150,13 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var err error
-	for time.Now().Before(deadline) {
+	// Poll soon at first (the tests log how quickly things happen), then
+	// every 100 ms.
+	for pause := 10 * time.Millisecond; time.Now().Before(deadline); pause = min(2*pause, 100*time.Millisecond) {
 		if err = cond(); err == nil {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(pause)
 	}
 	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
 }

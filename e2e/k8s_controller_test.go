@@ -95,20 +95,6 @@ func TestK8sController(t *testing.T) {
 		}
 	})
 
-	waitFor := func(what string, cond func() error) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := cond()
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
 	profileLabels := func(name string, want map[string]string) func() error {
 		return func() error {
 			r, err := cl.GetResource(ctx, ctlProfileKind(), "", name)
@@ -147,20 +133,20 @@ func TestK8sController(t *testing.T) {
 		}
 	}
 
-	waitFor("kns.shop", profileLabels("kns.shop", map[string]string{"pcns.team": "a", "pcns.projectcalico.org/name": "shop", "pcns.kubernetes.io/metadata.name": "shop"}))
-	waitFor("ksa.shop.api", profileLabels("ksa.shop.api", map[string]string{"pcsa.tier": "back", "pcsa.projectcalico.org/name": "api"}))
-	waitFor("knp.default.web", policyIs(npObj))
+	eventually(t, 10*time.Second, "kns.shop", profileLabels("kns.shop", map[string]string{"pcns.team": "a", "pcns.projectcalico.org/name": "shop", "pcns.kubernetes.io/metadata.name": "shop"}))
+	eventually(t, 10*time.Second, "ksa.shop.api", profileLabels("ksa.shop.api", map[string]string{"pcsa.tier": "back", "pcsa.projectcalico.org/name": "api"}))
+	eventually(t, 10*time.Second, "knp.default.web", policyIs(npObj))
 
 	// Updates follow.
 	do(http.MethodPut, "/api/v1/namespaces/shop", nsObj(map[string]string{"team": "b"}), http.StatusOK)
 	npObj["spec"].(map[string]any)["podSelector"] = map[string]any{"matchLabels": map[string]any{"app": "web2"}}
 	do(http.MethodPut, "/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies/web", npObj, http.StatusOK)
-	waitFor("kns.shop updated", profileLabels("kns.shop", map[string]string{"pcns.team": "b", "pcns.projectcalico.org/name": "shop", "pcns.kubernetes.io/metadata.name": "shop"}))
-	waitFor("knp.default.web updated", policyIs(npObj))
+	eventually(t, 10*time.Second, "kns.shop updated", profileLabels("kns.shop", map[string]string{"pcns.team": "b", "pcns.projectcalico.org/name": "shop", "pcns.kubernetes.io/metadata.name": "shop"}))
+	eventually(t, 10*time.Second, "knp.default.web updated", policyIs(npObj))
 
 	// Deletion follows.
 	do(http.MethodDelete, "/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies/web", nil, http.StatusOK)
-	waitFor("knp.default.web deleted", func() error {
+	eventually(t, 10*time.Second, "knp.default.web deleted", func() error {
 		_, err := cl.GetResource(ctx, ctlPolicyKind(), "shop", "knp.default.web")
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -180,7 +166,7 @@ func TestK8sController(t *testing.T) {
 	delete(insts, first)
 	stopped := time.Now()
 	do(http.MethodPut, "/api/v1/namespaces/shop", nsObj(map[string]string{"team": "c"}), http.StatusOK)
-	waitFor("kns.shop updated by the new leader", profileLabels("kns.shop", map[string]string{"pcns.team": "c", "pcns.projectcalico.org/name": "shop", "pcns.kubernetes.io/metadata.name": "shop"}))
+	eventually(t, 10*time.Second, "kns.shop updated by the new leader", profileLabels("kns.shop", map[string]string{"pcns.team": "c", "pcns.projectcalico.org/name": "shop", "pcns.kubernetes.io/metadata.name": "shop"}))
 	mu.Lock()
 	second := leader
 	mu.Unlock()
@@ -233,7 +219,7 @@ func TestK8sControllerPods(t *testing.T) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = c.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
-		kcWait(t, "first sync", 10*time.Second, func() error {
+		eventually(t, 10*time.Second, "first sync", func() error {
 			_, err := cl.GetResource(ctx, ctlProfileKind(), "", "kns."+ns)
 			return err
 		})
@@ -260,7 +246,7 @@ func TestK8sControllerPods(t *testing.T) {
 			"labels": map[string]any{"app": "web2", "tier": "front", api.LabelNamespace: "bank"}}}, http.StatusOK)
 		want := map[string]string{"app": "web2", "tier": "front", api.LabelNamespace: ns,
 			api.LabelOrchestrator: "k8s", api.LabelServiceAccount: "shopper"}
-		kcWait(t, "endpoint labels", 5*time.Second, func() error {
+		eventually(t, 5*time.Second, "endpoint labels", func() error {
 			r, err := cl.GetResource(ctx, kcWEPKind(), ns, w.Metadata.Name)
 			if err != nil {
 				return err
@@ -281,7 +267,7 @@ func TestK8sControllerPods(t *testing.T) {
 		do(t, http.MethodPost, "/apis/networking.k8s.io/v1/namespaces/"+ns+"/networkpolicies", map[string]any{
 			"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": map[string]any{"name": "web"},
 			"spec": map[string]any{"podSelector": map[string]any{}}}, http.StatusCreated)
-		kcWait(t, "knp.default.web", 5*time.Second, func() error {
+		eventually(t, 5*time.Second, "knp.default.web", func() error {
 			_, err := cl.GetResource(ctx, ctlPolicyKind(), ns, "knp.default.web")
 			return err
 		})
@@ -444,23 +430,6 @@ func kcEndpoint(ns, node, pod, containerID string, addr netip.Addr) *api.Workloa
 		ContainerID: containerID, InterfaceName: "cali" + containerID[len(containerID)-4:],
 		IPNetworks: []string{netip.PrefixFrom(addr, addr.BitLen()).String()}, Profiles: []string{"kns." + ns}}
 	return w
-}
-
-// kcWait polls cond every 20 ms until it returns nil, failing the test
-// after timeout.
-func kcWait(t *testing.T, what string, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func kcWEPKind() api.KindInfo { return kcKind("WorkloadEndpoint") }
