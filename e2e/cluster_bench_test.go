@@ -154,14 +154,13 @@ func benchClusterBGP(b *testing.B, n int) {
 	}
 	slices.Sort(adds)
 	slices.Sort(dels)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	cpuPct := 100 * sumCPU.Seconds() / float64(n) / 5
 	b.Logf("%d-node full mesh: new block -> route on all %d others p50 %.1f ms p99 %.1f ms; withdraw -> gone everywhere p50 %.1f ms p99 %.1f ms; agent RSS avg %.1f MB max %.1f MB (private anonymous max %.1f MB); idle CPU %.2f%% of a core per agent",
-		n, n-1, ms(adds[len(adds)/2]), ms(adds[len(adds)*99/100]), ms(dels[len(dels)/2]), ms(dels[len(dels)*99/100]), sumRSS/float64(n), maxRSS, maxAnon, cpuPct)
-	b.ReportMetric(ms(adds[len(adds)/2]), "propagate-p50-ms")
-	b.ReportMetric(ms(adds[len(adds)*99/100]), "propagate-p99-ms")
-	b.ReportMetric(ms(dels[len(dels)/2]), "withdraw-p50-ms")
-	b.ReportMetric(ms(dels[len(dels)*99/100]), "withdraw-p99-ms")
+		n, n-1, millis(adds[len(adds)/2]), millis(adds[len(adds)*99/100]), millis(dels[len(dels)/2]), millis(dels[len(dels)*99/100]), sumRSS/float64(n), maxRSS, maxAnon, cpuPct)
+	b.ReportMetric(millis(adds[len(adds)/2]), "propagate-p50-ms")
+	b.ReportMetric(millis(adds[len(adds)*99/100]), "propagate-p99-ms")
+	b.ReportMetric(millis(dels[len(dels)/2]), "withdraw-p50-ms")
+	b.ReportMetric(millis(dels[len(dels)*99/100]), "withdraw-p99-ms")
 	b.ReportMetric(maxRSS, "agent-max-rss-MB")
 	b.ReportMetric(maxAnon, "agent-max-private-MB")
 	b.ReportMetric(cpuPct, "agent-idle-cpu-%")

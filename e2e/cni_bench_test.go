@@ -25,11 +25,17 @@ type cniRun struct {
 	name, desc string
 }
 
-func (r cniRun) p(d []time.Duration, q float64) time.Duration {
+func (r cniRun) p(d []time.Duration, q float64) time.Duration { return quantile(d, q) }
+
+// quantile is the q quantile (nearest rank below) of d.
+func quantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[int(q*float64(len(s)-1))]
 }
+
+// millis is a duration in milliseconds, for ReportMetric and tables.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func childCPU() time.Duration {
 	var ru syscall.Rusage
@@ -144,22 +150,21 @@ func BenchmarkCNI(b *testing.B) {
 	results := measureAll(b, e, vs, pods, parallel)
 	lean := results[2]
 	o, p := results[0], results[1]
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.Logf("\n%-16s %10s %10s %10s %10s %14s %12s\n", "plugin", "ADD p50", "ADD p99", "DEL p50", "DEL p99", "50 par. ADDs", "CPU/ADD")
 	for _, r := range results {
-		b.Logf("%-16s %8.1fms %8.1fms %8.1fms %8.1fms %12.0fms %10.1fms", r.name, ms(r.p(r.add, .5)), ms(r.p(r.add, .99)),
-			ms(r.p(r.del, .5)), ms(r.p(r.del, .99)), ms(r.parallel), ms(r.cpuPerAdd))
+		b.Logf("%-16s %8.1fms %8.1fms %8.1fms %8.1fms %12.0fms %10.1fms", r.name, millis(r.p(r.add, .5)), millis(r.p(r.add, .99)),
+			millis(r.p(r.del, .5)), millis(r.p(r.del, .99)), millis(r.parallel), millis(r.cpuPerAdd))
 	}
-	b.ReportMetric(ms(o.p(o.add, .5)), "ours-add-p50-ms")
-	b.ReportMetric(ms(o.p(o.add, .99)), "ours-add-p99-ms")
-	b.ReportMetric(ms(o.p(o.del, .5)), "ours-del-p50-ms")
-	b.ReportMetric(ms(o.parallel), "ours-50par-ms")
-	b.ReportMetric(ms(o.cpuPerAdd), "ours-cpu/add-ms")
-	b.ReportMetric(ms(p.p(p.add, .5)), "ptp-add-p50-ms")
-	b.ReportMetric(ms(p.p(p.del, .5)), "ptp-del-p50-ms")
-	b.ReportMetric(ms(p.parallel), "ptp-50par-ms")
-	b.ReportMetric(ms(lean.p(lean.add, .5)), "cnionly-add-p50-ms")
-	b.ReportMetric(ms(lean.cpuPerAdd), "cnionly-cpu/add-ms")
+	b.ReportMetric(millis(o.p(o.add, .5)), "ours-add-p50-ms")
+	b.ReportMetric(millis(o.p(o.add, .99)), "ours-add-p99-ms")
+	b.ReportMetric(millis(o.p(o.del, .5)), "ours-del-p50-ms")
+	b.ReportMetric(millis(o.parallel), "ours-50par-ms")
+	b.ReportMetric(millis(o.cpuPerAdd), "ours-cpu/add-ms")
+	b.ReportMetric(millis(p.p(p.add, .5)), "ptp-add-p50-ms")
+	b.ReportMetric(millis(p.p(p.del, .5)), "ptp-del-p50-ms")
+	b.ReportMetric(millis(p.parallel), "ptp-50par-ms")
+	b.ReportMetric(millis(lean.p(lean.add, .5)), "cnionly-add-p50-ms")
+	b.ReportMetric(millis(lean.cpuPerAdd), "cnionly-cpu/add-ms")
 	b.ReportMetric(float64(o.p(o.add, .5))/float64(p.p(p.add, .5)), "add-p50-ratio")
 	b.ReportMetric(float64(o.p(o.del, .5))/float64(p.p(p.del, .5)), "del-p50-ratio")
 	b.ReportMetric(float64(o.parallel)/float64(p.parallel), "50par-ratio")

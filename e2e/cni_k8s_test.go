@@ -98,20 +98,38 @@ current-context: test
 	return path
 }
 
-// create POSTs a core/v1 object.
-func (e *kubeCNIEnv) create(t *testing.T, path string, obj map[string]any) {
+// do sends a request to the API and fails unless the status is want; it
+// returns the body.
+func (e *kubeCNIEnv) do(t testing.TB, method, path string, obj any, want int) []byte {
 	t.Helper()
-	if code, body := e.api.Do(t, http.MethodPost, path, obj); code != http.StatusCreated {
-		t.Fatalf("POST %s: %d %s", path, code, body)
+	code, body := e.api.Do(t, method, path, obj)
+	if code != want {
+		t.Fatalf("%s %s: %d %s", method, path, code, body)
 	}
+	return body
 }
 
-func (e *kubeCNIEnv) createPod(t *testing.T, namespace, name, sa string, labels, annotations map[string]string) {
+// create POSTs an object.
+func (e *kubeCNIEnv) create(t testing.TB, path string, obj map[string]any) {
+	t.Helper()
+	e.do(t, http.MethodPost, path, obj, http.StatusCreated)
+}
+
+// createPod creates a pod bound to node1 whose container has the ports
+// "http" 8080 and an unnamed 9000.
+func (e *kubeCNIEnv) createPod(t testing.TB, namespace, name, sa string, labels, annotations map[string]string) {
+	t.Helper()
+	e.createPodWith(t, namespace, name, sa, labels, annotations,
+		[]map[string]any{{"name": "http", "containerPort": 8080}, {"containerPort": 9000}})
+}
+
+// createPodWith creates a pod bound to node1 with one container and its
+// ports; sa "" leaves the service account out.
+func (e *kubeCNIEnv) createPodWith(t testing.TB, namespace, name, sa string, labels, annotations map[string]string, ports []map[string]any) {
 	t.Helper()
 	spec := map[string]any{
-		"nodeName": "node1",
-		"containers": []map[string]any{{"name": "app", "image": "registry.k8s.io/pause:3.10",
-			"ports": []map[string]any{{"name": "http", "containerPort": 8080}, {"containerPort": 9000}}}},
+		"nodeName":   "node1",
+		"containers": []map[string]any{{"name": "app", "image": "registry.k8s.io/pause:3.10", "ports": ports}},
 	}
 	if sa != "" {
 		spec["serviceAccountName"] = sa
@@ -129,9 +147,16 @@ func (e *kubeCNIEnv) conflist(kubeconfig, extra, ipamConf string) *libcni.Networ
 		e.etcd.Endpoints()[0], e.state+"/lib", e.state+"/run", kubeconfig, extra, ipamConf))
 }
 
-func podRuntime(t *testing.T, namespace, name string) *libcni.RuntimeConf {
+// podRuntime is the kubelet's CNI call for pod namespace/name, in a fresh
+// network namespace.
+func podRuntime(t testing.TB, namespace, name string) *libcni.RuntimeConf {
+	return podRuntimeIn(newNS(t), namespace, name)
+}
+
+// podRuntimeIn is the kubelet's CNI call for pod namespace/name in n.
+func podRuntimeIn(n ns.NetNS, namespace, name string) *libcni.RuntimeConf {
 	id := "ctr-" + namespace + "-" + name
-	return &libcni.RuntimeConf{ContainerID: id, NetNS: newNS(t).Path(), IfName: "eth0", Args: [][2]string{
+	return &libcni.RuntimeConf{ContainerID: id, NetNS: n.Path(), IfName: "eth0", Args: [][2]string{
 		{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", namespace}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", id}}}
 }
 

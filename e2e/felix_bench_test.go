@@ -101,12 +101,11 @@ func BenchmarkAgentScale(b *testing.B) {
 	}
 	slices.Sort(lat)
 	rss := agentRSS(agent)
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.Logf("%d endpoints, %d policies: full programming %v; policy write -> enforced p50 %.1f ms p99 %.1f ms; %d iptables rules (%d in policy chains, %d in endpoint chains); agent RSS %.1f MB",
-		eps, pols, fullProgram.Round(time.Millisecond), ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), rulesTotal, policyRules, endpointRules, rss)
-	b.ReportMetric(ms(fullProgram), "full-program-ms")
-	b.ReportMetric(ms(lat[len(lat)/2]), "enforce-p50-ms")
-	b.ReportMetric(ms(lat[len(lat)*99/100]), "enforce-p99-ms")
+		eps, pols, fullProgram.Round(time.Millisecond), millis(lat[len(lat)/2]), millis(lat[len(lat)*99/100]), rulesTotal, policyRules, endpointRules, rss)
+	b.ReportMetric(millis(fullProgram), "full-program-ms")
+	b.ReportMetric(millis(lat[len(lat)/2]), "enforce-p50-ms")
+	b.ReportMetric(millis(lat[len(lat)*99/100]), "enforce-p99-ms")
 	b.ReportMetric(float64(rulesTotal), "iptables-rules")
 	b.ReportMetric(float64(policyRules), "policy-chain-rules")
 	b.ReportMetric(float64(endpointRules), "endpoint-chain-rules")

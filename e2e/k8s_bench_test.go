@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -17,16 +16,6 @@ import (
 
 	"github.com/calico-aio/calico-aio/k8s"
 )
-
-// kbMS is a duration in milliseconds, for ReportMetric.
-func kbMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// kbQuantile is the q quantile (nearest rank below) of d.
-func kbQuantile(d []time.Duration, q float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1))]
-}
 
 func kbEnvInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -47,24 +36,17 @@ func BenchmarkCNIK8s(b *testing.B) {
 	createPool(b, e.cl, "bench", "10.161.0.0/16", 26)
 	createNode(b, e.cl, "node1")
 	kpNamespace(b, e, "bench", map[string]string{"team": "bench"})
-	kpDo(b, e, http.MethodPost, "/api/v1/namespaces/bench/serviceaccounts", map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
-		"metadata": map[string]any{"name": "runner", "labels": map[string]string{"role": "bench"}}}, http.StatusCreated)
+	e.create(b, "/api/v1/namespaces/bench/serviceaccounts", map[string]any{"apiVersion": "v1", "kind": "ServiceAccount",
+		"metadata": map[string]any{"name": "runner", "labels": map[string]string{"role": "bench"}}})
 	kube := e.conflist(e.kubeconfig, "", `{"type":"calico-ipam"}`)
 	noAPI := e.cniEnv.conflist("1.0.0", "k8s-pod-network", e.calicoPlugin("node1", ""))
 
 	// The API's pods (the no-API path needs none).
 	podIn := func(name string) {
-		kpDo(b, e, http.MethodPost, "/api/v1/namespaces/bench/pods", map[string]any{"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": name, "labels": map[string]string{"app": "bench"}},
-			"spec": map[string]any{"nodeName": "node1", "serviceAccountName": "runner", "containers": []map[string]any{{
-				"name": "app", "image": "registry.k8s.io/pause:3.10", "ports": []map[string]any{{"name": "http", "containerPort": 80}}}}},
-		}, http.StatusCreated)
+		e.createPodWith(b, "bench", name, "runner", map[string]string{"app": "bench"}, nil,
+			[]map[string]any{{"name": "http", "containerPort": 80}})
 	}
-	rtFor := func(name string) *libcni.RuntimeConf {
-		id := "ctr-" + name
-		return &libcni.RuntimeConf{ContainerID: id, NetNS: newNS(b).Path(), IfName: "eth0", Args: [][2]string{
-			{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "bench"}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", id}}}
-	}
+	rtFor := func(name string) *libcni.RuntimeConf { return podRuntime(b, "bench", name) }
 	for i := range pods {
 		podIn(fmt.Sprintf("k%04d", i))
 	}
@@ -124,18 +106,18 @@ func BenchmarkCNIK8s(b *testing.B) {
 	b.Logf("\n%d pods each, through libcni, fresh netns per pod\n%-10s %-30s %9s %9s %9s %9s %9s", pods,
 		"path", "netconf", "ADD p50", "ADD p99", "DEL p50", "DEL p99", "CPU/ADD")
 	for _, r := range runs {
-		b.Logf("%-10s %-30s %7.1fms %7.1fms %7.1fms %7.1fms %7.1fms", r.name, r.desc, kbMS(r.p(r.add, .5)), kbMS(r.p(r.add, .99)),
-			kbMS(r.p(r.del, .5)), kbMS(r.p(r.del, .99)), kbMS(r.cpuPerAdd))
+		b.Logf("%-10s %-30s %7.1fms %7.1fms %7.1fms %7.1fms %7.1fms", r.name, r.desc, millis(r.p(r.add, .5)), millis(r.p(r.add, .99)),
+			millis(r.p(r.del, .5)), millis(r.p(r.del, .99)), millis(r.cpuPerAdd))
 	}
-	b.ReportMetric(kbMS(k.p(k.add, .5)), "k8s-add-p50-ms")
-	b.ReportMetric(kbMS(k.p(k.add, .99)), "k8s-add-p99-ms")
-	b.ReportMetric(kbMS(k.p(k.del, .5)), "k8s-del-p50-ms")
-	b.ReportMetric(kbMS(k.cpuPerAdd), "k8s-cpu/add-ms")
-	b.ReportMetric(kbMS(n.p(n.add, .5)), "noapi-add-p50-ms")
-	b.ReportMetric(kbMS(n.p(n.add, .99)), "noapi-add-p99-ms")
-	b.ReportMetric(kbMS(n.p(n.del, .5)), "noapi-del-p50-ms")
-	b.ReportMetric(kbMS(n.cpuPerAdd), "noapi-cpu/add-ms")
-	b.ReportMetric(kbMS(k.p(k.add, .5)-n.p(n.add, .5)), "api-add-p50-cost-ms")
+	b.ReportMetric(millis(k.p(k.add, .5)), "k8s-add-p50-ms")
+	b.ReportMetric(millis(k.p(k.add, .99)), "k8s-add-p99-ms")
+	b.ReportMetric(millis(k.p(k.del, .5)), "k8s-del-p50-ms")
+	b.ReportMetric(millis(k.cpuPerAdd), "k8s-cpu/add-ms")
+	b.ReportMetric(millis(n.p(n.add, .5)), "noapi-add-p50-ms")
+	b.ReportMetric(millis(n.p(n.add, .99)), "noapi-add-p99-ms")
+	b.ReportMetric(millis(n.p(n.del, .5)), "noapi-del-p50-ms")
+	b.ReportMetric(millis(n.cpuPerAdd), "noapi-cpu/add-ms")
+	b.ReportMetric(millis(k.p(k.add, .5)-n.p(n.add, .5)), "api-add-p50-cost-ms")
 }
 
 // kbDial is one TCP connect from n with a timeout.
@@ -230,7 +212,7 @@ func BenchmarkK8sPolicyEnforcement(b *testing.B) {
 		addr := hostPort(to.net.ip, 80)
 		stored := make(chan time.Duration, 1)
 		t0 := time.Now()
-		kpDo(b, e, http.MethodPost, kpPolicyPath("bench"), obj, http.StatusCreated)
+		e.create(b, kpPolicyPath("bench"), obj)
 		deadline := t0.Add(2 * kpTimeout)
 		go func() {
 			for time.Now().Before(deadline) {
@@ -291,12 +273,12 @@ func BenchmarkK8sPolicyEnforcement(b *testing.B) {
 	b.Logf("\n%d NetworkPolicy creates (%d deny-all, %d allow), client pod -> server pod TCP 80\n%-42s %9s %9s %9s",
 		len(all), len(deny), len(allow), "", "p50", "p99", "max")
 	for _, r := range rows {
-		b.Logf("%-42s %7.1fms %7.1fms %7.1fms", r.what, kbMS(kbQuantile(r.d, .5)), kbMS(kbQuantile(r.d, .99)), kbMS(kbQuantile(r.d, 1)))
+		b.Logf("%-42s %7.1fms %7.1fms %7.1fms", r.what, millis(quantile(r.d, .5)), millis(quantile(r.d, .99)), millis(quantile(r.d, 1)))
 	}
-	b.ReportMetric(kbMS(kbQuantile(rows[0].d, .5)), "enforce-p50-ms")
-	b.ReportMetric(kbMS(kbQuantile(rows[0].d, .99)), "enforce-p99-ms")
-	b.ReportMetric(kbMS(kbQuantile(rows[1].d, .5)), "deny-p50-ms")
-	b.ReportMetric(kbMS(kbQuantile(rows[2].d, .5)), "allow-p50-ms")
-	b.ReportMetric(kbMS(kbQuantile(rows[3].d, .5)), "controller-p50-ms")
-	b.ReportMetric(kbMS(kbQuantile(rows[4].d, .5)), "agent-p50-ms")
+	b.ReportMetric(millis(quantile(rows[0].d, .5)), "enforce-p50-ms")
+	b.ReportMetric(millis(quantile(rows[0].d, .99)), "enforce-p99-ms")
+	b.ReportMetric(millis(quantile(rows[1].d, .5)), "deny-p50-ms")
+	b.ReportMetric(millis(quantile(rows[2].d, .5)), "allow-p50-ms")
+	b.ReportMetric(millis(quantile(rows[3].d, .5)), "controller-p50-ms")
+	b.ReportMetric(millis(quantile(rows[4].d, .5)), "agent-p50-ms")
 }

@@ -34,21 +34,10 @@ var kpPorts = []int{80, 81, 82, 83}
 // kpPool is the pods' address range (the ipBlock case names it).
 const kpPool = "10.160.0.0/24"
 
-// kpDo sends a request to the API and fails unless the status is want; it
-// returns the body.
-func kpDo(tb testing.TB, e *kubeCNIEnv, method, path string, obj any, want int) []byte {
-	tb.Helper()
-	code, body := e.api.Do(tb, method, path, obj)
-	if code != want {
-		tb.Fatalf("%s %s: %d %s", method, path, code, body)
-	}
-	return body
-}
-
 func kpNamespace(tb testing.TB, e *kubeCNIEnv, name string, labels map[string]string) {
 	tb.Helper()
-	kpDo(tb, e, http.MethodPost, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": name, "labels": labels}}, http.StatusCreated)
+	e.create(tb, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": name, "labels": labels}})
 }
 
 // kpPod is a Kubernetes pod wired by the CNI plugin.
@@ -70,17 +59,9 @@ func kpAddPod(tb testing.TB, e *kubeCNIEnv, l *libcni.NetworkConfigList, namespa
 	for n, p := range ports {
 		cports = append(cports, map[string]any{"name": n, "containerPort": p})
 	}
-	spec := map[string]any{"nodeName": "node1", "containers": []map[string]any{
-		{"name": "app", "image": "registry.k8s.io/pause:3.10", "ports": cports}}}
-	if sa != "" {
-		spec["serviceAccountName"] = sa
-	}
-	kpDo(tb, e, http.MethodPost, "/api/v1/namespaces/"+namespace+"/pods", map[string]any{"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": name, "labels": labels}, "spec": spec}, http.StatusCreated)
+	e.createPodWith(tb, namespace, name, sa, labels, nil, cports)
 	n := newNS(tb)
-	id := "ctr-" + namespace + "-" + name
-	rt := &libcni.RuntimeConf{ContainerID: id, NetNS: n.Path(), IfName: "eth0", Args: [][2]string{
-		{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", namespace}, {"K8S_POD_NAME", name}, {"K8S_POD_INFRA_CONTAINER_ID", id}}}
+	rt := podRuntimeIn(n, namespace, name)
 	res, err := e.add(l, rt)
 	if err != nil {
 		tb.Fatalf("ADD %s/%s: %v", namespace, name, err)
@@ -120,19 +101,19 @@ func kpPolicyPath(namespace string) string {
 // create POSTs a policy into namespace.
 func (s *kpPolicies) create(tb testing.TB, namespace string, obj map[string]any) {
 	tb.Helper()
-	s.keep(tb, kpDo(tb, s.e, http.MethodPost, kpPolicyPath(namespace), obj, http.StatusCreated))
+	s.keep(tb, s.e.do(tb, http.MethodPost, kpPolicyPath(namespace), obj, http.StatusCreated))
 }
 
 // update PUTs a new version of a policy (no resourceVersion: unconditional).
 func (s *kpPolicies) update(tb testing.TB, namespace string, obj map[string]any) {
 	tb.Helper()
 	name := obj["metadata"].(map[string]any)["name"].(string)
-	s.keep(tb, kpDo(tb, s.e, http.MethodPut, kpPolicyPath(namespace)+"/"+name, obj, http.StatusOK))
+	s.keep(tb, s.e.do(tb, http.MethodPut, kpPolicyPath(namespace)+"/"+name, obj, http.StatusOK))
 }
 
 func (s *kpPolicies) delete(tb testing.TB, namespace, name string) {
 	tb.Helper()
-	kpDo(tb, s.e, http.MethodDelete, kpPolicyPath(namespace)+"/"+name, nil, http.StatusOK)
+	s.e.do(tb, http.MethodDelete, kpPolicyPath(namespace)+"/"+name, nil, http.StatusOK)
 	delete(s.have, namespace+"/"+name)
 }
 
