@@ -54,16 +54,15 @@ func waitAll(b *testing.B, nodes []*clusterNode, cond func(*clusterNode) bool) t
 	}
 }
 
-// anonMB is a process's private anonymous memory (its own heap and stacks;
-// RSS also counts the pages of the static binary it shares with every
-// other process of the same binary).
-func anonMB(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+// procMB reads a "Field:  N kB" line of /proc/<pid>/<file> as MB (0 when
+// missing).
+func procMB(pid int, file, field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "Anonymous:") {
+		if strings.HasPrefix(l, field) {
 			kb, _ := strconv.Atoi(strings.Fields(l)[1])
 			return float64(kb) / 1024
 		}
@@ -71,22 +70,22 @@ func anonMB(pid int) float64 {
 	return 0
 }
 
-func procStat(pid int) (cpu time.Duration, rssMB float64) {
+// anonMB is a process's private anonymous memory (its own heap and stacks;
+// RSS also counts the pages of the static binary it shares with every
+// other process of the same binary).
+func anonMB(pid int) float64 { return procMB(pid, "smaps_rollup", "Anonymous:") }
+
+// rssMB is a process's resident memory.
+func rssMB(pid int) float64 { return procMB(pid, "status", "VmRSS:") }
+
+func procStat(pid int) (cpu time.Duration, rss float64) {
 	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		f := strings.Fields(string(data)[strings.LastIndexByte(string(data), ')')+2:])
 		ut, _ := strconv.Atoi(f[11])
 		st, _ := strconv.Atoi(f[12])
 		cpu = time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
 	}
-	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, l := range strings.Split(string(data), "\n") {
-			if strings.HasPrefix(l, "VmRSS:") {
-				kb, _ := strconv.Atoi(strings.Fields(l)[1])
-				rssMB = float64(kb) / 1024
-			}
-		}
-	}
-	return cpu, rssMB
+	return cpu, rssMB(pid)
 }
 
 // BenchmarkClusterBGP: on full-mesh clusters of 10 and 20 nodes (or the

@@ -113,16 +113,4 @@ func BenchmarkAgentScale(b *testing.B) {
 }
 
 // agentRSS is the agent's resident memory in MB.
-func agentRSS(a *agentProc) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			kb, _ := strconv.Atoi(strings.Fields(l)[1])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
-}
+func agentRSS(a *agentProc) float64 { return rssMB(a.cmd.Process.Pid) }
