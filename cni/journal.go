@@ -106,16 +106,9 @@ func deleteEndpoint(ctx context.Context, cl *store.Client, ns, name, containerID
 	if containerID != "" && wep.Spec.ContainerID != containerID {
 		return nil
 	}
-	rev, _ := parseRev(wep.Metadata.ResourceVersion)
-	_, err = cl.DeleteResource(ctx, k, ns, name, rev)
+	_, err = cl.DeleteObject(ctx, wep)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	return err
-}
-
-func parseRev(s string) (int64, error) {
-	var r int64
-	_, err := fmt.Sscan(s, &r)
-	return r, err
 }

@@ -489,9 +489,7 @@ func (e *workloadEnv) dockerEndpointByID(ctx context.Context, id string) (*conta
 
 // deleteWEP deletes an endpoint at the revision read; gone is done.
 func deleteWEP(ctx context.Context, c *store.Client, w *api.WorkloadEndpoint) error {
-	var rev int64
-	_, _ = fmt.Sscan(w.Metadata.ResourceVersion, &rev)
-	_, err := c.DeleteResource(ctx, wepKind(), w.Metadata.Namespace, w.Metadata.Name, rev)
+	_, err := c.DeleteObject(ctx, w)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

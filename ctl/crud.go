@@ -167,15 +167,7 @@ func writeOne(ctx context.Context, c *store.Client, op writeOp, r api.Resource) 
 	case opReplace:
 		_, err = c.UpdateResource(ctx, r)
 	case opDelete:
-		k, _ := api.LookupKind(r.GetTypeMeta().Kind)
-		m := r.GetObjectMeta()
-		var rev int64
-		if m.ResourceVersion != "" {
-			if _, scanErr := fmt.Sscan(m.ResourceVersion, &rev); scanErr != nil {
-				return fmt.Errorf("metadata.resourceVersion: %q is not a revision number", m.ResourceVersion)
-			}
-		}
-		_, err = c.DeleteResource(ctx, k, m.Namespace, m.Name, rev)
+		_, err = c.DeleteObject(ctx, r)
 	}
 	return err
 }

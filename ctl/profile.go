@@ -158,9 +158,7 @@ func profileRemove(ctx context.Context, o IO, c *store.Client, name string, noCh
 			return fmt.Errorf("profile %s is in use by %d endpoint(s): %s; remove it from them first (or use --no-check)", name, len(eps), strings.Join(names, ", "))
 		}
 	}
-	var rev int64
-	_, _ = fmt.Sscan(r.GetObjectMeta().ResourceVersion, &rev)
-	if _, err := c.DeleteResource(ctx, profileKind(), "", name, rev); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.DeleteObject(ctx, r); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "Deleted profile %s\n", name)

@@ -153,13 +153,12 @@ func (c *Client) prepareAndRead(ctx context.Context, r api.Resource) (string, KV
 
 func (c *Client) update(ctx context.Context, key string, r api.Resource, cur KV) (api.Resource, error) {
 	m := r.GetObjectMeta()
-	rev := cur.Revision
-	if m.ResourceVersion != "" {
-		want, err := strconv.ParseInt(m.ResourceVersion, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("metadata.resourceVersion: %q is not a revision number", m.ResourceVersion)
-		}
-		rev = want
+	rev, err := revisionOf(m)
+	if err != nil {
+		return nil, err
+	}
+	if rev == 0 {
+		rev = cur.Revision
 	}
 	if old, err := DecodeKV(cur); err == nil {
 		om := old.GetObjectMeta()
@@ -235,6 +234,35 @@ func (c *Client) DeleteResource(ctx context.Context, k api.KindInfo, ns, name st
 		return nil, err
 	}
 	return DecodeKV(cur)
+}
+
+// DeleteObject deletes r at the revision its metadata.resourceVersion
+// names (compare-and-swap: a newer write makes it fail), or at whatever is
+// stored when it names none, and returns what was deleted.
+func (c *Client) DeleteObject(ctx context.Context, r api.Resource) (api.Resource, error) {
+	k, err := kindOf(r)
+	if err != nil {
+		return nil, err
+	}
+	m := r.GetObjectMeta()
+	rev, err := revisionOf(m)
+	if err != nil {
+		return nil, err
+	}
+	return c.DeleteResource(ctx, k, m.Namespace, m.Name, rev)
+}
+
+// revisionOf is the etcd revision metadata.resourceVersion names; 0 when
+// it is empty.
+func revisionOf(m *api.ObjectMeta) (int64, error) {
+	if m.ResourceVersion == "" {
+		return 0, nil
+	}
+	rev, err := strconv.ParseInt(m.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("metadata.resourceVersion: %q is not a revision number", m.ResourceVersion)
+	}
+	return rev, nil
 }
 
 // EnsureClusterInformation creates ClusterInformation "default" (a fresh

@@ -124,8 +124,22 @@ func TestConcurrentResourceUpdateConflicts(t *testing.T) {
 	if gp := got.(*api.IPPool); !gp.Spec.NATOutgoing || gp.Spec.Disabled {
 		t.Errorf("stored %+v: the first update must win, the second must not apply", gp.Spec)
 	}
-	// A stale delete also conflicts.
+	// A stale delete also conflicts, by revision or by the object read.
 	if _, err := c.DeleteResource(ctx, k, "", "p", 1); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("stale delete: %v", err)
+	}
+	if _, err := c.DeleteObject(ctx, b); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("delete of a stale read: %v", err)
+	}
+	b.GetObjectMeta().ResourceVersion = "latest"
+	if _, err := c.DeleteObject(ctx, b); err == nil || !strings.Contains(err.Error(), "metadata.resourceVersion") {
+		t.Errorf("delete with a bad resourceVersion: %v", err)
+	}
+	cur, _ := c.GetResource(ctx, k, "", "p")
+	if _, err := c.DeleteObject(ctx, cur); err != nil {
+		t.Errorf("delete of the current read: %v", err)
+	}
+	if _, err := c.GetResource(ctx, k, "", "p"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after delete: %v", err)
 	}
 }

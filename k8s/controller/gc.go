@@ -188,8 +188,7 @@ func staleFor(p k8s.Pod, addrs []netip.Addr) bool {
 func (c *Controller) releasePodOrphan(ctx context.Context, o podOrphan) ([]netip.Addr, error) {
 	switch {
 	case o.wep != nil:
-		m := o.wep.Metadata
-		_, err := c.store.DeleteResource(ctx, wepKind, m.Namespace, m.Name, revision(o.wep))
+		_, err := c.store.DeleteObject(ctx, o.wep)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("deleting %s: %w", o, err)
 		}

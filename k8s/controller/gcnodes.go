@@ -94,7 +94,7 @@ func (c *Controller) removeNode(ctx context.Context, n *api.Node) error {
 		if w.Spec.Node != node {
 			continue
 		}
-		if _, err := c.store.DeleteResource(ctx, wepKind, w.Metadata.Namespace, w.Metadata.Name, revision(w)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if _, err := c.store.DeleteObject(ctx, w); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("node %s: deleting workloadendpoint %s/%s: %w", node, w.Metadata.Namespace, w.Metadata.Name, err)
 		}
 		c.logf("kube-controllers: deleted workloadendpoint %s/%s of removed node %s", w.Metadata.Namespace, w.Metadata.Name, node)
@@ -109,7 +109,7 @@ func (c *Controller) removeNode(ctx context.Context, n *api.Node) error {
 	if released > 0 {
 		c.logf("kube-controllers: released %d block affinities of removed node %s", released, node)
 	}
-	if _, err := c.store.DeleteResource(ctx, nodeKind, "", node, revision(n)); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.store.DeleteObject(ctx, n); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("deleting node %s: %w", node, err)
 	}
 	return nil

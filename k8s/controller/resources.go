@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/calico-aio/calico-aio/k8s"
@@ -109,19 +108,13 @@ func (c *Controller) reconcile(ctx context.Context, kind api.KindInfo, want map[
 		if _, ok := want[k]; ok || keep[k] {
 			continue
 		}
-		if _, err := c.store.DeleteResource(ctx, kind, k.ns, k.name, revision(r)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if _, err := c.store.DeleteObject(ctx, r); err != nil && !errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("deleting %s %s: %w", k.kind, name(k), err))
 			continue
 		}
 		c.logf("kube-controllers: deleted %s %s", k.kind, name(k))
 	}
 	return errors.Join(errs...)
-}
-
-// revision is a stored object's etcd revision (0, "any", when unknown).
-func revision(r api.Resource) int64 {
-	n, _ := strconv.ParseInt(r.GetObjectMeta().ResourceVersion, 10, 64)
-	return n
 }
 
 // owned says whether the controller manages the object: it never touches
