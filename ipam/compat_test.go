@@ -1,12 +1,11 @@
 package ipam_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/calico-aio/calico-aio/store/storetest/compat"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 
@@ -16,28 +15,16 @@ import (
 // loadCalicoDump writes every key of Calico's own etcd dump into the store.
 func loadCalicoDump(t *testing.T, e *env) map[string]string {
 	t.Helper()
-	f, err := os.Open("../../shared/compat/calico-v3.32-etcd-dump.txt")
+	dump, err := compat.EtcdDump()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("compat dump missing: %v", err)
-		}
-		t.Skipf("compat dump missing: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	kv := map[string]string{}
-	var key string
-	for sc.Scan() {
-		if key == "" {
-			key = sc.Text()
-			continue
-		}
-		kv[key] = sc.Text()
-		if _, err := e.c.Create(ctx, key, []byte(sc.Text())); err != nil {
+	for _, d := range dump {
+		kv[d.Key] = d.Value
+		if _, err := e.c.Create(ctx, d.Key, []byte(d.Value)); err != nil {
 			t.Fatal(err)
 		}
-		key = ""
 	}
 	return kv
 }

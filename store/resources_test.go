@@ -1,11 +1,10 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
+	"github.com/calico-aio/calico-aio/store/storetest/compat"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,32 +13,14 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// compatDump reads shared/compat/calico-v3.32-etcd-dump.txt (keys alternate
-// with values); missing is a failure in CI and a skip elsewhere.
-func compatDump(t *testing.T) [][2]string {
+// compatDump returns Calico's recorded etcd keys and values.
+func compatDump(t *testing.T) []compat.KV {
 	t.Helper()
-	f, err := os.Open("../../shared/compat/calico-v3.32-etcd-dump.txt")
+	dump, err := compat.EtcdDump()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("compat dump missing: %v", err)
-		}
-		t.Skipf("compat dump missing: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	var out [][2]string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var key string
-	for sc.Scan() {
-		line := sc.Text()
-		if key == "" {
-			key = line
-			continue
-		}
-		out = append(out, [2]string{key, line})
-		key = ""
-	}
-	return out
+	return dump
 }
 
 // What Calico wrote, our store reads; what our store writes back has the
@@ -49,7 +30,7 @@ func TestStoreReadsAndWritesCalicoValues(t *testing.T) {
 	ctx := context.Background()
 	n := 0
 	for _, kv := range compatDump(t) {
-		key, val := kv[0], kv[1]
+		key, val := kv.Key, kv.Value
 		if !strings.HasPrefix(key, store.ResourcePrefix) {
 			continue
 		}

@@ -1,51 +1,19 @@
 package api
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
+	"github.com/calico-aio/calico-aio/store/storetest/compat"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-const etcdDump = "../../../shared/compat/calico-v3.32-etcd-dump.txt"
-
-// readDump returns the key/value pairs of Calico's etcd dump (keys and
-// values alternate, one per line).
-func readDump(t *testing.T) [][2]string {
+// readDump returns the key/value pairs of Calico's etcd dump.
+func readDump(t *testing.T) []compat.KV {
 	t.Helper()
-	f, err := os.Open(etcdDump)
-	if os.IsNotExist(err) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("compat data missing in CI: %v", err)
-		}
-		t.Skipf("compat data not present: %v", err)
-	}
+	kvs, err := compat.EtcdDump()
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(lines)%2 != 0 {
-		t.Fatalf("dump has %d non-empty lines; want key/value pairs", len(lines))
-	}
-	var kvs [][2]string
-	for i := 0; i < len(lines); i += 2 {
-		if !strings.HasPrefix(lines[i], "/calico/") {
-			t.Fatalf("line %d: want a key, got %.60q", i+1, lines[i])
-		}
-		kvs = append(kvs, [2]string{lines[i], lines[i+1]})
 	}
 	return kvs
 }
@@ -57,7 +25,7 @@ func TestCalicoDumpRoundTrip(t *testing.T) {
 	const prefix = "/calico/resources/v3/projectcalico.org/"
 	seen := map[string]int{}
 	for _, kv := range readDump(t) {
-		key, val := kv[0], kv[1]
+		key, val := kv.Key, kv.Value
 		if !strings.HasPrefix(key, prefix) {
 			continue
 		}
