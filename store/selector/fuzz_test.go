@@ -20,9 +20,12 @@ func FuzzParse(f *testing.F) {
 		`a in {"x", 'y'}`, `a not in {}`, `a contains "c"`, `a starts with "b"`, `a ends with ""`,
 		`a == "b" && has(c) || !(d in {"e"})`, `((a == "b"))`, `!!all()`, `in in {'"'}`,
 		`a == 'say "hi"'`, `x.io/k == "v" && !global()`, `!(a == "b" || !(c && d))`,
+		`a startswith "b"`, "a ends\twith 'c'", `a notin {"x",}`, `_a in {}`, `notin notin {}`,
+		strings.Repeat("k", MaxLabelLength) + ` == "v"`,
 		// Invalid.
 		`a ==`, `has(`, `a in {"x"`, `a = "b"`, `&& b`, `a == "b`, `(((`, `a in {"x",}`, `!`,
-		"a == \"b\" \x00", `foo()`, `a starts "b"`,
+		"a == \"b\" \x00", `foo()`, `a starts "b"`, `has (a)`, "has(a)\n", `a notinx {}`,
+		strings.Repeat("k", MaxLabelLength+1) + ` == "v"`,
 		// At the depth limit: the canonical form must not add nesting.
 		strings.Repeat("!", MaxDepth) + `a == "b"`,
 	} {

@@ -9,7 +9,7 @@ type tokKind int
 
 const (
 	tokEOF    tokKind = iota
-	tokIdent          // label key or keyword: [A-Za-z0-9][A-Za-z0-9._/-]*
+	tokIdent          // label key or keyword: 1 to MaxLabelLength of [A-Za-z0-9._/-]
 	tokString         // quoted value; text holds the unquoted contents
 	tokLParen         // (
 	tokRParen         // )
@@ -47,16 +47,20 @@ var punctText = map[tokKind]string{
 	tokEq: "==", tokNe: "!=", tokNot: "!", tokAnd: "&&", tokOr: "||",
 }
 
+// MaxLabelLength is the longest label key, in bytes, that Calico's selector language allows.
+const MaxLabelLength = 512
+
+// isSpace reports whether c separates tokens. Like Calico, only spaces and tabs do: a line
+// break in a selector is an error.
 func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+	return c == ' ' || c == '\t'
 }
 
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
+// isKeyChar reports whether c may appear in a label key (or keyword). Any of them may come
+// first, so "_a", "-a" and ".a" are keys too, as in Calico.
 func isKeyChar(c byte) bool {
-	return isAlnum(c) || c == '.' || c == '_' || c == '/' || c == '-'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '.' || c == '_' || c == '/' || c == '-'
 }
 
 // lex splits the input into tokens, always ending with a tokEOF token.
@@ -76,9 +80,14 @@ func lex(in string) ([]token, *ParseError) {
 			two = in[i : i+2]
 		}
 		switch {
-		case isAlnum(c):
+		case isKeyChar(c):
 			for i < len(in) && isKeyChar(in[i]) {
 				i++
+			}
+			if n := i - start; n > MaxLabelLength {
+				return nil, &ParseError{Pos: start, Input: in, Msg: fmt.Sprintf(
+					"label key %.20q... is %d characters long, more than the %d allowed",
+					in[start:i], n, MaxLabelLength)}
 			}
 			toks = append(toks, token{kind: tokIdent, pos: start, text: in[start:i]})
 			continue
@@ -128,8 +137,8 @@ func unexpectedChar(c byte) string {
 		return `unexpected "&" (did you mean "&&"?)`
 	case '|':
 		return `unexpected "|" (did you mean "||"?)`
-	case '.', '_', '/', '-':
-		return fmt.Sprintf("unexpected %q (a label key must start with a letter or digit)", c)
+	case '\n', '\r', '\v', '\f':
+		return fmt.Sprintf("unexpected character 0x%02x (only spaces and tabs may separate tokens)", c)
 	}
 	if c < 0x20 || c >= 0x7f {
 		return fmt.Sprintf("unexpected character 0x%02x", c)

@@ -18,9 +18,15 @@ const (
 //	expr    = and { "||" and }
 //	and     = unary { "&&" unary }
 //	unary   = "!" unary | primary
-//	primary = "(" expr ")" | "all" "(" ")" | "global" "(" ")" | "has" "(" key ")"
-//	        | key ("==" | "!=" | "contains" | "starts" "with" | "ends" "with") string
-//	        | key ["not"] "in" "{" [ string { "," string } ] "}"
+//	primary = "(" expr ")" | "all(" ")" | "global(" ")" | "has(" key ")"
+//	        | key ("==" | "!=" | "contains" | starts | ends) string
+//	        | key ("in" | not) "{" [ string { "," string } [","] ] "}"
+//	starts  = "starts" "with" | "startswith"
+//	ends    = "ends" "with" | "endswith"
+//	not     = "not" "in" | "notin"
+//
+// As in Calico, a function name is written against its "(" ("has (a)" is an error), the
+// two-word operators may also be written as one word, and a set may end with a comma.
 type parser struct {
 	in    string
 	toks  []token
@@ -171,8 +177,10 @@ func (p *parser) term() (node, *ParseError) {
 		return p.call(key)
 	}
 	op := p.next()
-	switch {
-	case op.kind == tokEq || op.kind == tokNe:
+	switch op.kind {
+	case tokIdent:
+		return p.wordOp(key, op)
+	case tokEq, tokNe:
 		v, err := p.str()
 		if err != nil {
 			return nil, err
@@ -181,33 +189,69 @@ func (p *parser) term() (node, *ParseError) {
 			return cmpNode{op: opEq, key: key.text, value: v}, nil
 		}
 		return cmpNode{op: opNe, key: key.text, value: v}, nil
-	case op.kind != tokIdent:
-	case op.text == "in":
+	}
+	return nil, p.noOperator(key, op)
+}
+
+// noOperator reports that op, found after label key, is not an operator.
+func (p *parser) noOperator(key, op token) *ParseError {
+	return p.errorf(op, "expected an operator (==, !=, in, not in, contains, starts with, "+
+		"ends with) after label %q but found %s", key.text, op.describe())
+}
+
+// wordOp parses the rest of a comparison whose operator is a word: in, not in, contains,
+// starts with, ends with, or the one-word spellings notin, startswith and endswith.
+func (p *parser) wordOp(key, op token) (node, *ParseError) {
+	// second consumes the "in" or "with" of a two-word operator.
+	second := func(want string) *ParseError {
+		if t := p.next(); t.kind != tokIdent || t.text != want {
+			return p.errorf(t, "expected %q after %q but found %s", want, op.text, t.describe())
+		}
+		return nil
+	}
+	var cmp cmpOp
+	switch op.text {
+	case "in":
 		return p.set(key.text, false)
-	case op.text == "not":
-		if t := p.next(); t.kind != tokIdent || t.text != "in" {
-			return nil, p.errorf(t, "expected \"in\" after \"not\" but found %s", t.describe())
+	case "notin":
+		return p.set(key.text, true)
+	case "not":
+		if err := second("in"); err != nil {
+			return nil, err
 		}
 		return p.set(key.text, true)
-	case op.text == "contains":
-		v, err := p.str()
-		return cmpNode{op: opContains, key: key.text, value: v}, err
-	case op.text == "starts" || op.text == "ends":
-		if t := p.next(); t.kind != tokIdent || t.text != "with" {
-			return nil, p.errorf(t, "expected \"with\" after %q but found %s", op.text, t.describe())
+	case "contains":
+		cmp = opContains
+	case "startswith":
+		cmp = opStartsWith
+	case "endswith":
+		cmp = opEndsWith
+	case "starts", "ends":
+		if err := second("with"); err != nil {
+			return nil, err
 		}
-		v, err := p.str()
-		if op.text == "starts" {
-			return cmpNode{op: opStartsWith, key: key.text, value: v}, err
+		cmp = opStartsWith
+		if op.text == "ends" {
+			cmp = opEndsWith
 		}
-		return cmpNode{op: opEndsWith, key: key.text, value: v}, err
+	default:
+		return nil, p.noOperator(key, op)
 	}
-	return nil, p.errorf(op, "expected an operator (==, !=, in, not in, contains, starts with, "+
-		"ends with) after label %q but found %s", key.text, op.describe())
+	v, err := p.str()
+	if err != nil {
+		return nil, err
+	}
+	return cmpNode{op: cmp, key: key.text, value: v}, nil
 }
 
 // call parses all(), global() and has(key); the name token is already consumed.
 func (p *parser) call(name token) (node, *ParseError) {
+	switch name.text {
+	case "all", "global", "has":
+		if lp := p.peek(); lp.pos != name.pos+len(name.text) {
+			return nil, p.errorf(lp, "unexpected space between %q and \"(\"", name.text)
+		}
+	}
 	switch name.text {
 	case "all", "global":
 		p.next()
@@ -262,6 +306,10 @@ func (p *parser) set(key string, not bool) (node, *ParseError) {
 		}
 		if t.kind != tokComma {
 			return nil, p.errorf(t, "expected \",\" or \"}\" but found %s", t.describe())
+		}
+		if p.peek().kind == tokRBrace { // a trailing comma, as Calico allows
+			p.next()
+			break
 		}
 	}
 	slices.Sort(vs)

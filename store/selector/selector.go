@@ -15,9 +15,13 @@
 //	k ends with "s"
 //	has(k)   all()   global()
 //
-// Values use single or double quotes and have no escapes. Label keys are Kubernetes-style
-// qualified names such as app or projectcalico.org/namespace: letters, digits and "._/-",
-// starting with a letter or digit. An empty selector means all().
+// The spellings and limits are Calico's: "not in", "starts with" and "ends with" may be
+// written as one word (notin, startswith, endswith) or with any spaces and tabs between the
+// words, and are printed as two words; a set may end with a comma; a function name is
+// written against its "(". Only spaces and tabs separate tokens (a line break is an error).
+// Values use single or double quotes and have no escapes. Label keys such as app or
+// projectcalico.org/namespace are 1 to MaxLabelLength (512) of letters, digits and "._/-",
+// in any order. An empty selector means all().
 //
 // global() in Calico matches only non-namespaced resources. Here labels carry no resource
 // kind, so global() matches exactly when the label projectcalico.org/namespace is absent.
