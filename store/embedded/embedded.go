@@ -44,6 +44,21 @@ type Config struct {
 	KeyFile        string
 	TrustedCAFile  string
 	ClientCertAuth bool
+
+	// Storage upkeep (see maintain.go). Zero values take the defaults.
+	//
+	// CompactionRetention is the history kept: etcd's periodic
+	// auto-compaction drops revisions older than this, compacting every
+	// CompactionRetention (at most hourly). Negative turns compaction off.
+	CompactionRetention time.Duration
+	// QuotaBackendBytes is the database size at which etcd raises its
+	// NOSPACE alarm and refuses writes. Must not be negative.
+	QuotaBackendBytes int64
+	// DefragCheckInterval is how often the defragmentation rule is
+	// checked. Negative turns the check off.
+	DefragCheckInterval time.Duration
+	// DefragMinFreeBytes is the least reclaimable space worth a defrag.
+	DefragMinFreeBytes int64
 }
 
 // clientTLS returns the client TLS info, or an error when the options do not fit
@@ -70,6 +85,7 @@ func (c Config) clientTLS(curl *url.URL) (transport.TLSInfo, error) {
 type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
+	upkeep    upkeep
 }
 
 // Start starts the member and waits until it serves clients or ctx ends.
@@ -88,6 +104,9 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	}
 	if c.PeerURL == "" {
 		c.PeerURL = DefaultPeerURL
+	}
+	if err := c.setUpkeepDefaults(); err != nil {
+		return nil, err
 	}
 	curl, err := url.Parse(c.ClientURL)
 	if err != nil {
@@ -115,6 +134,11 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(c.Name)
 	cfg.UnsafeNoFsync = c.NoFsync
 	cfg.Metrics = "basic"
+	if c.CompactionRetention > 0 {
+		cfg.AutoCompactionMode = embed.CompactorModePeriodic
+		cfg.AutoCompactionRetention = c.CompactionRetention.String()
+	}
+	cfg.QuotaBackendBytes = c.QuotaBackendBytes
 	lg := c.Logger
 	if lg == nil {
 		lg = zap.NewNop()
@@ -136,7 +160,9 @@ func Start(ctx context.Context, c Config) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd not ready after 60s")
 	}
-	return &Server{etcd: e, clientURL: c.ClientURL}, nil
+	s := &Server{etcd: e, clientURL: c.ClientURL, upkeep: upkeep{quota: c.QuotaBackendBytes, minFree: c.DefragMinFreeBytes}}
+	s.startUpkeep(c.DefragCheckInterval)
+	return s, nil
 }
 
 // Endpoints are the client URLs to give the store client.
@@ -146,7 +172,10 @@ func (s *Server) Endpoints() []string { return []string{s.clientURL} }
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
 // Close stops the member.
-func (s *Server) Close() { s.etcd.Close() }
+func (s *Server) Close() {
+	s.stopUpkeep()
+	s.etcd.Close()
+}
 
 // FreeLoopbackURL returns an http URL on 127.0.0.1 with a port that was free
 // a moment ago.
