@@ -42,14 +42,19 @@ func Main(args []string) int {
 // Run starts the agent and blocks until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	slog.Info("calico-node starting", "version", version.Version, "node", cfg.NodeName)
+	var etcdSrv *embedded.Server
 	if len(cfg.EtcdEndpoints) == 0 {
+		// Compaction, quota and defrag check take the package defaults
+		// (5 min history, 2 GiB, hourly): see store/embedded/maintain.go.
 		srv, err := embedded.Start(ctx, embedded.Config{DataDir: cfg.EtcdDataDir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL})
 		if err != nil {
 			return err
 		}
 		defer srv.Close()
+		etcdSrv = srv
 		cfg.EtcdEndpoints = srv.Endpoints()
-		slog.Info("embedded etcd serving", "client", cfg.EtcdClientURL, "data", cfg.EtcdDataDir)
+		slog.Info("embedded etcd serving", "client", cfg.EtcdClientURL, "data", cfg.EtcdDataDir,
+			"compactionRetention", embedded.DefaultCompactionRetention, "quotaBytes", embedded.DefaultQuotaBackendBytes)
 	}
 	c, err := store.New(cfg.StoreConfig())
 	if err != nil {
@@ -90,6 +95,9 @@ func Run(ctx context.Context, cfg Config) error {
 		defer stop()
 	}
 	a := newAgent(cfg, c, v6.IsValid())
+	if etcdSrv != nil {
+		watchEmbeddedEtcd(a.health, a.metrics, etcdSrv)
+	}
 	if err := a.startServers(ctx); err != nil {
 		return err
 	}
