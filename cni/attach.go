@@ -34,12 +34,16 @@ type Workload struct {
 	Orchestrator string // OrchestratorDocker or OrchestratorNamespace
 	ID           string // Docker container ID, netns name or "pid-<N>"
 	IfName       string // the interface inside the workload
+	// HostIface is the host end's name: the one Attach chose, or the one
+	// the workload's endpoint records. Empty, the first choice stands in.
+	HostIface string
 }
 
 // identity names the workload the way Calico does: endpoint
 // <node>-<orchestrator>-<workload>-<iface> ('-' doubled in each part);
 // host veth "cali" + the Docker container ID prefix, or for other
-// workloads the prefix of sha1("<orchestrator>.<workload>.<iface>").
+// workloads the prefix of sha1("<orchestrator>.<workload>.<iface>"), as
+// the first choice (see HostIface), or HostIface when set.
 func (w Workload) identity() identity {
 	id := identity{
 		orchestrator: w.Orchestrator, namespace: EndpointNamespace, containerID: w.ID, ifName: w.IfName,
@@ -54,13 +58,17 @@ func (w Workload) identity() identity {
 		short = short[:11]
 	}
 	id.hostVeth = "cali" + short
+	if w.HostIface != "" {
+		id.hostVeth = w.HostIface
+	}
 	return id
 }
 
 // EndpointName is the workload's WorkloadEndpoint name (in EndpointNamespace).
 func (w Workload) EndpointName() string { return w.identity().endpoint }
 
-// HostVeth is the host side of the workload's veth pair.
+// HostVeth is the host side of the workload's veth pair: HostIface, or
+// the first choice when that is not known.
 func (w Workload) HostVeth() string { return w.identity().hostVeth }
 
 // Endpoint is the WorkloadEndpoint of the wired workload, as the CNI plugin
@@ -73,18 +81,29 @@ func (w Workload) Endpoint(addrs []netip.Addr, mac string, profiles []string) *a
 
 // Attach wires the workload in network namespace netns as CNI ADD does (the
 // 169.254.1.1 veth wiring, host sysctls and host routes) and returns the
-// workload-side MAC. On error nothing it created is left. A host route of
-// an address to another interface is a *RouteTakenError, an existing
+// workload-side MAC. The host end's name is chosen as HostIface says,
+// given what the node's endpoints record (claims), and set in
+// w.HostIface. On error nothing it created is left. A host route of an
+// address to another interface is a *RouteTakenError, an existing
 // interface of the same name in the namespace an *InterfaceTakenError.
-func (w Workload) Attach(netns string, mtu int, addrs []netip.Addr) (string, error) {
+func (w *Workload) Attach(netns string, mtu int, addrs []netip.Addr, claims Claims) (string, error) {
+	w.HostIface = ""
 	id := w.identity()
-	pw := podWiring{netns: netns, ifName: w.IfName, hostVeth: id.hostVeth, mtu: mtu, addrs: addrs}
-	return pw.setup()
+	pw := podWiring{netns: netns, ifName: w.IfName, mtu: mtu, addrs: addrs,
+		iface: id.hostIface(claims)}
+	mac, err := pw.setup()
+	if err != nil {
+		return "", err
+	}
+	w.HostIface = pw.hostVeth
+	return mac, nil
 }
 
-// Detach removes the workload's veth pair and with it its host routes. It
-// is idempotent and does not need the workload's namespace.
-func (w Workload) Detach() error { return teardown(w.HostVeth()) }
+// Detach removes the workload's veth pair and with it its host routes: the
+// peer of its interface in netns ("" or gone when the workload has
+// stopped), else HostIface unless that is provably another workload's
+// (see RemoveHostIface). It is idempotent.
+func (w Workload) Detach(netns string) error { return RemoveHostIface(w.HostIface, netns, w.IfName) }
 
 // AddAddrs adds addresses to an attached workload: on its interface (with
 // the gateway routes of a family it did not have yet) and as host routes.

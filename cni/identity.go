@@ -20,7 +20,14 @@ type identity struct {
 	containerID  string
 	ifName       string
 	endpoint     string // WorkloadEndpoint name
-	hostVeth     string
+	// hostVeth is the preferred host interface name until ADD chooses
+	// (see HostIface), then the chosen one.
+	hostVeth string
+}
+
+// hostIface is the workload's request for its host interface name.
+func (id identity) hostIface(claims Claims) HostIface {
+	return HostIface{Preferred: id.hostVeth, Self: EndpointKey(id.namespace, id.endpoint), Claims: claims}
 }
 
 // escape doubles '-' in a name part, as Calico does when joining parts with '-'.
@@ -29,7 +36,8 @@ func escape(s string) string { return strings.ReplaceAll(s, "-", "--") }
 // newIdentity derives names the way Calico does: plain CNI pods are
 // <node>-cni-<containerID>-<ifname> in namespace default, host veth
 // "cali"+containerID[:11]; Kubernetes pods are <node>-k8s-<pod>-<ifname> in
-// the pod's namespace, host veth "cali"+sha1("<ns>.<pod>")[:11].
+// the pod's namespace, host veth "cali"+sha1("<ns>.<pod>")[:11]. The host
+// veth is the first choice; HostIface decides the name taken.
 func newIdentity(node, containerID, ifName string, a Args) identity {
 	id := identity{containerID: containerID, ifName: ifName}
 	if a.PodName != "" && a.PodNamespace != "" {

@@ -73,8 +73,12 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 
-	w := podWiring{netns: a.Netns, ifName: a.IfName, hostVeth: id.hostVeth, mtu: s.conf.EffectiveMTU(),
-		addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
+	claims, err := NodeClaims(ctx, s.cl, s.node)
+	if err != nil {
+		return types.NewError(types.ErrTryAgainLater, "datastore unreachable", err.Error())
+	}
+	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: s.conf.EffectiveMTU(),
+		iface: id.hostIface(claims), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
 	if kp != nil {
 		w.podMAC = kp.mac
 	}
@@ -84,9 +88,10 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			_ = teardown(id.hostVeth)
+			_ = RemoveHostIface("", a.Netns, a.IfName)
 		}
 	}()
+	id.hostVeth = w.hostVeth
 
 	wep, err := s.endpointFor(ctx, id, kp, addrs, mac)
 	if err != nil {

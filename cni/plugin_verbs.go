@@ -28,7 +28,7 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	defer s.close()
 	ctx := context.Background()
 	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
-	if err := teardown(id.hostVeth); err != nil {
+	if err := RemoveHostIface(s.recordedHostIface(ctx, a, id), a.Netns, a.IfName); err != nil {
 		return types.NewError(types.ErrInternal, "removing the pod's veth", err.Error())
 	}
 	if s.conf.IPAM.Type != "calico-ipam" {
@@ -54,6 +54,22 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	return nil
 }
 
+// recordedHostIface is the host interface the pod's endpoint records,
+// needed only when the pod's interface no longer leads to it: "" when the
+// interface does, or when the endpoint is gone or unreadable.
+func (s *session) recordedHostIface(ctx context.Context, a *skel.CmdArgs, id identity) string {
+	if a.Netns != "" {
+		if peer, _ := hostPeerOf(a.Netns, a.IfName); peer != nil {
+			return ""
+		}
+	}
+	wep, err := s.existingEndpoint(ctx, id)
+	if err != nil || wep == nil || wep.Spec.Node != s.node {
+		return ""
+	}
+	return wep.Spec.InterfaceName
+}
+
 // check verifies that the pod is wired as ADD left it and that its
 // endpoint is in the datastore and matches.
 func (p *plugin) check(a *skel.CmdArgs) error {
@@ -70,8 +86,19 @@ func (p *plugin) check(a *skel.CmdArgs) error {
 	if wep == nil {
 		return types.NewError(types.ErrUnknownContainer, fmt.Sprintf("no WorkloadEndpoint %s/%s for container %s", id.namespace, id.endpoint, a.ContainerID), "")
 	}
-	if wep.Spec.InterfaceName != id.hostVeth || wep.Spec.Node != s.node {
-		return types.NewError(types.ErrInternal, fmt.Sprintf("WorkloadEndpoint %s names interface %s on node %s, want %s on %s", id.endpoint, wep.Spec.InterfaceName, wep.Spec.Node, id.hostVeth, s.node), "")
+	if wep.Spec.Node != s.node {
+		return types.NewError(types.ErrInternal, fmt.Sprintf("WorkloadEndpoint %s is on node %s, want %s", id.endpoint, wep.Spec.Node, s.node), "")
+	}
+	peer, err := hostPeerOf(a.Netns, a.IfName)
+	if err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	if peer == nil || peer.Attrs().Name != wep.Spec.InterfaceName {
+		got := "no host interface"
+		if peer != nil {
+			got = "host interface " + peer.Attrs().Name
+		}
+		return types.NewError(types.ErrInternal, fmt.Sprintf("WorkloadEndpoint %s names interface %s, but pod interface %s leads to %s", id.endpoint, wep.Spec.InterfaceName, a.IfName, got), "")
 	}
 	var addrs []netip.Addr
 	for _, n := range wep.Spec.IPNetworks {
@@ -79,7 +106,7 @@ func (p *plugin) check(a *skel.CmdArgs) error {
 			addrs = append(addrs, pr.Addr())
 		}
 	}
-	if err := checkHost(id.hostVeth, addrs); err != nil {
+	if err := checkHost(wep.Spec.InterfaceName, addrs); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	if err := checkPod(a.Netns, a.IfName, wep.Spec.MAC, addrs); err != nil {

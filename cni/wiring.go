@@ -27,9 +27,11 @@ var (
 
 // podWiring is what ADD builds for one pod interface.
 type podWiring struct {
-	netns    string
-	ifName   string
+	netns  string
+	ifName string
+	// hostVeth is the host end's name; setup chooses it by iface.
 	hostVeth string
+	iface    HostIface
 	mtu      int
 	addrs    []netip.Addr
 	// allowForwarding sets ip_forward inside the pod.
@@ -55,35 +57,19 @@ func (e *RouteTakenError) Error() string {
 	return fmt.Sprintf("a host route for %s already exists via interface %s (another workload holds this address?)", e.Addr, e.Dev)
 }
 
-// setup creates the veth pair and configures both ends; on error it removes
-// what it created. It returns the pod-side MAC.
-func (w podWiring) setup() (mac string, err error) {
+// setup chooses the host end's name (w.hostVeth), creates the veth pair
+// and configures both ends; on error it removes what it created. It
+// returns the pod-side MAC.
+func (w *podWiring) setup() (mac string, err error) {
 	target, err := ns.GetNS(w.netns)
 	if err != nil {
 		return "", fmt.Errorf("opening network namespace %s: %w", w.netns, err)
 	}
 	defer target.Close()
 
-	if err := w.checkHostRoutes(); err != nil {
+	veth, err := w.createPair(target)
+	if err != nil {
 		return "", err
-	}
-	// A leftover host veth of an earlier, failed attempt of this pod goes first.
-	if old, lerr := netlink.LinkByName(w.hostVeth); lerr == nil {
-		_ = netlink.LinkDel(old)
-	}
-	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: w.hostVeth, MTU: w.mtu, HardwareAddr: hostMAC},
-		PeerName:      w.ifName,
-		PeerNamespace: netlink.NsFd(int(target.Fd())),
-	}
-	if err := netlink.LinkAdd(veth); err != nil {
-		if errors.Is(err, syscall.EEXIST) {
-			if _, herr := netlink.LinkByName(w.hostVeth); herr == nil {
-				_ = netlink.LinkDel(veth)
-			}
-			return "", &InterfaceTakenError{Name: w.ifName, Netns: w.netns}
-		}
-		return "", fmt.Errorf("creating veth %s/%s: %w", w.hostVeth, w.ifName, err)
 	}
 	defer func() {
 		if err != nil {
@@ -112,6 +98,48 @@ func (w podWiring) setup() (mac string, err error) {
 		return "", err
 	}
 	return mac, nil
+}
+
+// createPair makes the veth pair under a name HostIface chooses; a
+// concurrent workload taking the same name first makes it choose again.
+func (w *podWiring) createPair(target ns.NetNS) (*netlink.Veth, error) {
+	for attempt := 0; ; attempt++ {
+		w.iface.Netns, w.iface.IfName = w.netns, w.ifName
+		choice, err := w.iface.Choose()
+		if err != nil {
+			return nil, err
+		}
+		w.hostVeth = choice.Name
+		if err := w.checkHostRoutes(); err != nil {
+			return nil, err
+		}
+		// This pod's own leftover (an earlier, failed attempt) goes first.
+		if err := choice.RemoveLeftover(); err != nil {
+			return nil, err
+		}
+		veth := &netlink.Veth{
+			LinkAttrs:     netlink.LinkAttrs{Name: w.hostVeth, MTU: w.mtu, HardwareAddr: hostMAC},
+			PeerName:      w.ifName,
+			PeerNamespace: netlink.NsFd(int(target.Fd())),
+		}
+		err = netlink.LinkAdd(veth)
+		if err == nil {
+			return veth, nil
+		}
+		if !errors.Is(err, syscall.EEXIST) {
+			return nil, fmt.Errorf("creating veth %s/%s: %w", w.hostVeth, w.ifName, err)
+		}
+		podSide := target.Do(func(ns.NetNS) error {
+			_, err := netlink.LinkByName(w.ifName)
+			return err
+		})
+		if podSide == nil {
+			return nil, &InterfaceTakenError{Name: w.ifName, Netns: w.netns}
+		}
+		if attempt == 2 {
+			return nil, fmt.Errorf("creating veth %s/%s: %w", w.hostVeth, w.ifName, err)
+		}
+	}
 }
 
 func (w podWiring) has4() bool {
@@ -271,20 +299,6 @@ func (w podWiring) addHostRoutes(host netlink.Link) error {
 		if err := netlink.RouteReplace(r); err != nil {
 			return fmt.Errorf("adding host route %s dev %s: %w", a, w.hostVeth, err)
 		}
-	}
-	return nil
-}
-
-// teardown removes the pod's veth pair, and with it the host routes:
-// deleting the host end deletes both. It is idempotent: a missing interface
-// is already done, and the pod namespace need not exist any more.
-func teardown(hostVeth string) error {
-	l, err := netlink.LinkByName(hostVeth)
-	if err != nil {
-		return nil
-	}
-	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
-		return fmt.Errorf("deleting %s: %w", hostVeth, err)
 	}
 	return nil
 }

@@ -113,6 +113,14 @@ func (e *workloadEnv) workload(c container, ifName string) cni.Workload {
 	return cni.Workload{Node: e.node, Orchestrator: c.orchestrator, ID: c.workload, IfName: ifName}
 }
 
+// endpointWorkload is the workload of one of the container's endpoints,
+// with the host interface the endpoint records.
+func (e *workloadEnv) endpointWorkload(c container, ep *api.WorkloadEndpoint) cni.Workload {
+	w := e.workload(c, ep.Spec.Endpoint)
+	w.HostIface = ep.Spec.InterfaceName
+	return w
+}
+
 func runContainer(o IO, args []string) error {
 	fs := newFlagSet("container", o)
 	var f workloadFlags
@@ -278,21 +286,25 @@ func (e *workloadEnv) add(ctx context.Context, arg, ipArg string) (err error) {
 			_, _ = e.al.ReleaseByHandle(context.Background(), handle)
 		}
 	}()
+	claims, err := cni.NodeClaims(ctx, e.c, e.node)
+	if err != nil {
+		return err
+	}
 	w := e.workload(c, ifName)
-	mac, err := w.Attach(c.netns, e.mtu(), addrs)
+	mac, err := w.Attach(c.netns, e.mtu(), addrs, claims)
 	if err != nil {
 		return wiringError(c, err)
 	}
 	defer func() {
 		if err != nil {
-			_ = w.Detach()
+			_ = w.Detach(c.netns)
 		}
 	}()
 	wep := w.Endpoint(addrs, mac, nil)
 	if _, err = e.c.CreateResource(ctx, wep); err != nil {
 		return fmt.Errorf("writing WorkloadEndpoint %s: %w", wep.Metadata.Name, err)
 	}
-	fmt.Fprintf(e.o.Stdout, "IP %s added to %s (interface %s, endpoint %s).\n", joinAddrs(addrs), c.desc, ifName, wep.Metadata.Name)
+	fmt.Fprintf(e.o.Stdout, "IP %s added to %s (interface %s, host interface %s, endpoint %s).\n", joinAddrs(addrs), c.desc, ifName, w.HostIface, wep.Metadata.Name)
 	fmt.Fprintf(e.o.Stdout, "It has no profile yet, so its traffic is dropped: 'calicoctl container %s profile append <PROFILE>'.\n", c.arg)
 	return nil
 }
@@ -436,7 +448,7 @@ func (e *workloadEnv) remove(ctx context.Context, arg string) error {
 	}
 	var errs []error
 	for _, w := range eps {
-		if err := e.workload(c, w.Spec.Endpoint).Detach(); err != nil {
+		if err := e.endpointWorkload(c, w).Detach(c.netns); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -29,7 +29,7 @@ func (e *workloadEnv) ipAdd(ctx context.Context, arg, ipArg string) (err error) 
 			_, _ = e.al.ReleaseIPs(context.Background(), releaseOpts(addrs, handle))
 		}
 	}()
-	w := e.workload(c, ep.Spec.Endpoint)
+	w := e.endpointWorkload(c, ep)
 	if err = w.AddAddrs(c.netns, addrs); err != nil {
 		return fmt.Errorf("adding %s to %s: %w", joinAddrs(addrs), c.desc, err)
 	}
@@ -83,7 +83,7 @@ func (e *workloadEnv) ipRemove(ctx context.Context, arg, ipArg string) error {
 	if err != nil {
 		return fmt.Errorf("updating endpoint %s: %w", ep.Metadata.Name, err)
 	}
-	if err := e.workload(c, ep.Spec.Endpoint).RemoveAddrs(c.netns, []netip.Addr{addr}); err != nil {
+	if err := e.endpointWorkload(c, ep).RemoveAddrs(c.netns, []netip.Addr{addr}); err != nil {
 		return fmt.Errorf("removing %s from %s: %w", addr, c.desc, err)
 	}
 	if _, err := e.al.ReleaseIPs(ctx, releaseOpts([]netip.Addr{addr}, handleID(c))); err != nil {

@@ -82,7 +82,7 @@ func TestDockerSequence(t *testing.T) {
 		t.Errorf("Join = %+v\nwant   %+v", join, want)
 	}
 	v := e.kern.links["cali9f8e7d6c5b4"]
-	if v.temp != "temp9f8e7d6c5b4" || v.mac.String() != mac || !slices.Equal(v.addrs, []netip.Addr{ip4.Addr(), ip6.Addr()}) {
+	if v.host != "cali9f8e7d6c5b4" || v.mac.String() != mac || !slices.Equal(v.addrs, []netip.Addr{ip4.Addr(), ip6.Addr()}) {
 		t.Errorf("veth = %+v", v)
 	}
 	e.call("/NetworkDriver.ProgramExternalConnectivity", EndpointRequest{NetworkID: netID, EndpointID: epID}, nil)

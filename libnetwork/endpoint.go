@@ -11,14 +11,16 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // How a Docker endpoint appears in the datastore and on the host, as with
 // Calico's plugin: WorkloadEndpoint libnetwork/<node>-libnetwork-libnetwork-<endpointID>
-// (orchestrator and workload "libnetwork"), host veth "cali"+endpointID[:11],
-// and the profile named after the Docker network.
+// (orchestrator and workload "libnetwork"), host veth "cali"+endpointID[:11]
+// as the first choice (cni.HostIface decides and the endpoint records the
+// name taken), and the profile named after the Docker network.
 
 var (
 	wepKind, _     = api.LookupKind("WorkloadEndpoint")
@@ -59,14 +61,36 @@ func (d *driver) endpointName(endpointID string) string {
 	return escape(d.cfg.Node) + "-" + Orchestrator + "-" + Orchestrator + "-" + escape(endpointID)
 }
 
-// vethNames are the host end's name and the temporary name of the end
-// Docker moves into the container.
-func vethNames(endpointID string) (host, temp string) {
-	short := endpointID[:min(11, len(endpointID))]
-	return "cali" + short, "temp" + short
+// preferredHost is the first choice of the host end's name; the name
+// taken is decided by cni.HostIface and recorded in the endpoint.
+func preferredHost(endpointID string) string {
+	return "cali" + endpointID[:min(11, len(endpointID))]
 }
 
-func (d *driver) buildEndpoint(endpointID string, addrs []netip.Addr, mac net.HardwareAddr, profiles []string) *api.WorkloadEndpoint {
+// hostIface is the endpoint's request for its host end's name.
+func (d *driver) hostIface(ctx context.Context, endpointID string) (cni.HostIface, error) {
+	claims, err := cni.NodeClaims(ctx, d.store, d.cfg.Node)
+	if err != nil {
+		return cni.HostIface{}, err
+	}
+	return cni.HostIface{Preferred: preferredHost(endpointID), Self: cni.EndpointKey(Orchestrator, d.endpointName(endpointID)), Claims: claims}, nil
+}
+
+// recordHost is the host end's name an endpoint records when it is
+// created: the one it already records, else the one cni.HostIface chooses
+// now (Join chooses again, and records another if the host changed).
+func (d *driver) recordHost(ctx context.Context, endpointID string) (string, error) {
+	if w, err := d.endpoint(ctx, endpointID); err == nil && w.Spec.InterfaceName != "" {
+		return w.Spec.InterfaceName, nil
+	}
+	h, err := d.hostIface(ctx, endpointID)
+	if err != nil {
+		return "", err
+	}
+	return d.kern.chooseHost(h)
+}
+
+func (d *driver) buildEndpoint(endpointID, host string, addrs []netip.Addr, mac net.HardwareAddr, profiles []string) *api.WorkloadEndpoint {
 	w := wepKind.NewObject().(*api.WorkloadEndpoint)
 	w.Metadata.Namespace, w.Metadata.Name = Orchestrator, d.endpointName(endpointID)
 	w.Spec.Orchestrator, w.Spec.Workload = Orchestrator, Orchestrator
@@ -75,17 +99,24 @@ func (d *driver) buildEndpoint(endpointID string, addrs []netip.Addr, mac net.Ha
 	for _, a := range addrs {
 		w.Spec.IPNetworks = append(w.Spec.IPNetworks, netip.PrefixFrom(a, a.BitLen()).String())
 	}
-	w.Spec.InterfaceName, _ = vethNames(endpointID)
+	w.Spec.InterfaceName = host
 	w.Spec.MAC = mac.String()
 	w.Spec.Profiles = profiles
 	return w
+}
+
+// noEndpointError says a Docker endpoint has no WorkloadEndpoint.
+type noEndpointError struct{ endpointID, node string }
+
+func (e *noEndpointError) Error() string {
+	return fmt.Sprintf("endpoint %s does not exist on node %s", e.endpointID, e.node)
 }
 
 // endpoint reads a Docker endpoint's WorkloadEndpoint.
 func (d *driver) endpoint(ctx context.Context, endpointID string) (*api.WorkloadEndpoint, error) {
 	r, err := d.store.GetResource(ctx, wepKind, Orchestrator, d.endpointName(endpointID))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("endpoint %s does not exist on node %s", endpointID, d.cfg.Node)
+		return nil, &noEndpointError{endpointID: endpointID, node: d.cfg.Node}
 	}
 	if err != nil {
 		return nil, err

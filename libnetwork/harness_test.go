@@ -13,23 +13,45 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
-// fakeKernel holds the veth pairs the driver made (by host end).
+// fakeKernel holds the veth pairs the driver made (by host end). Every
+// pair counts as handed to a container (its other end in a namespace).
 type fakeKernel struct {
 	mu    sync.Mutex
 	links map[string]vethSpec
 }
 
-func (f *fakeKernel) addVeth(v vethSpec) error {
+// probe: every pair is in a container.
+func (f *fakeKernel) probe(name string) (cni.IfaceState, error) {
+	if _, ok := f.links[name]; ok {
+		return cni.IfaceLive, nil
+	}
+	return cni.IfaceAbsent, nil
+}
+
+func (f *fakeKernel) chooseHost(h cni.HostIface) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.links[v.host] = v
-	return nil
+	name, _, err := h.ChooseBy(f.probe)
+	return name, err
+}
+
+func (f *fakeKernel) addVeth(v vethSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name, _, err := v.iface.ChooseBy(f.probe)
+	if err != nil {
+		return "", err
+	}
+	v.host = name
+	f.links[name] = v
+	return name, nil
 }
 
 func (f *fakeKernel) delVeth(host string) error {

@@ -112,7 +112,11 @@ func (d *driver) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 		}
 		profiles = []string{name}
 	}
-	w := d.buildEndpoint(req.EndpointID, addrs, mac, profiles)
+	host, err := d.recordHost(ctx, req.EndpointID)
+	if err != nil {
+		return nil, err
+	}
+	w := d.buildEndpoint(req.EndpointID, host, addrs, mac, profiles)
 	if _, err := d.store.ApplyResource(ctx, w); err != nil {
 		return nil, fmt.Errorf("writing WorkloadEndpoint %s/%s: %w", w.Metadata.Namespace, w.Metadata.Name, err)
 	}
@@ -125,8 +129,7 @@ func (d *driver) deleteEndpoint(ctx context.Context, req *EndpointRequest) (*Emp
 	if err := checkIDs(req.NetworkID, req.EndpointID); err != nil {
 		return nil, err
 	}
-	host, _ := vethNames(req.EndpointID)
-	if err := d.kern.delVeth(host); err != nil {
+	if err := d.removeVeth(ctx, req.EndpointID); err != nil {
 		return nil, err
 	}
 	name := d.endpointName(req.EndpointID)
@@ -165,12 +168,24 @@ func (d *driver) join(ctx context.Context, req *JoinRequest) (*JoinResponse, err
 	if err != nil {
 		mac = containerMAC(req.EndpointID)
 	}
-	host, temp := vethNames(req.EndpointID)
-	v := vethSpec{host: host, temp: temp, mac: mac, mtu: d.cfg.MTU, addrs: endpointAddrs(w)}
-	if err := d.kern.addVeth(v); err != nil {
+	iface, err := d.hostIface(ctx, req.EndpointID)
+	if err != nil {
+		return nil, err
+	}
+	v := vethSpec{iface: iface, mac: mac, mtu: d.cfg.MTU, addrs: endpointAddrs(w)}
+	host, err := d.kern.addVeth(v)
+	if err != nil {
 		return nil, fmt.Errorf("wiring endpoint %s: %w", req.EndpointID, err)
 	}
-	resp := &JoinResponse{InterfaceName: InterfaceName{SrcName: temp, DstPrefix: d.cfg.IfPrefix}}
+	if host != w.Spec.InterfaceName {
+		// The recorded name was taken on the host: record the one chosen.
+		w.Spec.InterfaceName = host
+		if _, err := d.store.UpdateResource(ctx, w); err != nil {
+			_ = d.kern.delVeth(host)
+			return nil, fmt.Errorf("recording host interface %s in WorkloadEndpoint %s/%s: %w", host, w.Metadata.Namespace, w.Metadata.Name, err)
+		}
+	}
+	resp := &JoinResponse{InterfaceName: InterfaceName{SrcName: tempName(host), DstPrefix: d.cfg.IfPrefix}}
 	if v.has4() {
 		resp.Gateway = gatewayV4
 		resp.StaticRoutes = append(resp.StaticRoutes, StaticRoute{Destination: gatewayV4 + "/32", RouteType: routeConnected})
@@ -184,13 +199,31 @@ func (d *driver) join(ctx context.Context, req *JoinRequest) (*JoinResponse, err
 
 // leave removes the veth pair (with it the host routes); the end in the
 // container goes with it.
-func (d *driver) leave(_ context.Context, req *EndpointRequest) (*Empty, error) {
+func (d *driver) leave(ctx context.Context, req *EndpointRequest) (*Empty, error) {
 	if err := checkIDs(req.NetworkID, req.EndpointID); err != nil {
 		return nil, err
 	}
-	host, _ := vethNames(req.EndpointID)
-	if err := d.kern.delVeth(host); err != nil {
+	if err := d.removeVeth(ctx, req.EndpointID); err != nil {
 		return nil, err
 	}
 	return empty()
+}
+
+// removeVeth removes the veth pair the endpoint records. Without the
+// endpoint nothing is removed: the interface may be another workload's,
+// and a pair left on the host is replaced by the next Join choosing its
+// name (see cni.HostIface).
+func (d *driver) removeVeth(ctx context.Context, endpointID string) error {
+	w, err := d.endpoint(ctx, endpointID)
+	if err != nil {
+		var none *noEndpointError
+		if errors.As(err, &none) {
+			return nil
+		}
+		return err
+	}
+	if w.Spec.InterfaceName == "" {
+		return nil
+	}
+	return d.kern.delVeth(w.Spec.InterfaceName)
 }

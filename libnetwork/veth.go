@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -26,17 +27,27 @@ import (
 
 // kernel is what the driver does to the host; unit tests use a fake.
 type kernel interface {
-	addVeth(v vethSpec) error
-	// delVeth deletes a veth pair by its host end; a missing one is done.
+	// chooseHost tells the host end's name h chooses now, changing nothing.
+	chooseHost(h cni.HostIface) (string, error)
+	// addVeth makes the pair under the host end's name v.iface chooses
+	// (see cni.HostIface) and returns that name.
+	addVeth(v vethSpec) (host string, err error)
+	// delVeth deletes the veth pair an endpoint records (host end name);
+	// a missing one is done, an interface that is not a veth is left.
 	delVeth(host string) error
 }
 
 type vethSpec struct {
-	host, temp string
-	mac        net.HardwareAddr // of the container end
-	mtu        int
-	addrs      []netip.Addr
+	iface cni.HostIface
+	host  string           // set by create
+	mac   net.HardwareAddr // of the container end
+	mtu   int
+	addrs []netip.Addr
 }
+
+// tempName is the name of the end Docker moves into the container while
+// it is on the host: unique as the host end's name is.
+func tempName(host string) string { return "temp" + strings.TrimPrefix(host, "cali") }
 
 func (v vethSpec) has4() bool { return slices.ContainsFunc(v.addrs, netip.Addr.Is4) }
 func (v vethSpec) has6() bool { return slices.ContainsFunc(v.addrs, netip.Addr.Is6) }
@@ -44,10 +55,22 @@ func (v vethSpec) has6() bool { return slices.ContainsFunc(v.addrs, netip.Addr.I
 // netlinkKernel does the work with netlink and /proc/sys, inside do.
 type netlinkKernel struct{ do func(func() error) error }
 
-func (k netlinkKernel) addVeth(v vethSpec) error { return k.do(v.create) }
+func (k netlinkKernel) chooseHost(h cni.HostIface) (name string, err error) {
+	err = k.do(func() error {
+		c, err := h.Choose()
+		name = c.Name
+		return err
+	})
+	return name, err
+}
+
+func (k netlinkKernel) addVeth(v vethSpec) (string, error) {
+	err := k.do(v.create)
+	return v.host, err
+}
 
 func (k netlinkKernel) delVeth(host string) error {
-	return k.do(func() error { return deleteVeth(host) })
+	return k.do(func() error { return cni.RemoveHostIface(host, "", "") })
 }
 
 // RouteTakenError says a host route for the container address points at
@@ -61,21 +84,28 @@ func (e *RouteTakenError) Error() string {
 	return fmt.Sprintf("a host route for %s already exists via interface %s (another workload holds this address?)", e.Addr, e.Dev)
 }
 
-// create replaces a leftover pair of the same endpoint, then builds the
-// pair; on failure it removes what it made.
-func (v vethSpec) create() (err error) {
+// create chooses the host end's name (v.host), replaces a leftover pair
+// of the same endpoint, then builds the pair; on failure it removes what
+// it made.
+func (v *vethSpec) create() (err error) {
+	choice, err := v.iface.Choose()
+	if err != nil {
+		return err
+	}
+	v.host = choice.Name
 	if err = v.checkRoutes(); err != nil {
 		return err
 	}
-	if err = deleteVeth(v.host); err != nil {
+	if err = choice.RemoveLeftover(); err != nil {
 		return err
 	}
+	temp := tempName(v.host)
 	veth := &netlink.Veth{
 		LinkAttrs: netlink.LinkAttrs{Name: v.host, MTU: v.mtu, HardwareAddr: hostMAC},
-		PeerName:  v.temp, PeerHardwareAddr: v.mac, PeerMTU: uint32(max(v.mtu, 0)),
+		PeerName:  temp, PeerHardwareAddr: v.mac, PeerMTU: uint32(max(v.mtu, 0)),
 	}
 	if err = netlink.LinkAdd(veth); err != nil {
-		return fmt.Errorf("creating veth %s/%s: %w", v.host, v.temp, err)
+		return fmt.Errorf("creating veth %s/%s: %w", v.host, temp, err)
 	}
 	defer func() {
 		if err != nil {
@@ -105,7 +135,7 @@ func (v vethSpec) sysctls() error { return cni.SetHostVethSysctls(v.host, v.has6
 
 // checkRoutes refuses addresses the host already routes to an interface
 // other than this endpoint's.
-func (v vethSpec) checkRoutes() error {
+func (v *vethSpec) checkRoutes() error {
 	for _, a := range v.addrs {
 		fam := netlink.FAMILY_V4
 		if a.Is6() {
