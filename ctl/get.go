@@ -72,9 +72,13 @@ func runGet(o IO, args []string) error {
 
 	switch *output {
 	case "yaml", "json":
-		var v any = listObject(k, objs, listRev)
+		raws, err := encodeObjects(objs)
+		if err != nil {
+			return err
+		}
+		var v any = listObject(k, raws, listRev)
 		if len(names) == 1 {
-			v = objs[0]
+			v = raws[0]
 		}
 		return printStructured(o, *output, v)
 	}
@@ -86,8 +90,22 @@ func runGet(o IO, args []string) error {
 	return t.print(o.Stdout, objs, ext)
 }
 
+// encodeObjects renders each object with the stored fields our types do
+// not model (api.Marshal), so that get, edit and apply keep them.
+func encodeObjects(objs []api.Resource) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(objs))
+	for i, r := range objs {
+		b, err := api.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", resourceID(r), err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
 // listObject is the <Kind>List wrapper calicoctl prints for several objects.
-func listObject(k api.KindInfo, objs []api.Resource, rev int64) map[string]any {
+func listObject(k api.KindInfo, objs []json.RawMessage, rev int64) map[string]any {
 	items := make([]any, len(objs))
 	for i, r := range objs {
 		items[i] = r

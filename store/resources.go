@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,13 +13,14 @@ import (
 )
 
 // Encode renders a resource as its stored JSON value: the whole object
-// without resourceVersion (that is the etcd mod revision).
+// without resourceVersion (that is the etcd mod revision), with every field
+// it was decoded with that our types do not model (api.Marshal).
 func Encode(r api.Resource) ([]byte, error) {
 	meta := r.GetObjectMeta()
 	rv := meta.ResourceVersion
 	meta.ResourceVersion = ""
 	defer func() { meta.ResourceVersion = rv }()
-	return json.Marshal(r)
+	return api.Marshal(r)
 }
 
 // DecodeKV parses a stored value and sets resourceVersion from the revision.
@@ -128,7 +128,9 @@ func (c *Client) create(ctx context.Context, r api.Resource) (api.Resource, erro
 // UpdateResource validates and replaces an existing object. With a
 // resourceVersion set the write is a compare-and-swap against it; without one
 // it is made against the revision just read. uid and creationTimestamp are
-// kept from the stored object.
+// kept from the stored object, and so is every stored field our types do not
+// model that r does not carry itself (api.KeepUnmodelled): a writer cannot
+// lose what it does not understand.
 func (c *Client) UpdateResource(ctx context.Context, r api.Resource) (api.Resource, error) {
 	key, cur, err := c.prepareAndRead(ctx, r)
 	if err != nil {
@@ -163,6 +165,7 @@ func (c *Client) update(ctx context.Context, key string, r api.Resource, cur KV)
 	if old, err := DecodeKV(cur); err == nil {
 		om := old.GetObjectMeta()
 		m.UID, m.CreationTimestamp = om.UID, om.CreationTimestamp
+		api.KeepUnmodelled(r, old)
 	}
 	val, err := Encode(r)
 	if err != nil {

@@ -1,9 +1,6 @@
 package api
 
 import (
-	"encoding/json"
-	"maps"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,8 +15,8 @@ type FelixConfiguration struct {
 }
 
 // FelixConfigurationSpec is a subset of projectcalico.org/v3
-// FelixConfiguration.spec. Fields it does not model are kept in Extra and
-// written back unchanged, so nothing Calico wrote is lost on update.
+// FelixConfiguration.spec. Fields it does not model are kept by Decode
+// and written back by Marshal, like every kind's (unmodelled.go).
 type FelixConfigurationSpec struct {
 	LogSeverityScreen string `json:"logSeverityScreen,omitempty"`
 	LogSeverityFile   string `json:"logSeverityFile,omitempty"`
@@ -83,9 +80,6 @@ type FelixConfigurationSpec struct {
 	BPFLogLevel            string  `json:"bpfLogLevel,omitempty"`
 	XDPEnabled             *bool   `json:"xdpEnabled,omitempty"`
 	FloatingIPs            *string `json:"floatingIPs,omitempty"`
-
-	// Extra holds the spec fields this type does not model, verbatim.
-	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
@@ -103,59 +97,6 @@ type RouteTableRange struct {
 }
 
 var logLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
-
-// felixKnownKeys are the JSON names of the modelled spec fields.
-var felixKnownKeys = func() map[string]bool {
-	known := map[string]bool{}
-	t := reflect.TypeFor[FelixConfigurationSpec]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			known[name] = true
-		}
-	}
-	return known
-}()
-
-type felixSpecFields FelixConfigurationSpec // no methods: plain encoding
-
-// UnmarshalJSON reads the modelled fields and keeps the rest in Extra.
-func (s *FelixConfigurationSpec) UnmarshalJSON(b []byte) error {
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return err
-	}
-	var plain felixSpecFields
-	if err := json.Unmarshal(b, &plain); err != nil {
-		return err
-	}
-	*s = FelixConfigurationSpec(plain)
-	for k, v := range all {
-		if !felixKnownKeys[k] {
-			if s.Extra == nil {
-				s.Extra = map[string]json.RawMessage{}
-			}
-			s.Extra[k] = v
-		}
-	}
-	return nil
-}
-
-// MarshalJSON writes the modelled fields plus Extra.
-func (s FelixConfigurationSpec) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(felixSpecFields(s))
-	if err != nil || len(s.Extra) == 0 {
-		return b, err
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return nil, err
-	}
-	extra := maps.Clone(s.Extra)
-	maps.DeleteFunc(extra, func(k string, _ json.RawMessage) bool { return felixKnownKeys[k] })
-	maps.Copy(all, extra)
-	return json.Marshal(all)
-}
 
 func init() {
 	register(KindInfo{

@@ -16,6 +16,10 @@ const APIVersion = "projectcalico.org/v3"
 type TypeMeta struct {
 	Kind       string `json:"kind,omitempty"`
 	APIVersion string `json:"apiVersion,omitempty"`
+
+	// unmodelled is what the object was decoded with that its type does
+	// not model (unmodelled.go); Marshal writes it back.
+	unmodelled *unmodelled
 }
 
 // GetTypeMeta makes every kind, which embeds TypeMeta, provide half of Resource.
@@ -95,7 +99,9 @@ func (k KindInfo) NewObject() Resource {
 }
 
 // Decode parses one JSON object into the type named by its "kind" field.
-// The apiVersion must be projectcalico.org/v3 (or empty).
+// The apiVersion must be projectcalico.org/v3 (or empty). Members the type
+// does not model are remembered with the object, and Marshal writes them
+// back.
 func Decode(data []byte) (Resource, error) {
 	var tm TypeMeta
 	if err := json.Unmarshal(data, &tm); err != nil {
@@ -116,5 +122,8 @@ func Decode(data []byte) (Resource, error) {
 		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
 	}
 	*r.GetTypeMeta() = TypeMeta{Kind: k.Kind, APIVersion: APIVersion}
+	if err := rememberUnmodelled(r, data); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", tm.Kind, err)
+	}
 	return r, nil
 }
