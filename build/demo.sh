@@ -58,7 +58,8 @@ for i in "${NODES[@]}"; do
 	in_ns "n$i" ip addr add "$NET.$i/24" dev eth0
 	in_ns "n$i" ip link set eth0 up
 	in_ns "n$i" ip route add default via "$NET.254" dev eth0 onlink
-	in_ns "n$i" sysctl -qw net.ipv4.ip_forward=1
+	# Forwarding off, as on a fresh host: calico-node turns it on.
+	in_ns "n$i" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
 	mkdir -p "$STATE/n$i"
 done
 
@@ -120,6 +121,9 @@ converged() {
 say "pods ping across nodes (routes learned over BGP)"
 converged
 ping_all
+for i in "${NODES[@]}"; do
+	echo "node$i: net.ipv4.ip_forward=$(in_ns "n$i" sysctl -n net.ipv4.ip_forward) (0 at start; calico-node turned it on)"
+done
 echo "routes node1 learned by BGP:"; in_ns n1 ip route show proto 81 | sed 's/^/  /'
 
 say "a deny policy for pod3 (its network's profile would allow it)"

@@ -68,7 +68,7 @@ func (c *cluster) addNode(i int) *clusterNode {
 	mustNS(t, nd.ns, "ip", "addr", "add", nd.ip+"/24", "dev", "eth0")
 	mustNS(t, nd.ns, "ip", "link", "set", "eth0", "up")
 	mustNS(t, nd.ns, "ip", "route", "add", "default", "via", c.subnet+"."+bridgeIP, "dev", "eth0")
-	mustNS(t, nd.ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	freshHostForwarding(t, nd.ns) // calico-node turns it on
 	nd.cfg = libcni.NewCNIConfigWithCacheDir([]string{c.bin}, t.TempDir(), nil)
 	c.nodes = append(c.nodes, nd)
 	return nd

@@ -32,6 +32,7 @@ func listenTCP(t testing.TB, n ns.NetNS, addr string) net.Listener {
 // Chained with the reference portmap plugin, a host port reaches the pod.
 func TestCNIChainedWithPortmap(t *testing.T) {
 	e := newCNIEnv(t, 4)
+	e.host.forwardingOn(t) // no calico-node here to turn it on
 	referencePlugins(t, e.bin)
 	e.pool("v4", "10.104.0.0/24")
 	l := e.conflist("1.0.0", "chain", e.calicoPlugin("node1", ""), `{"type":"portmap","capabilities":{"portMappings":true}}`)

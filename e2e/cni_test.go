@@ -130,6 +130,7 @@ func wepKindInfo() api.KindInfo { k, _ := api.LookupKind("WorkloadEndpoint"); re
 
 func TestCNIThroughLibcniEveryVersion(t *testing.T) {
 	e := newCNIEnv(t, 1)
+	e.host.forwardingOn(t) // no calico-node here to turn it on (IPv6 needs it even between local pods)
 	e.pool("v4", "10.100.0.0/24")
 	e.pool("v6", "fd00:100::/64")
 	for _, v := range []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {

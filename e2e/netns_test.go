@@ -98,7 +98,8 @@ func ping(n ns.NetNS, addr string) error {
 
 // testHost is a network namespace standing in for a node's host, with an
 // uplink to an "outside" namespace, a default route over it (so proxy ARP
-// answers pods' ARP for 169.254.1.1) and forwarding on.
+// answers pods' ARP for 169.254.1.1) and forwarding off, as on a fresh
+// Linux host: calico-node turns it on.
 type testHost struct {
 	ns      ns.NetNS
 	outside ns.NetNS
@@ -115,8 +116,29 @@ func newTestHost(t testing.TB, index int) *testHost {
 	mustNS(t, h.ns, "ip", "addr", "add", h.hostIP+"/30", "dev", "uplink")
 	mustNS(t, h.ns, "ip", "link", "set", "uplink", "up")
 	mustNS(t, h.ns, "ip", "route", "add", "default", "via", h.outIP, "dev", "uplink", "onlink")
-	mustNS(t, h.ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	freshHostForwarding(t, h.ns) // calico-node turns it on
 	mustNS(t, h.outside, "ip", "addr", "add", h.outIP+"/30", "dev", "outlink")
 	mustNS(t, h.outside, "ip", "link", "set", "dev", "outlink", "up")
 	return h
+}
+
+// freshHostForwarding sets IPv4 and IPv6 forwarding off in n, the default
+// of a fresh Linux host: a new namespace would otherwise inherit the IPv4
+// setting of the machine running the tests. calico-node must turn them on.
+func freshHostForwarding(t testing.TB, n ns.NetNS) {
+	t.Helper()
+	mustNS(t, n, "sysctl", "-qw", "net.ipv4.ip_forward=0", "net.ipv6.conf.all.forwarding=0")
+}
+
+// forwardingOf is "<net.ipv4.ip_forward> <net.ipv6.conf.all.forwarding>" in n.
+func forwardingOf(t testing.TB, n ns.NetNS) string {
+	t.Helper()
+	return strings.Join(strings.Fields(mustNS(t, n, "sysctl", "-n", "net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")), " ")
+}
+
+// forwardingOn turns forwarding on in h, standing in for calico-node in a
+// test that runs the CNI plugin without it.
+func (h *testHost) forwardingOn(t testing.TB) {
+	t.Helper()
+	mustNS(t, h.ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
 }

@@ -387,6 +387,7 @@ func TestFelixConfigurationLifecycle(t *testing.T) {
 	def := newObj("FelixConfiguration").(*api.FelixConfiguration)
 	def.Metadata.Name = "default"
 	def.Spec.DefaultEndpointToHostAction = "Accept"
+	def.Spec.IPForwarding = "Disabled"
 	next.put(t, def)
 	nodeCfg := newObj("FelixConfiguration").(*api.FelixConfiguration)
 	nodeCfg.Metadata.Name = "node." + thisNode
@@ -401,12 +402,18 @@ func TestFelixConfigurationLifecycle(t *testing.T) {
 	if !hasRule(d, "cali-wl-to-host", "-j RETURN") || hasRule(d, "cali-wl-to-host", "-j ACCEPT") {
 		t.Errorf("configuration not rendered (node.<name> over default):\n%s", dump(d))
 	}
+	if d.IPForwarding != "Disabled" {
+		t.Errorf("IPForwarding %q, want default's Disabled", d.IPForwarding)
+	}
 	// Failsafe ports only matter with host endpoints, which are not policed here.
 	if hasRule(d, "cali-failsafe-in", "--dport 2222") {
 		t.Errorf("failsafe chain rendered without host endpoints")
 	}
 
 	applyAll(inc, diff(t, next, ds))
+	if d := checkFresh(t, "configuration deleted", inc, ds); d.IPForwarding != "" {
+		t.Errorf("IPForwarding %q after the configuration went, want the default (empty)", d.IPForwarding)
+	}
 	if got := dump(checkFresh(t, "configuration deleted", inc, ds)); got != base {
 		t.Errorf("after deleting the configuration the result is not the default one:\n%s", textDiff(got, base))
 	}

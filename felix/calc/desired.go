@@ -26,6 +26,10 @@ type Desired struct {
 	Endpoints     []LocalEndpoint
 	Blackholes    []netip.Prefix // this node's affine blocks
 	LocalPolicies int            // policies applied to local endpoints
+	// IPForwarding is FelixConfiguration spec.ipForwarding ("default"
+	// overlaid by "node.<name>"); empty means the default, Enabled.
+	IPForwarding string
+	IPv6         bool // the IPv6 dataplane is on (Tables has version 6)
 }
 
 // Desired computes the desired dataplane state, updating the incremental
@@ -33,7 +37,7 @@ type Desired struct {
 func (s *State) Desired(ipv6 bool) Desired {
 	s.refreshLocalPolicies()
 	base := s.rulesConfig()
-	d := Desired{Tables: map[int]rules.Tables{}}
+	d := Desired{Tables: map[int]rules.Tables{}, IPForwarding: s.ipForwarding(), IPv6: ipv6}
 	keys := make([]string, 0, len(s.localPolicies))
 	for k := range s.localPolicies {
 		keys = append(keys, k)
@@ -190,6 +194,17 @@ func (s *State) rulesConfig() rules.Config {
 		}
 	}
 	return cfg
+}
+
+// ipForwarding reads spec.ipForwarding, "default" overlaid by "node.<name>".
+func (s *State) ipForwarding() string {
+	mode := ""
+	for _, name := range []string{"default", "node." + s.node} {
+		if f, ok := s.felixCfgs[name]; ok && f.Spec.IPForwarding != "" {
+			mode = f.Spec.IPForwarding
+		}
+	}
+	return mode
 }
 
 func protoPorts(in []api.ProtoPort) []rules.ProtoPort {

@@ -19,7 +19,10 @@ type Desired struct {
 	IPSets    map[string]IPSet
 	Endpoints []LocalEndpoint
 	Routes    map[netip.Prefix]RouteTarget
-	InSync    bool
+	// Forwarding is the host-wide IP forwarding (FelixConfiguration
+	// ipForwarding); its zero value turns IPv4 forwarding on.
+	Forwarding Forwarding
+	InSync     bool
 }
 
 // IPSet is one desired IP set.
@@ -52,6 +55,7 @@ type Dataplane struct {
 	sets    map[string]string // name -> fingerprint of what was last set
 	routes  *routeManager
 	eps     *endpointManager
+	fwd     *forwardingManager
 	lastErr error
 }
 
@@ -69,6 +73,7 @@ func New(cfg Config) *Dataplane {
 	return &Dataplane{
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
+		fwd: newForwardingManager(),
 	}
 }
 
@@ -95,11 +100,16 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptabl
 	return st.t
 }
 
-// Apply makes the kernel match desired: IP sets that rules will reference
-// first, then the tables, then IP sets no longer referenced, then routes
-// and endpoints. Every step runs; their errors are joined.
+// Apply makes the kernel match desired: host-wide forwarding, IP sets that
+// rules will reference, then the tables, then IP sets no longer
+// referenced, then routes and endpoints. Every step runs; their errors are
+// joined.
 func (d *Dataplane) Apply(des Desired) error {
 	var errs []error
+	d.fwd.SetDesired(des.Forwarding)
+	if err := d.fwd.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("ip forwarding: %w", err))
+	}
 	removed := d.setIPSets(des.IPSets)
 	if err := d.ipsets.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ipsets: %w", err))
@@ -166,7 +176,7 @@ func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
 
 // NeedsRetry reports whether the last apply left work undone.
 func (d *Dataplane) NeedsRetry() bool {
-	return d.lastErr != nil || d.routes.dirty || d.eps.dirty
+	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.fwd.dirty
 }
 
 // Resync makes the next Apply re-read everything from the kernel, so drift
@@ -174,6 +184,7 @@ func (d *Dataplane) NeedsRetry() bool {
 func (d *Dataplane) Resync() {
 	d.routes.dirty = true
 	d.eps.resyncAll()
+	d.fwd.resync()
 	for _, st := range d.tables {
 		if inv, ok := any(st.t).(interface{ InvalidateCache() }); ok {
 			inv.InvalidateCache()

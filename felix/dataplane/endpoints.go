@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -87,16 +85,7 @@ func sameEndpoint(a, b LocalEndpoint) bool {
 	return true
 }
 
-func (m *endpointManager) sysctl(path, want string) error {
-	full := filepath.Join(m.procSys, path)
-	if b, err := os.ReadFile(full); err == nil && strings.TrimSpace(string(b)) == want {
-		return nil
-	}
-	if err := os.WriteFile(full, []byte(want), 0o644); err != nil {
-		return fmt.Errorf("sysctl %s=%s: %w", path, want, err)
-	}
-	return nil
-}
+func (m *endpointManager) sysctl(path, want string) error { return setSysctl(m.procSys, path, want) }
 
 // Apply programs what is missing; interfaces that do not exist yet are
 // skipped (the CNI plugin may still be creating them) and retried.

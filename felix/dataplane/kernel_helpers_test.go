@@ -319,7 +319,7 @@ func sortedKeys(ds datastore) []string {
 // calculation's result, with BGP routes as extra routes.
 func toDataplane(d calc.Desired, bgp map[netip.Prefix]RouteTarget) Desired {
 	des := Desired{InSync: true, IPSets: map[string]IPSet{}, Routes: map[netip.Prefix]RouteTarget{},
-		Tables: map[int]map[string][]iptables.Chain{}}
+		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6}}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}
