@@ -22,7 +22,8 @@ import (
 //	cali-FORWARD          clear our marks; -i cali+ -> cali-from-wl-dispatch;
 //	                      -o cali+ -> cali-to-wl-dispatch; ACCEPT if the accept mark is set
 //	cali-INPUT            -i cali+ goto cali-wl-to-host; other traffic -> cali-failsafe-in
-//	cali-wl-to-host       (IPv6: NDP/MLD accepted) -> cali-from-wl-dispatch; DefaultEndpointToHostAction
+//	cali-wl-to-host       (IPv4: 127.0.0.0/8 dropped unless DNATed; IPv6: NDP/MLD accepted)
+//	                      -> cali-from-wl-dispatch; DefaultEndpointToHostAction
 //	cali-OUTPUT           -o cali+ RETURN (host-to-workload traffic is not policed, as in
 //	                      Calico); other traffic -> cali-failsafe-out
 //	cali-from-wl-dispatch per interface goto cali-fw-<iface>, else DROP (split by the
@@ -148,6 +149,16 @@ func (r *renderer) filterStatic() []iptables.Chain {
 // workloadToHost polices traffic from workloads to the host itself.
 func (r *renderer) workloadToHost() iptables.Chain {
 	ch := iptables.Chain{Name: ChainWorkloadToHost}
+	if r.cfg.IPVersion == 4 {
+		// Host veths have route_localnet=1 (so DNAT to the host's loopback
+		// works), which also lets a pod send to 127.0.0.0/8 itself and reach
+		// services the node binds to loopback only (CVE-2020-8558). Only
+		// what conntrack DNATed there may pass; this runs before anything
+		// can accept. IPv6 needs no such rule: it has no route_localnet,
+		// and the kernel drops ::1 arriving on any interface but lo.
+		ch.Rules = append(ch.Rules, rule("-d 127.0.0.0/8 -m conntrack ! --ctstate DNAT", "-j DROP",
+			"Drop workload traffic to the host's loopback unless DNATed there"))
+	}
 	if r.cfg.IPVersion == 6 {
 		// Workloads need these to reach the host as their router: MLD
 		// (130-132), router solicitation (133), neighbour discovery

@@ -100,7 +100,8 @@ func TestEndpointToHostAction(t *testing.T) {
 	for in, want := range map[string]string{"": "-j DROP", "Drop": "-j DROP", "ACCEPT": "-j ACCEPT", "Accept": "-j ACCEPT", "Return": "-j RETURN"} {
 		tb, _ := Render(Config{DefaultEndpointToHostAction: in}, Input{})
 		got := chainLines(t, tb.Filter, ChainWorkloadToHost)
-		if w := lines("-j cali-from-wl-dispatch", want+"  # Configured DefaultEndpointToHostAction"); got != w {
+		loopback := "-d 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP  # Drop workload traffic to the host's loopback unless DNATed there"
+		if w := lines(loopback, "-j cali-from-wl-dispatch", want+"  # Configured DefaultEndpointToHostAction"); got != w {
 			t.Errorf("%q: got\n%swant\n%s", in, got, w)
 		}
 	}

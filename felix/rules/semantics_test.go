@@ -112,6 +112,9 @@ func TestSemanticsHost(t *testing.T) {
 	toHost := func(from, src string, proto, dport int) packet {
 		return packet{in: from, src: ip(src), dst: ip("192.168.1.10"), proto: proto, dport: dport, ct: "NEW"}
 	}
+	toLoopback := func(ct string) packet {
+		return packet{in: "cali-a", src: ip("10.0.0.1"), dst: ip("127.0.0.1"), proto: 6, dport: 8080, ct: ct}
+	}
 	for _, tc := range []struct {
 		action, name, chain string
 		p                   packet
@@ -127,6 +130,10 @@ func TestSemanticsHost(t *testing.T) {
 		{"", "no host endpoints: outbound host traffic not ours", ChainOutput, packet{out: "eth0", src: ip("192.168.1.10"), dst: ip("1.1.1.1"), proto: 17, dport: 53, ct: "NEW"}, "RETURN"},
 		{"", "host to workload not policed", ChainOutput, packet{out: "cali-e", src: ip("192.168.1.10"), dst: ip("10.0.0.5"), proto: 6, dport: 80, ct: "NEW"}, "RETURN"},
 		{"", "established reply to the host", ChainInput, packet{in: "cali-e", src: ip("10.0.0.5"), dst: ip("192.168.1.10"), proto: 6, ct: "ESTABLISHED"}, "ACCEPT"},
+		{"Accept", "workload to the host's loopback dropped", ChainInput, toLoopback("NEW"), "DROP"},
+		{"Return", "workload to the host's loopback dropped before the host's rules", ChainInput, toLoopback("NEW"), "DROP"},
+		{"Accept", "workload to the host's loopback dropped even in a known flow", ChainInput, toLoopback("ESTABLISHED"), "DROP"},
+		{"Accept", "workload DNATed to the host's loopback accepted", ChainInput, toLoopback("NEW,DNAT"), "ACCEPT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := semanticsSim(t, Config{DefaultEndpointToHostAction: tc.action})

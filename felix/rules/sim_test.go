@@ -2,6 +2,7 @@ package rules
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ type packet struct {
 	proto        int
 	sport, dport int
 	icmpType     int
-	ct           string // NEW, ESTABLISHED, INVALID
+	ct           string // NEW, ESTABLISHED, INVALID, or several: "NEW,DNAT"
 	mark         uint32
 	logged       int
 }
@@ -123,9 +124,11 @@ func (s *sim) match(m string, p *packet) bool {
 			i++
 			v, mask := markArg(f[i])
 			ok = p.mark&mask == v
-		case "--ctstate":
+		case "--ctstate": // the packet may be in several states ("NEW,DNAT")
 			i++
-			ok = strings.Contains(f[i], p.ct)
+			for _, st := range strings.Split(p.ct, ",") {
+				ok = ok || slices.Contains(strings.Split(f[i], ","), st)
+			}
 		case "--dport":
 			i++
 			ok = strconv.Itoa(p.dport) == f[i]
