@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/plugins/pkg/ns"
 
+	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -135,6 +136,61 @@ func TestCNIIDPrefix(t *testing.T) {
 			t.Errorf("DEL %s: %v", p.rt.ContainerID, err)
 		}
 	}
+	e.assertClean()
+	e.ipamCheckClean()
+}
+
+// "calicoctl container add" follows the same rule: an interface already
+// under the workload's first-choice name that belongs to another live
+// workload is left alone, the workload gets another name that its
+// endpoint records, and "container remove" removes only that one.
+func TestContainerIDPrefix(t *testing.T) {
+	e := newCNIEnv(t, 63)
+	e.pool("v4", "10.163.0.0/24")
+	createNode(t, e.cl, "node1")
+	ctx := context.Background()
+	wl, other := newNS(t), newNS(t)
+	first := cni.Workload{Node: "node1", Orchestrator: cni.OrchestratorNamespace, ID: nsName(wl), IfName: "eth1"}.HostVeth()
+	mustNS(t, e.host.ns, "ip", "link", "add", first, "type", "veth", "peer", "name", "eth0", "netns", nsName(other))
+	foreignIdx := strings.Fields(mustNS(t, e.host.ns, "ip", "-o", "link", "show", "dev", first))[0]
+
+	ctl := func(args ...string) string {
+		t.Helper()
+		out, err := e.classicContainer(append(args, "--hostname", "node1")...)
+		if err != nil {
+			t.Fatalf("calicoctl container %v: %v", args, err)
+		}
+		return out
+	}
+	out := ctl("add", wl.Path(), "ipv4")
+	m := classicAddedIP.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("container add: no address in %q", out)
+	}
+	r, err := e.cl.GetResource(ctx, wepKindInfo(), "default", "node1-namespace-"+strings.ReplaceAll(nsName(wl), "-", "--")+"-eth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := r.(*api.WorkloadEndpoint).Spec.InterfaceName
+	if host == first || !strings.HasPrefix(host, "cali") || !strings.Contains(out, "host interface "+host) {
+		t.Fatalf("container add took %q (first choice %s, held by another workload): %s", host, first, out)
+	}
+	if idx := strings.Fields(mustNS(t, e.host.ns, "ip", "-o", "link", "show", "dev", first))[0]; idx != foreignIdx {
+		t.Fatalf("the other workload's %s was replaced (index %s, was %s)", first, idx, foreignIdx)
+	}
+	if !strings.Contains(mustNS(t, e.host.ns, "ip", "route", "show", m[1]), "dev "+host) {
+		t.Errorf("no host route for %s via %s", m[1], host)
+	}
+	eventually(t, 5*time.Second, "workload -> host", reachable(wl, e.host.hostIP))
+
+	ctl("remove", wl.Path())
+	if _, err := inNS(e.host.ns, "ip", "link", "show", "dev", host); err == nil {
+		t.Errorf("container remove left %s", host)
+	}
+	if idx := strings.Fields(mustNS(t, e.host.ns, "ip", "-o", "link", "show", "dev", first))[0]; idx != foreignIdx {
+		t.Errorf("container remove touched the other workload's %s", first)
+	}
+	mustNS(t, e.host.ns, "ip", "link", "del", first)
 	e.assertClean()
 	e.ipamCheckClean()
 }
