@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calico-aio/calico-aio/build/version"
 	"github.com/calico-aio/calico-aio/store"
 )
 
@@ -33,17 +32,14 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"create":  {"Create resources from a file", func(o IO, a []string) error { return runWrite(o, opCreate, a) }},
-		"apply":   {"Create or replace resources from a file", func(o IO, a []string) error { return runWrite(o, opApply, a) }},
-		"replace": {"Replace existing resources from a file", func(o IO, a []string) error { return runWrite(o, opReplace, a) }},
-		"delete":  {"Delete resources by file or by kind and name", func(o IO, a []string) error { return runWrite(o, opDelete, a) }},
-		"get":     {"Show resources", runGet},
-		"node":    {"Show the status of the local calico-node (node status)", runNode},
-		"ipam":    {"IP address management: show, check, release, configure", runIPAM},
-		"version": {"Show the version", func(o IO, _ []string) error {
-			fmt.Fprintf(o.Stdout, "Client Version:    %s\n", version.Version)
-			return nil
-		}},
+		"create":    {"Create resources from a file", func(o IO, a []string) error { return runWrite(o, opCreate, a) }},
+		"apply":     {"Create or replace resources from a file", func(o IO, a []string) error { return runWrite(o, opApply, a) }},
+		"replace":   {"Replace existing resources from a file", func(o IO, a []string) error { return runWrite(o, opReplace, a) }},
+		"delete":    {"Delete resources by file or by kind and name", func(o IO, a []string) error { return runWrite(o, opDelete, a) }},
+		"get":       {"Show resources", runGet},
+		"node":      {"Show the status of the local calico-node (node status)", runNode},
+		"ipam":      {"IP address management: show, check, release, configure", runIPAM},
+		"version":   {"Show the client's and the cluster's version", runVersion},
 		"container": {"Attach containers and network namespaces to Calico (classic verbs)", runContainer},
 		"profile":   {"Add, remove and show profiles and their rules (classic verbs)", runProfile},
 		"endpoint":  {"Show workload endpoints (classic endpoint show)", runEndpoint},

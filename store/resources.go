@@ -267,25 +267,3 @@ func revisionOf(m *api.ObjectMeta) (int64, error) {
 	}
 	return rev, nil
 }
-
-// EnsureClusterInformation creates ClusterInformation "default" (a fresh
-// clusterGUID, datastoreReady true) when the datastore has none, as Calico
-// does on first use.
-func (c *Client) EnsureClusterInformation(ctx context.Context, version string) error {
-	k, _ := api.LookupKind("ClusterInformation")
-	if _, err := c.Get(ctx, ResourceKey(k, "", "default")); err == nil || !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	ci := k.NewObject().(*api.ClusterInformation)
-	ci.Metadata.Name = "default"
-	guid := newUID()
-	ready := true
-	ci.Spec.ClusterGUID = guid[:8] + guid[9:13] + guid[14:18] + guid[19:23] + guid[24:]
-	ci.Spec.CalicoVersion = version
-	ci.Spec.DatastoreReady = &ready
-	ci.Spec.ClusterType = "calico-aio"
-	if _, err := c.create(ctx, ci); err != nil && !errors.Is(err, ErrAlreadyExists) {
-		return fmt.Errorf("creating ClusterInformation default: %w", err)
-	}
-	return nil
-}

@@ -1,5 +1,10 @@
 package api
 
+import (
+	"strconv"
+	"strings"
+)
+
 // ClusterInformation ("default") identifies the cluster and says whether the
 // datastore is ready for use.
 type ClusterInformation struct {
@@ -35,4 +40,30 @@ func (c *ClusterInformation) Validate() error {
 	var f fieldErrs
 	f.meta(&c.Metadata, false, subdomainProblem)
 	return f.join()
+}
+
+// CalicoAPIVersion is the Calico release whose projectcalico.org/v3 API and
+// datastore layout we implement (the recorded compatibility data is from
+// it). It, not our own build version, goes into ClusterInformation
+// spec.calicoVersion: Calico's calicoctl refuses to work when that field's
+// version differs from its own.
+const CalicoAPIVersion = "v3.32.1"
+
+// IsCalicoRelease says whether v names a Calico release that speaks the v3
+// API: "v3.32.1" or "3.31.0-0.dev-12-gabc" (a leading v is optional, and so
+// is a suffix after "-"). A git hash or "dev", which our old builds wrote
+// into spec.calicoVersion, is not one; neither is a version below 3.
+func IsCalicoRelease(v string) bool {
+	core, _, _ := strings.Cut(strings.TrimPrefix(v, "v"), "-")
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || strconv.Itoa(n) != p || (i == 0 && n < 3) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// maxClusterInfoAttempts bounds the compare-and-swap retries of
+// EnsureClusterInformation.
+const maxClusterInfoAttempts = 5
+
+// EnsureClusterInformation makes ClusterInformation "default" fit for
+// Calico's tools. When the datastore has none it creates one (a fresh
+// clusterGUID, datastoreReady true) as Calico does on first use. Its
+// spec.calicoVersion is api.CalicoAPIVersion, the Calico release we are
+// compatible with, never our build version: Calico's calicoctl compares
+// that field with its own version. A stored one whose calicoVersion is not
+// a Calico release (our old builds wrote a git hash or "dev") is repaired
+// with a compare-and-swap that keeps every other field, including those our
+// types do not model; one that names a release is left alone. buildVersion,
+// the writer's own version, is only logged.
+func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion string) error {
+	k, _ := api.LookupKind("ClusterInformation")
+	key := ResourceKey(k, "", "default")
+	for range maxClusterInfoAttempts {
+		kv, err := c.Get(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			err = c.createClusterInformation(ctx, k)
+			if errors.Is(err, ErrAlreadyExists) {
+				continue // created meanwhile: check what was written
+			}
+			if err == nil {
+				slog.Info("created ClusterInformation default", "calicoVersion", api.CalicoAPIVersion, "writer", buildVersion)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		r, err := DecodeKV(kv)
+		if err != nil {
+			return fmt.Errorf("reading ClusterInformation default: %w", err)
+		}
+		ci := r.(*api.ClusterInformation)
+		old := ci.Spec.CalicoVersion
+		if api.IsCalicoRelease(old) {
+			return nil
+		}
+		ci.Spec.CalicoVersion = api.CalicoAPIVersion
+		val, err := Encode(ci)
+		if err != nil {
+			return err
+		}
+		_, err = c.Update(ctx, key, val, kv.Revision)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ClusterInformation default: setting spec.calicoVersion %q to %s: %w", old, api.CalicoAPIVersion, err)
+		}
+		slog.Info("repaired ClusterInformation default", "calicoVersion", api.CalicoAPIVersion, "was", old, "writer", buildVersion)
+		return nil
+	}
+	return fmt.Errorf("ClusterInformation default: gave up after %d conflicting writes", maxClusterInfoAttempts)
+}
+
+func (c *Client) createClusterInformation(ctx context.Context, k api.KindInfo) error {
+	ci := k.NewObject().(*api.ClusterInformation)
+	ci.Metadata.Name = "default"
+	guid := newUID()
+	ready := true
+	ci.Spec.ClusterGUID = guid[:8] + guid[9:13] + guid[14:18] + guid[19:23] + guid[24:]
+	ci.Spec.CalicoVersion = api.CalicoAPIVersion
+	ci.Spec.DatastoreReady = &ready
+	ci.Spec.ClusterType = "calico-aio"
+	if _, err := c.create(ctx, ci); err != nil {
+		return fmt.Errorf("creating ClusterInformation default: %w", err)
+	}
+	return nil
+}
