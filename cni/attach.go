@@ -82,11 +82,11 @@ func (w Workload) Endpoint(addrs []netip.Addr, mac string, profiles []string) *a
 // Attach wires the workload in network namespace netns as CNI ADD does (the
 // 169.254.1.1 veth wiring, host sysctls and host routes) and returns the
 // workload-side MAC. The host end's name is chosen as HostIface says,
-// given what the node's endpoints record (claims), and set in
+// given what the node's endpoints record (claims, read only when needed), and set in
 // w.HostIface. On error nothing it created is left. A host route of an
 // address to another interface is a *RouteTakenError, an existing
 // interface of the same name in the namespace an *InterfaceTakenError.
-func (w *Workload) Attach(netns string, mtu int, addrs []netip.Addr, claims Claims) (string, error) {
+func (w *Workload) Attach(netns string, mtu int, addrs []netip.Addr, claims ClaimsSource) (string, error) {
 	w.HostIface = ""
 	id := w.identity()
 	pw := podWiring{netns: netns, ifName: w.IfName, mtu: mtu, addrs: addrs,

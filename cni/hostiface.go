@@ -43,6 +43,19 @@ const maxAlternatives = 16
 // each with the endpoints ("namespace/name") recording it.
 type Claims map[string][]string
 
+// ClaimsSource reads Claims when a choice needs them.
+type ClaimsSource func() (Claims, error)
+
+// Source is c as a ClaimsSource.
+func (c Claims) Source() ClaimsSource { return func() (Claims, error) { return c, nil } }
+
+// NodeClaimsSource reads NodeClaims(ctx, cl, node) when called. Listing
+// every endpoint costs a read of the whole cluster's endpoints, so a
+// choice calls it only when its first-choice name is already taken.
+func NodeClaimsSource(ctx context.Context, cl *store.Client, node string) ClaimsSource {
+	return func() (Claims, error) { return NodeClaims(ctx, cl, node) }
+}
+
 // NodeClaims lists the host interface names the endpoints on node record.
 func NodeClaims(ctx context.Context, cl *store.Client, node string) (Claims, error) {
 	all, _, err := cl.ListResources(ctx, wepKind, "")
@@ -84,7 +97,12 @@ type HostIface struct {
 	Self      string // the workload's endpoint (EndpointKey): its claims are ours; salts the alternatives
 	Netns     string // the namespace of the workload's end ("" when the pair is made on the host)
 	IfName    string // the workload's end's name in Netns
-	Claims    Claims // what the node's endpoints record
+	Claims    Claims // what the node's endpoints record (nil: LoadClaims reads them)
+	// LoadClaims reads Claims when Claims is nil and the first choice is
+	// taken. While the first-choice name is free (nearly every ADD) the
+	// workload takes it without reading anything: an endpoint that records
+	// the name but whose interface is gone has no host state to protect.
+	LoadClaims ClaimsSource
 }
 
 // candidates are the names to try in order: those this workload's
@@ -136,6 +154,18 @@ func (h HostIface) decide(name string, st IfaceState) (use, replace bool) {
 // name. replace says an interface of that name is this workload's
 // leftover and goes first.
 func (h HostIface) ChooseBy(probe func(name string) (IfaceState, error)) (name string, replace bool, err error) {
+	if h.Claims == nil && h.LoadClaims != nil {
+		st, err := probe(h.Preferred)
+		if err != nil {
+			return "", false, err
+		}
+		if st == IfaceAbsent || st == IfaceOfThis {
+			return h.Preferred, st == IfaceOfThis, nil
+		}
+		if h.Claims, err = h.LoadClaims(); err != nil {
+			return "", false, err
+		}
+	}
 	for _, c := range h.candidates() {
 		st, err := probe(c)
 		if err != nil {

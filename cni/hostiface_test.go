@@ -1,6 +1,7 @@
 package cni
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"testing"
@@ -99,15 +100,21 @@ func TestHostIfaceChoice(t *testing.T) {
 		claims  Claims
 		want    string
 		replace bool
+		// lazyWant is the choice when claims are read only once the first
+		// choice is taken (production), where it differs from want.
+		lazyWant string
+		// peerOfThis: the name is taken by this workload's own veth, which
+		// needs no claims to recognise.
+		peerOfThis bool
 	}{
 		{name: "free", want: pref},
 		{name: "leftover of this workload", prepare: func(t *testing.T, host, pod, _ ns.NetNS) {
 			pair(t, host, pod, pref, "eth0")
-		}, want: pref, replace: true},
+		}, want: pref, replace: true, peerOfThis: true},
 		{name: "another live workload, recorded nowhere", prepare: func(t *testing.T, host, _, other ns.NetNS) {
 			pair(t, host, other, pref, "eth0")
 		}, want: alt},
-		{name: "another workload's endpoint records it, interface gone", claims: Claims{pref: {"default/node1-cni-default--web1-eth0"}}, want: alt},
+		{name: "another workload's endpoint records it, interface gone", claims: Claims{pref: {"default/node1-cni-default--web1-eth0"}}, want: alt, lazyWant: pref},
 		{name: "this workload's endpoint records it (a new sandbox)", prepare: func(t *testing.T, host, _, other ns.NetNS) {
 			pair(t, host, other, pref, "eth0")
 		}, claims: Claims{pref: {self}}, want: pref, replace: true},
@@ -125,24 +132,37 @@ func TestHostIfaceChoice(t *testing.T) {
 		}, claims: Claims{alt: {"default/y"}}, want: HostIface{Preferred: pref, Self: self}.candidates()[2]},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			host, pod, other := newNS(t), newNS(t), newNS(t)
-			if c.prepare != nil {
-				c.prepare(t, host, pod, other)
-			}
-			before := linkIndex(t, host, pref)
-			got := choose(t, host, HostIface{Preferred: pref, Self: self, Netns: pod.Path(), IfName: "eth0", Claims: c.claims})
-			if got.Name != c.want || (got.leftover != nil) != c.replace {
-				t.Fatalf("chose %q (replace %v), want %q (replace %v)", got.Name, got.leftover != nil, c.want, c.replace)
-			}
-			in(t, host, got.RemoveLeftover)
-			if after := linkIndex(t, host, pref); before != 0 && !c.replace && after != before {
-				t.Errorf("%s was touched (index %d, now %d)", pref, before, after)
-			}
-			if c.replace && linkIndex(t, host, pref) != 0 {
-				t.Errorf("leftover %s not removed", pref)
-			}
-		})
+		for _, lazy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/lazy=%v", c.name, lazy), func(t *testing.T) {
+				host, pod, other := newNS(t), newNS(t), newNS(t)
+				if c.prepare != nil {
+					c.prepare(t, host, pod, other)
+				}
+				before := linkIndex(t, host, pref)
+				req := HostIface{Preferred: pref, Self: self, Netns: pod.Path(), IfName: "eth0", Claims: c.claims}
+				want, loads := c.want, 0
+				if lazy {
+					req.Claims, req.LoadClaims = nil, func() (Claims, error) { loads++; return c.claims, nil }
+					if c.lazyWant != "" {
+						want = c.lazyWant
+					}
+				}
+				got := choose(t, host, req)
+				if got.Name != want || (got.leftover != nil) != c.replace {
+					t.Fatalf("chose %q (replace %v), want %q (replace %v)", got.Name, got.leftover != nil, want, c.replace)
+				}
+				if firstFree := before == 0 || c.peerOfThis; lazy && firstFree != (loads == 0) {
+					t.Errorf("claims read %d times; want them read only when the first choice is taken", loads)
+				}
+				in(t, host, got.RemoveLeftover)
+				if after := linkIndex(t, host, pref); before != 0 && !c.replace && after != before {
+					t.Errorf("%s was touched (index %d, now %d)", pref, before, after)
+				}
+				if c.replace && linkIndex(t, host, pref) != 0 {
+					t.Errorf("leftover %s not removed", pref)
+				}
+			})
+		}
 	}
 }
 
@@ -159,7 +179,7 @@ func TestAttachSharedPrefix(t *testing.T) {
 			return err
 		}
 		claims := Claims{w1.HostIface: {EndpointKey(EndpointNamespace, w1.EndpointName())}}
-		_, err := w2.Attach(pod2.Path(), 1500, a2, claims)
+		_, err := w2.Attach(pod2.Path(), 1500, a2, claims.Source())
 		return err
 	})
 	if w1.HostIface != "calidefault-web" || w2.HostIface == w1.HostIface || w2.HostIface == "" {
@@ -182,7 +202,7 @@ func TestAttachSharedPrefix(t *testing.T) {
 	// replaced, the second one's pair stays.
 	idx2 := linkIndex(t, host, w2.HostIface)
 	in(t, host, func() error {
-		_, err := w1.Attach(pod1.Path(), 1500, a1, Claims{w2.HostIface: {EndpointKey(EndpointNamespace, w2.EndpointName())}})
+		_, err := w1.Attach(pod1.Path(), 1500, a1, Claims{w2.HostIface: {EndpointKey(EndpointNamespace, w2.EndpointName())}}.Source())
 		return err
 	})
 	if w1.HostIface != "calidefault-web" {

@@ -26,8 +26,8 @@ type identity struct {
 }
 
 // hostIface is the workload's request for its host interface name.
-func (id identity) hostIface(claims Claims) HostIface {
-	return HostIface{Preferred: id.hostVeth, Self: EndpointKey(id.namespace, id.endpoint), Claims: claims}
+func (id identity) hostIface(claims ClaimsSource) HostIface {
+	return HostIface{Preferred: id.hostVeth, Self: EndpointKey(id.namespace, id.endpoint), LoadClaims: claims}
 }
 
 // escape doubles '-' in a name part, as Calico does when joining parts with '-'.

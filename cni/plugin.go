@@ -73,12 +73,8 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 
-	claims, err := NodeClaims(ctx, s.cl, s.node)
-	if err != nil {
-		return types.NewError(types.ErrTryAgainLater, "datastore unreachable", err.Error())
-	}
 	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: s.conf.EffectiveMTU(),
-		iface: id.hostIface(claims), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
+		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
 	if kp != nil {
 		w.podMAC = kp.mac
 	}

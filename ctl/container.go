@@ -286,12 +286,8 @@ func (e *workloadEnv) add(ctx context.Context, arg, ipArg string) (err error) {
 			_, _ = e.al.ReleaseByHandle(context.Background(), handle)
 		}
 	}()
-	claims, err := cni.NodeClaims(ctx, e.c, e.node)
-	if err != nil {
-		return err
-	}
 	w := e.workload(c, ifName)
-	mac, err := w.Attach(c.netns, e.mtu(), addrs, claims)
+	mac, err := w.Attach(c.netns, e.mtu(), addrs, cni.NodeClaimsSource(ctx, e.c, e.node))
 	if err != nil {
 		return wiringError(c, err)
 	}

@@ -69,11 +69,8 @@ func preferredHost(endpointID string) string {
 
 // hostIface is the endpoint's request for its host end's name.
 func (d *driver) hostIface(ctx context.Context, endpointID string) (cni.HostIface, error) {
-	claims, err := cni.NodeClaims(ctx, d.store, d.cfg.Node)
-	if err != nil {
-		return cni.HostIface{}, err
-	}
-	return cni.HostIface{Preferred: preferredHost(endpointID), Self: cni.EndpointKey(Orchestrator, d.endpointName(endpointID)), Claims: claims}, nil
+	return cni.HostIface{Preferred: preferredHost(endpointID), Self: cni.EndpointKey(Orchestrator, d.endpointName(endpointID)),
+		LoadClaims: cni.NodeClaimsSource(ctx, d.store, d.cfg.Node)}, nil
 }
 
 // recordHost is the host end's name an endpoint records when it is
