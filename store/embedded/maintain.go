@@ -23,10 +23,13 @@ import (
 //     every DefragCheckInterval (default hourly) and done only when
 //     (a) at least DefragMinFreeBytes (default 64 MiB) and at least half of
 //     the file is free, or
-//     (b) the NOSPACE alarm is raised and the live data fits in
-//     disarmFraction of the quota; the alarm is then disarmed, as an operator
-//     would after `etcdctl defrag`. Live data above that keeps the alarm
-//     raised: writes stay refused and readiness says why.
+//     (b) the NOSPACE alarm is raised: the file is defragmented (as an
+//     operator would run `etcdctl defrag`) and, when what is left fits in
+//     disarmFraction of the quota, the alarm is disarmed. The size after
+//     defragmentation is exact; the in-use figure before it is not (bbolt
+//     frees pages only at a later commit, and a member refusing writes
+//     may see none). Live data above that keeps the alarm raised: writes
+//     stay refused and readiness says why.
 const (
 	DefaultCompactionRetention = 5 * time.Minute
 	DefaultQuotaBackendBytes   = int64(2 << 30) // etcd's own default, set explicitly
@@ -109,15 +112,16 @@ type upkeep struct {
 	once           sync.Once
 }
 
-// decision is what one check of the rule decides.
+// decision is what one check of the rule decides: defragment, and then
+// disarm NOSPACE if the defragmented file fits.
 type decision struct{ defrag, disarm bool }
 
 // decide applies the rule in the package comment to one Status.
 func decide(st Status, minFree int64) decision {
-	free := st.DBSize - st.DBSizeInUse
-	if st.Alarm(AlarmNoSpace) && st.DBSizeInUse*disarmDen < st.Quota*disarmNum {
+	if st.Alarm(AlarmNoSpace) {
 		return decision{defrag: true, disarm: true}
 	}
+	free := st.DBSize - st.DBSizeInUse
 	return decision{defrag: free >= minFree && 2*free >= st.DBSize}
 }
 
@@ -156,10 +160,6 @@ func (s *Server) stopUpkeep() {
 func (s *Server) maintain(ctx context.Context) error {
 	st := s.Status()
 	d := decide(st, s.upkeep.minFree)
-	if st.Alarm(AlarmNoSpace) && !d.disarm {
-		slog.Error("embedded etcd database over quota; writes are refused until data is deleted",
-			"inUse", st.DBSizeInUse, "size", st.DBSize, "quota", st.Quota)
-	}
 	if !d.defrag {
 		return nil
 	}
@@ -170,7 +170,12 @@ func (s *Server) maintain(ctx context.Context) error {
 	s.upkeep.defrags.Add(1)
 	after := s.Status()
 	slog.Info("defragmented embedded etcd", "size", after.DBSize, "inUse", after.DBSizeInUse)
-	if !d.disarm || after.DBSize*disarmDen >= after.Quota*disarmNum {
+	if !d.disarm {
+		return nil
+	}
+	if after.DBSize*disarmDen >= after.Quota*disarmNum {
+		slog.Error("embedded etcd database over quota; writes are refused until data is deleted",
+			"size", after.DBSize, "quota", after.Quota)
 		return nil
 	}
 	_, err := s.etcd.Server.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_DEACTIVATE,
