@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/iptables"
+	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // dispatchFanout is how many interfaces a dispatch chain lists before it
@@ -19,9 +20,9 @@ const dispatchFanout = 16
 // Verdicts travel in marks. A policy chain that allows a packet sets the
 // accept mark and returns; the endpoint chain then returns too and
 // cali-FORWARD (or cali-wl-to-host) accepts. Deny drops at once. Pass sets
-// the pass mark and returns: the remaining policies are skipped (their
-// jumps require the pass mark clear) and so is the "no policy passed"
-// drop, so the profiles decide. Log logs and goes on.
+// the pass mark and returns: the tier's remaining policies are skipped
+// (their jumps require the pass mark clear) and so is its end-of-tier
+// drop, so the next tier (or the profiles) decides. Log logs and goes on.
 func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 	c := r.cfg
 	clear := rule("", clearMark(c.MarkAccept|c.MarkPass|c.MarkScratch), "Clear marks")
@@ -32,7 +33,7 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 
 	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: []iptables.Rule{clear}}
 	tw.Rules = append(tw.Rules, conntrack...)
-	tw.Rules = append(tw.Rules, r.verdictRules(DirIngress, ep.IngressPolicies, ep.Profiles)...)
+	tw.Rules = append(tw.Rules, r.verdictRules(DirIngress, ep.tiers(DirIngress), ep.Profiles)...)
 
 	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: []iptables.Rule{clear}}
 	fw.Rules = append(fw.Rules, r.antiSpoof(ep)...)
@@ -41,21 +42,32 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 	if c.IPVersion == 4 {
 		fw.Rules = append(fw.Rules, rule("-p 4", "-j DROP", "Drop IPinIP encapped packets originating in workloads"))
 	}
-	fw.Rules = append(fw.Rules, r.verdictRules(DirEgress, ep.EgressPolicies, ep.Profiles)...)
+	fw.Rules = append(fw.Rules, r.verdictRules(DirEgress, ep.tiers(DirEgress), ep.Profiles)...)
 	return []iptables.Chain{tw, fw}
 }
 
-// verdictRules jumps to the policies in order, then the profiles.
-func (r *renderer) verdictRules(dir string, policies []PolicyKey, profiles []string) []iptables.Rule {
+// verdictRules runs the tiers in order, then the profiles, as Calico
+// does. Each tier starts with the pass mark clear and jumps to its
+// policies in order while the pass mark stays clear; an accept returns at
+// once. At its end a Deny tier drops what no policy passed; after a Pass
+// (by rule or a Pass defaultAction) the next tier, and after the last tier
+// the profiles, decide.
+func (r *renderer) verdictRules(dir string, tiers []Tier, profiles []string) []iptables.Rule {
 	acc, pass := r.cfg.MarkAccept, r.cfg.MarkPass
 	var out []iptables.Rule
-	if len(policies) > 0 {
-		for _, k := range policies {
+	for _, t := range tiers {
+		if len(t.Policies) == 0 {
+			continue
+		}
+		out = append(out, rule("", clearMark(pass), "Start of tier "+t.Name))
+		for _, k := range t.Policies {
 			out = append(out,
 				rule(markClear(pass), "-j "+r.policyChain(dir, k), ""),
 				rule(markSet(acc), "-j RETURN", "Return if policy accepted"))
 		}
-		out = append(out, rule(markClear(pass), "-j DROP", "Drop if no policies passed packet"))
+		if t.DefaultAction != api.ActionPass {
+			out = append(out, rule(markClear(pass), "-j DROP", "End of tier "+t.Name+". Drop if no policies passed packet"))
+		}
 	}
 	for _, p := range profiles {
 		out = append(out,
@@ -153,4 +165,16 @@ func (r *renderer) dispatch(root, flag string, ifaces []string, target func(stri
 		subs[i].Rules = append(subs[i].Rules, rule("", "-j DROP", unknown))
 	}
 	return append([]iptables.Chain{top}, subs...)
+}
+
+// tiers is the endpoint's tiers of one direction (DirIngress, DirEgress).
+func (ep *Endpoint) tiers(dir string) []Tier {
+	ts, pols := ep.IngressTiers, ep.IngressPolicies
+	if dir == DirEgress {
+		ts, pols = ep.EgressTiers, ep.EgressPolicies
+	}
+	if len(ts) > 0 || len(pols) == 0 {
+		return ts
+	}
+	return []Tier{{Name: api.DefaultTierName, DefaultAction: api.ActionDeny, Policies: pols}}
 }

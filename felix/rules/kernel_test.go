@@ -36,6 +36,11 @@ func TestKernelAcceptsRules(t *testing.T) {
 			in.Policies[key] = Policy{Key: key, Ingress: rs, Egress: rs}
 			in.Endpoints[0].IngressPolicies = append(in.Endpoints[0].IngressPolicies, key)
 			in.Endpoints[0].EgressPolicies = append(in.Endpoints[0].EgressPolicies, key)
+			// Two tiers, a Pass one and a Deny one.
+			in.Endpoints[1].IngressTiers = []Tier{
+				{Name: "security", DefaultAction: api.ActionPass, Policies: []PolicyKey{key}},
+				{Name: api.DefaultTierName, DefaultAction: api.ActionDeny, Policies: in.Endpoints[1].IngressPolicies},
+			}
 			in.Endpoints[0].NATs = sampleInput(v).Endpoints[0].NATs
 			in.Endpoints[0].AllowSpoofedFrom = append(in.Endpoints[0].AllowSpoofedFrom, pfx("192.168.0.0/24"), pfx("fd00:1::/64"))
 			sample := sampleInput(v)

@@ -35,11 +35,27 @@ type NAT struct {
 	External netip.Addr
 }
 
+// Tier is one tier's policies that apply to an endpoint in one direction,
+// in order (by order, then name). A tier none of whose policies applies
+// is left out: it is skipped entirely.
+type Tier struct {
+	Name string
+	// DefaultAction is what a packet the tier's policies gave no verdict
+	// gets at its end: api.ActionPass goes on to the next tier (or the
+	// profiles); anything else (api.ActionDeny, or empty) drops it.
+	DefaultAction api.Action
+	Policies      []PolicyKey
+}
+
 // Endpoint is a local workload endpoint with the policies that apply to it,
-// already ordered (by order, then name), and its profiles in order.
+// and its profiles in order. The tiers are in order (by order, then name).
+// IngressPolicies and EgressPolicies are shorthand, used only when the
+// direction's tiers are empty, for one Deny tier "default" holding them.
 type Endpoint struct {
 	Iface            string // host-side interface, e.g. cali1234567890a
 	Addrs            []netip.Addr
+	IngressTiers     []Tier
+	EgressTiers      []Tier
 	IngressPolicies  []PolicyKey
 	EgressPolicies   []PolicyKey
 	Profiles         []string

@@ -29,7 +29,7 @@ import (
 //	cali-from-wl-dispatch per interface goto cali-fw-<iface>, else DROP (split by the
 //	cali-to-wl-dispatch   interface's next character above 16 endpoints)
 //	cali-fw-<iface>       workload egress: marks, anti-spoofing, conntrack, encap drops, policies, profiles
-//	cali-tw-<iface>       workload ingress: marks, conntrack, policies, profiles
+//	cali-tw-<iface>       workload ingress: marks, conntrack, policies tier by tier, profiles
 //	cali-pi-/cali-po-     one chain per policy and direction in use
 //	cali-pri-/cali-pro-   one chain per profile and direction in use
 //
@@ -199,11 +199,12 @@ func (r *renderer) failsafe(name string, ports []ProtoPort, netFlag string) ipta
 func (r *renderer) policyChains(eps []Endpoint, in Input) []iptables.Chain {
 	used := map[string]policyUse{}
 	for _, ep := range eps {
-		for _, k := range ep.IngressPolicies {
-			used[r.policyChain(DirIngress, k)] = policyUse{DirIngress, k}
-		}
-		for _, k := range ep.EgressPolicies {
-			used[r.policyChain(DirEgress, k)] = policyUse{DirEgress, k}
+		for _, dir := range []string{DirIngress, DirEgress} {
+			for _, t := range ep.tiers(dir) {
+				for _, k := range t.Policies {
+					used[r.policyChain(dir, k)] = policyUse{dir, k}
+				}
+			}
 		}
 	}
 	var out []iptables.Chain
