@@ -32,11 +32,45 @@ type Condition struct {
 	Message            string `json:"message,omitempty"`
 }
 
+// Names of the tiers Calico creates besides "default".
+const (
+	KubeAdminTierName    = "kube-admin"
+	KubeBaselineTierName = "kube-baseline"
+)
+
 // The tiers Calico creates, and the orders it requires of them.
 var wellKnownTierOrders = map[string]float64{
-	DefaultTierName: 1_000_000,
-	"kube-admin":    1_000,
-	"kube-baseline": 10_000_000,
+	DefaultTierName:      1_000_000,
+	KubeAdminTierName:    1_000,
+	KubeBaselineTierName: 10_000_000,
+}
+
+// wellKnownTierAction is the defaultAction Calico gives its own tiers.
+func wellKnownTierAction(name string) Action {
+	if name == KubeAdminTierName || name == KubeBaselineTierName {
+		return ActionPass
+	}
+	return ActionDeny
+}
+
+// WellKnownTiers are the tiers Calico creates (calico-node ensures they
+// exist at start), as it writes them: "default" (order 1000000, Deny),
+// "kube-admin" (1000, Pass) and "kube-baseline" (10000000, Pass), sorted
+// by name.
+func WellKnownTiers() []*Tier {
+	return []*Tier{WellKnownTier(DefaultTierName), WellKnownTier(KubeAdminTierName), WellKnownTier(KubeBaselineTierName)}
+}
+
+// WellKnownTier returns Calico's own tier of that name, as it creates it,
+// or nil when name is not one of them. The agent uses it for such a tier
+// before its object is seen.
+func WellKnownTier(name string) *Tier {
+	if _, ok := wellKnownTierOrders[name]; !ok {
+		return nil
+	}
+	t := &Tier{TypeMeta: TypeMeta{Kind: "Tier", APIVersion: APIVersion}, Metadata: ObjectMeta{Name: name}}
+	t.Default()
+	return t
 }
 
 func init() {
@@ -49,10 +83,11 @@ func init() {
 
 func (t *Tier) GetObjectMeta() *ObjectMeta { return &t.Metadata }
 
-// Default sets defaultAction Deny and, for Calico's own tiers, their order.
+// Default sets defaultAction Deny (Pass for kube-admin and kube-baseline,
+// as Calico creates them) and, for Calico's own tiers, their order.
 func (t *Tier) Default() {
 	if t.Spec.DefaultAction == "" {
-		t.Spec.DefaultAction = ActionDeny
+		t.Spec.DefaultAction = wellKnownTierAction(t.Metadata.Name)
 	}
 	if o, ok := wellKnownTierOrders[t.Metadata.Name]; ok && t.Spec.Order == nil {
 		t.Spec.Order = &o
