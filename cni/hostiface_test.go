@@ -2,41 +2,16 @@ package cni
 
 import (
 	"fmt"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 )
 
 // Kernel tests of the host interface naming rule: a namespace stands in
 // for the host, others for workloads.
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("kernel tests need root (CI=true: not skipping)")
-	}
-	t.Skip("kernel tests need root")
-}
-
-func newNS(t *testing.T) ns.NetNS {
-	t.Helper()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("creating netns: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = testutils.UnmountNS(n)
-	})
-	return n
-}
 
 func in(t *testing.T, n ns.NetNS, f func() error) {
 	t.Helper()
@@ -85,7 +60,7 @@ func choose(t *testing.T, host ns.NetNS, h HostIface) HostIfaceChoice {
 }
 
 func TestHostIfaceChoice(t *testing.T) {
-	needRoot(t)
+	nstest.NeedKernel(t)
 	const pref = "calidefault-web"
 	alt := HostIface{Preferred: pref, Self: self}.candidates()[1]
 	if alt == pref || len(alt) != 15 || alt[:4] != "cali" {
@@ -134,7 +109,7 @@ func TestHostIfaceChoice(t *testing.T) {
 	for _, c := range cases {
 		for _, lazy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/lazy=%v", c.name, lazy), func(t *testing.T) {
-				host, pod, other := newNS(t), newNS(t), newNS(t)
+				host, pod, other := nstest.NewNS(t), nstest.NewNS(t), nstest.NewNS(t)
 				if c.prepare != nil {
 					c.prepare(t, host, pod, other)
 				}
@@ -169,8 +144,8 @@ func TestHostIfaceChoice(t *testing.T) {
 // Two workloads whose IDs share the first 11 characters are wired side by
 // side; detaching one leaves the other.
 func TestAttachSharedPrefix(t *testing.T) {
-	needRoot(t)
-	host, pod1, pod2 := newNS(t), newNS(t), newNS(t)
+	nstest.NeedKernel(t)
+	host, pod1, pod2 := nstest.NewNS(t), nstest.NewNS(t), nstest.NewNS(t)
 	w1 := Workload{Node: "node1", Orchestrator: OrchestratorDocker, ID: "default-web1", IfName: "eth0"}
 	w2 := Workload{Node: "node1", Orchestrator: OrchestratorDocker, ID: "default-web2", IfName: "eth0"}
 	a1, a2 := []netip.Addr{netip.MustParseAddr("10.9.0.1")}, []netip.Addr{netip.MustParseAddr("10.9.0.2")}

@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"fmt"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -36,8 +37,8 @@ func benchChains(chains, rules int) []Chain {
 //   - resync-no-change: InvalidateCache and Apply with nothing to do (one
 //     iptables-save and the diff), the periodic resync's cost.
 func BenchmarkTableApply(b *testing.B) {
-	needKernel(b, "iptables-save", "iptables-restore")
-	n := newNS(b)
+	nstest.NeedKernel(b, "iptables-save", "iptables-restore")
+	n := nstest.NewNS(b)
 	desired := benchChains(1000, 5)
 	tb := NewTable("filter", 4, TableOptions{Hooks: map[string]string{"FORWARD": "cali-FORWARD"}})
 
@@ -98,8 +99,8 @@ func BenchmarkTableApply(b *testing.B) {
 // member of one set: with a valid cache (one `ipset restore` of two lines)
 // and after InvalidateCache (`ipset save` of all 20,000 members first).
 func BenchmarkIPSetsApply(b *testing.B) {
-	needKernel(b, "ipset")
-	n := newNS(b)
+	nstest.NeedKernel(b, "ipset")
+	n := nstest.NewNS(b)
 	s := NewIPSets(IPSetsOptions{IPVersion: 4})
 	for i := range 1000 {
 		if err := s.SetIPSet(fmt.Sprintf("cali40s:bench-%04d", i), SetTypeIP, FamilyInet,

@@ -2,6 +2,7 @@ package iptables
 
 import (
 	"errors"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"maps"
 	"slices"
 	"strings"
@@ -15,8 +16,8 @@ import (
 // InvalidateCache, and a restore that fails on a stale cache is retried
 // from a fresh read.
 func TestTableKernelCache(t *testing.T) {
-	needKernel(t, "iptables-save", "iptables-restore", "iptables")
-	n := newNS(t)
+	nstest.NeedKernel(t, "iptables-save", "iptables-restore", "iptables")
+	n := nstest.NewNS(t)
 	tb := NewTable("filter", 4, TableOptions{Hooks: kernelHooks, LockWait: true})
 	l := &cmdLog{next: runCommand}
 	tb.run = l.run
@@ -96,8 +97,8 @@ func TestTableKernelCache(t *testing.T) {
 // holding just the changes and no `ipset save`; drift is seen only after
 // InvalidateCache; a failed restore invalidates the cache.
 func TestIPSetsKernelCache(t *testing.T) {
-	needKernel(t, "ipset", "iptables")
-	n := newNS(t)
+	nstest.NeedKernel(t, "ipset", "iptables")
+	n := nstest.NewNS(t)
 	const a, b = "cali40s:a", "cali40s:b"
 	s := NewIPSets(IPSetsOptions{IPVersion: 4})
 	l := &cmdLog{next: runCommand}

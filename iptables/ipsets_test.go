@@ -3,6 +3,7 @@ package iptables
 import (
 	"errors"
 	"fmt"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"maps"
 	"slices"
 	"strings"
@@ -106,8 +107,8 @@ func ips(prefix string, from, count int) []string {
 }
 
 func TestIPSetsKernel(t *testing.T) {
-	needKernel(t, "ipset", "iptables")
-	n := newNS(t)
+	nstest.NeedKernel(t, "ipset", "iptables")
+	n := nstest.NewNS(t)
 	sh(t, n, "ipset", "create", "foreign", "hash:ip")
 	sh(t, n, "ipset", "add", "foreign", "192.0.2.1")
 	sh(t, n, "ipset", "create", "cali4ts:a", "hash:ip") // left over by a crash

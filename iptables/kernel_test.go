@@ -3,51 +3,12 @@ package iptables
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 )
-
-// needKernel skips a kernel test when a prerequisite is missing, except in
-// CI (CI=true), where that is a failure.
-func needKernel(t testing.TB, cmds ...string) {
-	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, c := range cmds {
-		if _, err := exec.LookPath(c); err != nil {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("kernel test needs %s (CI=true: not skipping)", strings.Join(missing, ", "))
-	}
-	t.Skipf("kernel test needs %s", strings.Join(missing, ", "))
-}
-
-// newNS creates a network namespace that is removed when the test ends,
-// also when it fails. Its iptables tables and ipsets go with it.
-func newNS(t testing.TB) ns.NetNS {
-	t.Helper()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("creating netns: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = testutils.UnmountNS(n)
-	})
-	return n
-}
 
 // in runs f on a goroutine locked into namespace n; commands f execs run there.
 func in[T any](t testing.TB, n ns.NetNS, f func() (T, error)) T {

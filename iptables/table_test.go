@@ -1,6 +1,7 @@
 package iptables
 
 import (
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"slices"
 	"strings"
 	"testing"
@@ -49,8 +50,8 @@ func ruleHashes(t *testing.T, save, chain string) []string {
 }
 
 func TestTableKernelFilter(t *testing.T) {
-	needKernel(t, "iptables-save", "iptables-restore", "iptables")
-	n := newNS(t)
+	nstest.NeedKernel(t, "iptables-save", "iptables-restore", "iptables")
+	n := nstest.NewNS(t)
 	sh(t, n, "iptables", "-A", "FORWARD", "-s", "192.0.2.1", "-j", "DROP")
 	sh(t, n, "iptables", "-N", "FOREIGN")
 	sh(t, n, "iptables", "-A", "FOREIGN", "-j", "RETURN")
@@ -188,7 +189,7 @@ func chainRules(save, chain string) []string {
 // TestTableKernelNatAndIPv6 programs the nat table (created lazily by the
 // nft backend) and an ip6tables filter table, each in its own namespace.
 func TestTableKernelNatAndIPv6(t *testing.T) {
-	needKernel(t, "iptables-save", "iptables-restore", "ip6tables-save", "ip6tables-restore")
+	nstest.NeedKernel(t, "iptables-save", "iptables-restore", "ip6tables-save", "ip6tables-restore")
 	for _, tc := range []struct {
 		name, table, save string
 		ipVersion         int
@@ -210,7 +211,7 @@ func TestTableKernelNatAndIPv6(t *testing.T) {
 			}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newNS(t)
+			n := nstest.NewNS(t)
 			tb := NewTable(tc.table, tc.ipVersion, TableOptions{Hooks: tc.hooks, LockWait: true})
 			tb.SetChains(tc.chains)
 			if st := applyIn(t, n, tb); !st.RestoreRan || st.ChainsCreated != len(tc.chains) {
@@ -252,8 +253,8 @@ func hookText(builtin, target string) string {
 
 // TestTableKernelRestoreError checks that a rejected restore names the line.
 func TestTableKernelRestoreError(t *testing.T) {
-	needKernel(t, "iptables-save", "iptables-restore")
-	n := newNS(t)
+	nstest.NeedKernel(t, "iptables-save", "iptables-restore")
+	n := nstest.NewNS(t)
 	tb := NewTable("filter", 4, TableOptions{})
 	tb.SetChains([]Chain{{Name: "cali-bad", Rules: []Rule{{Match: "-m nosuchmatch", Action: "-j ACCEPT"}}}})
 	var err error

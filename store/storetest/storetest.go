@@ -28,6 +28,15 @@ func StartEtcd(t testing.TB) *Etcd {
 	return start(t, testConfig(t))
 }
 
+// StartEtcdWith is StartEtcd with the member's config changed by set first
+// (quota, upkeep, ...).
+func StartEtcdWith(t testing.TB, set func(*embedded.Config)) *Etcd {
+	t.Helper()
+	c := testConfig(t)
+	set(&c)
+	return start(t, c)
+}
+
 // StartEtcdTLS is StartEtcd serving clients over https with the given server
 // cert and key (see WriteTestCerts). With clientCertAuth a client must present
 // a cert signed by caFile.
