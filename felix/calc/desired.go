@@ -2,6 +2,7 @@ package calc
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,10 +49,12 @@ func (s *State) Desired(ipv6 bool) Desired {
 	for _, k := range keys {
 		w := s.weps[k]
 		in, out := s.orderedPolicies(s.localPolicies[k])
-		for _, p := range append(append([]rules.PolicyKey{}, in...), out...) {
-			used[p] = true
+		for _, t := range append(slices.Clone(in), out...) {
+			for _, p := range t.Policies {
+				used[p] = true
+			}
 		}
-		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressPolicies: in, EgressPolicies: out, Profiles: w.Spec.Profiles}
+		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles}
 		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w)}
 		for _, n := range w.Spec.IPNetworks {
 			if p, err := netip.ParsePrefix(n); err == nil {

@@ -14,6 +14,7 @@ import (
 // calculation needs.
 type policy struct {
 	key     rules.PolicyKey
+	tier    string // spec.tier ("default" when unset)
 	order   float64
 	sel     *selector.Selector // which endpoints it applies to
 	nsSel   *selector.Selector // GlobalNetworkPolicy namespaceSelector (nil: none)
@@ -43,14 +44,14 @@ func (s *State) applyPolicy(u Update) {
 		if r.Spec.Order != nil {
 			p.order = *r.Spec.Order
 		}
-		selText, types = r.Spec.Selector, r.Spec.Types
+		selText, types, p.tier = r.Spec.Selector, r.Spec.Types, r.Spec.Tier
 		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
 	case *api.GlobalNetworkPolicy:
 		r.Default()
 		if r.Spec.Order != nil {
 			p.order = *r.Spec.Order
 		}
-		selText, nsSelText, types = r.Spec.Selector, r.Spec.NamespaceSelector, r.Spec.Types
+		selText, nsSelText, types, p.tier = r.Spec.Selector, r.Spec.NamespaceSelector, r.Spec.Types, r.Spec.Tier
 		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
 	default:
 		return
@@ -125,9 +126,10 @@ func removeKey(keys []rules.PolicyKey, k rules.PolicyKey) []rules.PolicyKey {
 	return keys
 }
 
-// orderedPolicies splits an endpoint's policies by direction, ordered by
-// order then name (policies without an order last), as Calico does.
-func (s *State) orderedPolicies(keys []rules.PolicyKey) (in, out []rules.PolicyKey) {
+// orderedPolicies splits an endpoint's policies by direction into its
+// tiers, in tier order; within a tier by order then name (policies without
+// an order last), as Calico does.
+func (s *State) orderedPolicies(keys []rules.PolicyKey) (in, out []rules.Tier) {
 	ps := make([]*policy, 0, len(keys))
 	for _, k := range keys {
 		if p := s.policies[k]; p != nil {
@@ -143,13 +145,5 @@ func (s *State) orderedPolicies(keys []rules.PolicyKey) (in, out []rules.PolicyK
 		}
 		return ps[i].key.Namespace < ps[j].key.Namespace
 	})
-	for _, p := range ps {
-		if p.ingress {
-			in = append(in, p.key)
-		}
-		if p.egress {
-			out = append(out, p.key)
-		}
-	}
-	return in, out
+	return s.tiered(ps, true), s.tiered(ps, false)
 }

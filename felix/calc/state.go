@@ -16,6 +16,7 @@ type State struct {
 
 	weps      map[string]*api.WorkloadEndpoint // by key, every node
 	policies  map[rules.PolicyKey]*policy
+	tiers     map[string]*tier // by name
 	profiles  map[string]*api.Profile
 	netsets   map[string]*netset // NetworkSets and GlobalNetworkSets by key
 	pools     map[string]*api.IPPool
@@ -35,6 +36,7 @@ type State struct {
 func NewState(node string) *State {
 	return &State{
 		node: node, weps: map[string]*api.WorkloadEndpoint{}, policies: map[rules.PolicyKey]*policy{},
+		tiers:    map[string]*tier{},
 		profiles: map[string]*api.Profile{}, netsets: map[string]*netset{}, pools: map[string]*api.IPPool{},
 		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{},
 		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
@@ -66,6 +68,8 @@ func (s *State) Apply(u Update) {
 		s.applyEndpoint(u)
 	case "networkpolicies", "globalnetworkpolicies":
 		s.applyPolicy(u)
+	case "tiers":
+		s.applyTier(u)
 	case "profiles":
 		s.applyProfile(u)
 	case "networksets", "globalnetworksets":
