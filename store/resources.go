@@ -230,6 +230,11 @@ func (c *Client) DeleteResource(ctx context.Context, k api.KindInfo, ns, name st
 	if err != nil {
 		return nil, err
 	}
+	if k.Kind == "Tier" {
+		if err := c.checkTierDeletable(ctx, name); err != nil {
+			return nil, err
+		}
+	}
 	if rev == 0 {
 		rev = cur.Revision
 	}

@@ -121,6 +121,7 @@ func (c *BGPConfiguration) Default() {}
 // peerIP+asNumber/peerSelector are not mixed, as Calico does.
 func (p *BGPPeer) Validate() error {
 	var f fieldErrs
+	f.unsupported(p)
 	f.meta(&p.Metadata, false, subdomainProblem)
 	s := &p.Spec
 	f.name("spec.node", s.Node)
@@ -193,6 +194,7 @@ func (f *fieldErrs) password(path string, p *BGPPassword) {
 // Validate checks levels, CIDRs, communities and the mesh-only settings.
 func (c *BGPConfiguration) Validate() error {
 	var f fieldErrs
+	f.unsupported(c)
 	f.meta(&c.Metadata, false, subdomainProblem)
 	s := &c.Spec
 	f.oneOf("spec.logSeverityScreen", s.LogSeverityScreen, logLevels...)

@@ -38,6 +38,7 @@ func (c *ClusterInformation) Default() {}
 // Validate checks the metadata; the spec is free-form.
 func (c *ClusterInformation) Validate() error {
 	var f fieldErrs
+	f.unsupported(c)
 	f.meta(&c.Metadata, false, subdomainProblem)
 	return f.join()
 }

@@ -208,6 +208,7 @@ func (h *HostEndpoint) Default() {}
 // Validate checks the node, interface or expected IPs, profiles and ports.
 func (h *HostEndpoint) Validate() error {
 	var f fieldErrs
+	f.unsupported(h)
 	f.meta(&h.Metadata, false, subdomainProblem)
 	s := &h.Spec
 	if s.Node == "" {

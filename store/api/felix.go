@@ -115,6 +115,7 @@ func (c *FelixConfiguration) Default() {}
 // modelled fields.
 func (c *FelixConfiguration) Validate() error {
 	var f fieldErrs
+	f.unsupported(c)
 	f.meta(&c.Metadata, false, subdomainProblem)
 	s := &c.Spec
 	f.oneOf("spec.logSeverityScreen", s.LogSeverityScreen, logLevels...)

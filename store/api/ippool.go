@@ -123,6 +123,7 @@ func (p *IPPool) Default() {
 // Validate checks the pool on its own; CheckPoolOverlap checks it against others.
 func (p *IPPool) Validate() error {
 	var f fieldErrs
+	f.unsupported(p)
 	f.meta(&p.Metadata, false, subdomainProblem)
 	s := &p.Spec
 	f.oneOf("spec.ipipMode", string(s.IPIPMode), "Never", "Always", "CrossSubnet")

@@ -8,20 +8,23 @@ import (
 
 func TestLookupKindAliases(t *testing.T) {
 	want := map[string][]string{
-		"IPPool":              {"ippool", "ippools", "pool", "pools", "IPPool", "IPPOOLS"},
-		"Node":                {"node", "nodes", "no"},
-		"WorkloadEndpoint":    {"workloadendpoint", "workloadendpoints", "wep", "weps", "WorkloadEndpoint"},
-		"HostEndpoint":        {"hostendpoint", "hostendpoints", "hep", "heps"},
-		"Profile":             {"profile", "profiles", "pro", "pros"},
-		"NetworkPolicy":       {"networkpolicy", "networkpolicies", "policy", "policies", "netpol", "np"},
-		"GlobalNetworkPolicy": {"globalnetworkpolicy", "globalnetworkpolicies", "gnp", "gnps"},
-		"NetworkSet":          {"networkset", "networksets", "netset", "netsets"},
-		"GlobalNetworkSet":    {"globalnetworkset", "globalnetworksets", "gns"},
-		"BGPPeer":             {"bgppeer", "bgppeers", "bgpp", "bgpps", "BGPPeer"},
-		"BGPConfiguration":    {"bgpconfiguration", "bgpconfigurations", "bgpconfig", "bgpconfigs"},
-		"FelixConfiguration":  {"felixconfiguration", "felixconfigurations", "felixconfig", "felixconfigs"},
-		"ClusterInformation":  {"clusterinformation", "clusterinformations", "clusterinfo"},
-		"Tier":                {"tier", "tiers"},
+		"IPPool":                        {"ippool", "ippools", "pool", "pools", "IPPool", "IPPOOLS"},
+		"Node":                          {"node", "nodes", "no"},
+		"WorkloadEndpoint":              {"workloadendpoint", "workloadendpoints", "wep", "weps", "WorkloadEndpoint"},
+		"HostEndpoint":                  {"hostendpoint", "hostendpoints", "hep", "heps"},
+		"Profile":                       {"profile", "profiles", "pro", "pros"},
+		"NetworkPolicy":                 {"networkpolicy", "networkpolicies", "policy", "policies", "netpol", "np"},
+		"GlobalNetworkPolicy":           {"globalnetworkpolicy", "globalnetworkpolicies", "gnp", "gnps"},
+		"NetworkSet":                    {"networkset", "networksets", "netset", "netsets"},
+		"GlobalNetworkSet":              {"globalnetworkset", "globalnetworksets", "gns"},
+		"BGPPeer":                       {"bgppeer", "bgppeers", "bgpp", "bgpps", "BGPPeer"},
+		"BGPConfiguration":              {"bgpconfiguration", "bgpconfigurations", "bgpconfig", "bgpconfigs"},
+		"FelixConfiguration":            {"felixconfiguration", "felixconfigurations", "felixconfig", "felixconfigs"},
+		"ClusterInformation":            {"clusterinformation", "clusterinformations", "clusterinfo"},
+		"Tier":                          {"tier", "tiers"},
+		"StagedNetworkPolicy":           {"stagednetworkpolicy", "stagednetworkpolicies", "snp"},
+		"StagedGlobalNetworkPolicy":     {"stagedglobalnetworkpolicy", "stagedglobalnetworkpolicies", "sgnp"},
+		"StagedKubernetesNetworkPolicy": {"stagedkubernetesnetworkpolicy", "stagedkubernetesnetworkpolicies", "sknp"},
 	}
 	for kind, names := range want {
 		for _, n := range names {
@@ -51,7 +54,8 @@ func TestLookupKindAliases(t *testing.T) {
 		}
 	}
 	for _, k := range Kinds() {
-		if ns := k.Kind == "WorkloadEndpoint" || k.Kind == "NetworkPolicy" || k.Kind == "NetworkSet"; ns != k.Namespaced {
+		if ns := k.Kind == "WorkloadEndpoint" || k.Kind == "NetworkPolicy" || k.Kind == "NetworkSet" ||
+			k.Kind == "StagedNetworkPolicy" || k.Kind == "StagedKubernetesNetworkPolicy"; ns != k.Namespaced {
 			t.Errorf("%s: Namespaced = %v", k.Kind, k.Namespaced)
 		}
 	}

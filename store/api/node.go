@@ -80,6 +80,7 @@ func (n *Node) Default() {}
 // Validate checks addresses, tunnel addresses and MACs.
 func (n *Node) Validate() error {
 	var f fieldErrs
+	f.unsupported(n)
 	f.meta(&n.Metadata, false, subdomainProblem)
 	s := &n.Spec
 	if b := s.BGP; b != nil {

@@ -174,6 +174,7 @@ func (f *fieldErrs) policyCommon(tier, sel, saSel string, types []PolicyType, hi
 // types and rules.
 func (p *NetworkPolicy) Validate() error {
 	var f fieldErrs
+	f.unsupported(p)
 	f.meta(&p.Metadata, true, regexNameProblem(npNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	s := &p.Spec
 	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
@@ -184,6 +185,7 @@ func (p *NetworkPolicy) Validate() error {
 // applyOnForward combinations Calico allows.
 func (p *GlobalNetworkPolicy) Validate() error {
 	var f fieldErrs
+	f.unsupported(p)
 	f.meta(&p.Metadata, false, regexNameProblem(gnpNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	s := &p.Spec
 	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
@@ -226,6 +228,7 @@ func (p *GlobalNetworkPolicy) Validate() error {
 // Validate checks the rules and the labels to apply.
 func (p *Profile) Validate() error {
 	var f fieldErrs
+	f.unsupported(p)
 	f.meta(&p.Metadata, false, subdomainProblem)
 	f.rules("spec.ingress", p.Spec.Ingress)
 	f.rules("spec.egress", p.Spec.Egress)

@@ -1,0 +1,229 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Every stored field is honoured or refused (issue #13, docs/POLICY.md).
+// The table below lists the fields nothing in this agent acts on. A write
+// that sets one to anything but the values listed as what we do anyway is
+// refused by Validate, naming the field. Fields marked report are not
+// refused (Calico's own node agents write them on shared objects, and our
+// writers must be able to write such objects back); the agent logs and
+// counts objects that carry them, as it does for every unsupported field in
+// objects another tool wrote past our validation.
+
+// FieldProblem is one field set to a value this agent does not honour.
+type FieldProblem struct {
+	Field  string // "spec.ingress[0].destination.services"
+	Value  string // the value as JSON text (strings unquoted)
+	Report bool   // logged and counted, not refused at write
+}
+
+func (p FieldProblem) String() string { return p.Field + "=" + p.Value }
+
+// refusal is one unsupported field of a kind: a path of JSON member names
+// where "[]" stands for every element of an array. Values in ok are what
+// the agent does anyway and pass.
+type refusal struct {
+	path   string
+	ok     []string
+	report bool
+}
+
+// ruleKind is the pseudo-kind whose refusals apply to every rule of a
+// policy or profile, under spec.ingress[i] and spec.egress[i].
+const ruleKind = "Rule"
+
+// rulesKinds are the kinds whose rules the Rule refusals apply to. Staged
+// policies are never enforced, so nothing in them is unsupported.
+var rulesKinds = []string{"NetworkPolicy", "GlobalNetworkPolicy", "Profile"}
+
+func never(path string, ok ...string) refusal { return refusal{path: path, ok: ok} }
+func report(path string, ok ...string) refusal {
+	return refusal{path: path, ok: ok, report: true}
+}
+
+// refusals is the table of unsupported fields by kind.
+var refusals = map[string][]refusal{
+	ruleKind: {
+		never("source.serviceAccounts.selector"), never("destination.serviceAccounts.selector"),
+		never("source.services"), never("destination.services"),
+		never("http"),
+	},
+	"NetworkPolicy": {never("spec.serviceAccountSelector")},
+	"GlobalNetworkPolicy": {
+		never("spec.serviceAccountSelector"),
+		never("spec.doNotTrack", "false"), never("spec.preDNAT", "false"), never("spec.applyOnForward", "false"),
+	},
+	// Nothing in the agent reads HostEndpoints: the whole kind is refused.
+	"HostEndpoint": {
+		never("spec.node"), never("spec.interfaceName"), never("spec.expectedIPs"),
+		never("spec.profiles"), never("spec.ports"),
+	},
+	"IPPool": {
+		never("spec.vxlanMode", "Never"), never("spec.ipipMode", "Never"),
+		never("spec.disableBGPExport", "false"), never("spec.namespaceSelector"),
+	},
+	"BGPPeer": {
+		never("spec.keepOriginalNextHop", "false"), never("spec.sourceAddress", "UseNodeIP"),
+		never("spec.failureDetectionMode", "None"), never("spec.restartMode", "GracefulRestart"),
+		never("spec.birdGatewayMode"), never("spec.numAllowedLocalASNumbers"), never("spec.ttlSecurity"),
+		never("spec.reachableBy"), never("spec.filters"), never("spec.localWorkloadSelector"),
+		never("spec.nextHopMode"),
+	},
+	"BGPConfiguration": {
+		never("spec.logSeverityScreen", "Info"),
+		never("spec.serviceLoadBalancerIPs"), never("spec.serviceExternalIPs"), never("spec.serviceClusterIPs"),
+		never("spec.communities"), never("spec.prefixAdvertisements"),
+		never("spec.nodeMeshPassword"), never("spec.nodeMeshMaxRestartTime"), never("spec.nodeMeshKeepaliveTime"),
+		never("spec.bindMode", "None"), never("spec.ignoredInterfaces"),
+		never("spec.localWorkloadPeeringIPV4"), never("spec.localWorkloadPeeringIPV6"),
+		never("spec.programClusterRoutes", "Enabled"),
+	},
+	// The agent runs no IPIP, VXLAN or WireGuard; Calico's nodes record
+	// their tunnel addresses here, so these are reported, not refused.
+	"Node": {
+		report("spec.bgp.ipv4IPIPTunnelAddr"), report("spec.ipv4VXLANTunnelAddr"), report("spec.vxlanTunnelMACAddr"),
+		report("spec.ipv6VXLANTunnelAddr"), report("spec.vxlanTunnelMACAddrV6"), report("spec.wireguard"),
+	},
+	"ClusterInformation": {report("spec.datastoreReady", "true")},
+	// Issue #15 will honour many of these; until then a value other than
+	// Calico's default (which is what the agent does) is refused.
+	"FelixConfiguration": {
+		never("spec.logSeverityScreen", "Info"), never("spec.logSeverityFile"), never("spec.logSeveritySys"),
+		never("spec.logFilePath"), never("spec.logPrefix"),
+		// Calico's installs write reportingInterval 0s (no status reports):
+		// reported, so such an object can be written back.
+		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
+		never("spec.iptablesRefreshInterval", "1m30s"), never("spec.iptablesLockTimeout", "0s"),
+		never("spec.routeRefreshInterval", "1m30s"), never("spec.interfaceRefreshInterval", "1m30s"),
+		never("spec.ipsetsRefreshInterval", "1m30s"), never("spec.netlinkTimeout", "10s"),
+		never("spec.ipv6Support", "true"), never("spec.iptablesBackend", "Auto"),
+		never("spec.nftablesMode", "Disabled"), never("spec.chainInsertMode", "Insert"),
+		never("spec.iptablesFilterAllowAction", "Accept"), never("spec.iptablesMangleAllowAction", "Accept"),
+		never("spec.iptablesFilterDenyAction", "Drop"), never("spec.iptablesMarkMask"),
+		never("spec.natOutgoingAddress"), never("spec.natPortRange"),
+		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
+		never("spec.interfaceExclude"), never("spec.mtuIfacePattern"), never("spec.routeTableRange"),
+		never("spec.routeSource"), never("spec.removeExternalRoutes"), never("spec.deviceRouteProtocol"),
+		never("spec.healthEnabled"), never("spec.healthHost"), never("spec.healthPort", "9099"),
+		never("spec.prometheusMetricsEnabled"), never("spec.prometheusMetricsHost"),
+		never("spec.prometheusMetricsPort", "9091"),
+		never("spec.ipipEnabled", "false"), never("spec.ipipMTU"),
+		never("spec.vxlanEnabled", "false"), never("spec.vxlanPort", "4789"), never("spec.vxlanVNI", "4096"),
+		never("spec.vxlanMTU"), never("spec.vxlanMTUV6"),
+		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
+		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
+		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),
+	},
+}
+
+// Unsupported returns the fields of r set to values this agent does not
+// honour, sorted by field. It is pure: the write path refuses what it
+// returns (but the Report ones); the agent logs and counts it for objects
+// others wrote.
+func Unsupported(r Resource) []FieldProblem {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	var obj map[string]any
+	if json.Unmarshal(b, &obj) != nil {
+		return nil
+	}
+	kind := r.GetTypeMeta().Kind
+	var out []FieldProblem
+	for _, rf := range refusals[kind] {
+		out = append(out, rf.find(obj, "")...)
+	}
+	if slices.Contains(rulesKinds, kind) {
+		spec, _ := obj["spec"].(map[string]any)
+		for _, dir := range []string{"ingress", "egress"} {
+			rules, _ := spec[dir].([]any)
+			for i, rule := range rules {
+				for _, rf := range refusals[ruleKind] {
+					out = append(out, rf.find(rule, idx("spec."+dir, i)+".")...)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b FieldProblem) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}
+
+// unsupportedErr is the write-time refusal of r's unsupported fields.
+func unsupportedErr(r Resource) error {
+	var errs []error
+	for _, p := range Unsupported(r) {
+		if !p.Report {
+			errs = append(errs, &FieldError{Field: p.Field, Value: p.Value,
+				Msg: "is not supported by this agent (it would be stored and ignored); see docs/POLICY.md"})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// find reports the members of v at rf.path (under prefix) whose value is
+// set and not one of rf.ok.
+func (rf refusal) find(v any, prefix string) []FieldProblem {
+	var out []FieldProblem
+	var walk func(v any, segs []string, at string)
+	walk = func(v any, segs []string, at string) {
+		if len(segs) == 0 {
+			if s := jsonText(v); !slices.Contains(rf.ok, s) {
+				out = append(out, FieldProblem{Field: at, Value: s, Report: rf.report})
+			}
+			return
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		name, each := strings.CutSuffix(segs[0], "[]")
+		child, ok := m[name]
+		if !ok || child == nil {
+			return
+		}
+		sep := "."
+		if at == "" || strings.HasSuffix(at, ".") {
+			sep = ""
+		}
+		here := at + sep + name
+		if !each {
+			walk(child, segs[1:], here)
+			return
+		}
+		items, _ := child.([]any)
+		for i, it := range items {
+			walk(it, segs[1:], idx(here, i))
+		}
+	}
+	walk(v, strings.Split(rf.path, "."), prefix)
+	return out
+}
+
+// jsonText renders a decoded JSON value: strings bare, others as JSON.
+func jsonText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// unsupported adds the write-time refusal of r's unsupported fields.
+func (f *fieldErrs) unsupported(r Resource) {
+	if err := unsupportedErr(r); err != nil {
+		f.errs = append(f.errs, err)
+	}
+}

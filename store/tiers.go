@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// tierPolicyPlurals are the kinds whose objects belong to a tier by
+// spec.tier ("default" when unset).
+var tierPolicyPlurals = []string{"networkpolicies", "globalnetworkpolicies", "stagednetworkpolicies", "stagedglobalnetworkpolicies"}
+
+// TierNotEmptyError refuses deleting a tier that still has policies, as
+// Calico does ("Cannot delete a non-empty tier"); it also says how many
+// and which.
+type TierNotEmptyError struct {
+	Tier     string
+	Policies []string // "<plural>/[<namespace>/]<name>", sorted
+}
+
+func (e *TierNotEmptyError) Error() string {
+	shown := e.Policies
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], "...")
+	}
+	return fmt.Sprintf("operation delete is not supported on %s: Cannot delete a non-empty tier: tier %q still has %d policies (%s)",
+		e.Tier, e.Tier, len(e.Policies), strings.Join(shown, ", "))
+}
+
+// checkTierDeletable refuses deleting the default tier, and any tier
+// that policies (stored by anyone, staged ones too) still name.
+func (c *Client) checkTierDeletable(ctx context.Context, name string) error {
+	if name == api.DefaultTierName {
+		return fmt.Errorf("operation delete is not supported on %s: Cannot delete default tier", name)
+	}
+	var in []string
+	for _, plural := range tierPolicyPlurals {
+		kvs, _, err := c.List(ctx, ResourcePrefix+plural+"/")
+		if err != nil {
+			return fmt.Errorf("checking tier %s has no policies: %w", name, err)
+		}
+		for _, kv := range kvs {
+			var v struct {
+				Spec struct {
+					Tier string `json:"tier"`
+				} `json:"spec"`
+			}
+			if json.Unmarshal(kv.Value, &v) != nil {
+				continue // not ours to judge; it names no tier we can read
+			}
+			tier := v.Spec.Tier
+			if tier == "" {
+				tier = api.DefaultTierName
+			}
+			if tier == name {
+				in = append(in, strings.TrimPrefix(kv.Key, ResourcePrefix))
+			}
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	sort.Strings(in)
+	return &TierNotEmptyError{Tier: name, Policies: in}
+}
