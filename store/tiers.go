@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -66,4 +68,21 @@ func (c *Client) checkTierDeletable(ctx context.Context, name string) error {
 	}
 	sort.Strings(in)
 	return &TierNotEmptyError{Tier: name, Policies: in}
+}
+
+// EnsureDefaultTiers creates Calico's own tiers ("default", "kube-admin",
+// "kube-baseline") that are missing, as calico-node does at start; a
+// stored one, whatever it says, is kept.
+func (c *Client) EnsureDefaultTiers(ctx context.Context) error {
+	for _, t := range api.WellKnownTiers() {
+		_, err := c.CreateResource(ctx, t)
+		switch {
+		case err == nil:
+			slog.Info("created tier", "tier", t.Metadata.Name)
+		case errors.Is(err, ErrAlreadyExists):
+		default:
+			return fmt.Errorf("creating tier %s: %w", t.Metadata.Name, err)
+		}
+	}
+	return nil
 }

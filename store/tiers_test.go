@@ -67,3 +67,48 @@ func TestDeleteTierWithPolicies(t *testing.T) {
 		t.Errorf("deleting the default tier: %v", err)
 	}
 }
+
+// Calico's own tiers are created when missing, as Calico stores them;
+// stored ones are kept as they are.
+func TestEnsureDefaultTiers(t *testing.T) {
+	c := storetestClient(t)
+	ctx := context.Background()
+	tierKind, _ := api.LookupKind("Tier")
+	// kube-admin already stored, with a label: kept.
+	admin := api.WellKnownTier(api.KubeAdminTierName)
+	admin.Metadata.Labels = map[string]string{"mine": "yes"}
+	if _, err := c.CreateResource(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Get(ctx, store.ResourceKey(tierKind, "", api.KubeAdminTierName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.EnsureDefaultTiers(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := c.Get(ctx, before.Key)
+	if err != nil || after.Revision != before.Revision {
+		t.Errorf("stored kube-admin rewritten: revision %d -> %d (%v)", before.Revision, after.Revision, err)
+	}
+	want := map[string]string{
+		"default":       `"spec":{"order":1000000,"defaultAction":"Deny"},"status":{}}`,
+		"kube-admin":    `"spec":{"order":1000,"defaultAction":"Pass"},"status":{}}`,
+		"kube-baseline": `"spec":{"order":10000000,"defaultAction":"Pass"},"status":{}}`,
+	}
+	kvs, _, err := c.List(ctx, store.ResourcePrefix+"tiers/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != len(want) {
+		t.Errorf("%d tiers stored, want %d", len(kvs), len(want))
+	}
+	for _, kv := range kvs {
+		name := kv.Key[strings.LastIndexByte(kv.Key, '/')+1:]
+		if !strings.HasSuffix(string(kv.Value), want[name]) || !strings.Contains(string(kv.Value), `"uid":"`) {
+			t.Errorf("tier %s stored as %s; want it to end %s", name, kv.Value, want[name])
+		}
+	}
+}
