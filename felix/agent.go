@@ -54,6 +54,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 func (a *agent) fold(u calc.Update) {
 	a.state.Apply(u)
 	a.bgpState.apply(u)
+	a.metrics.unsupported.observe(u)
 	a.metrics.updates.Inc()
 }
 

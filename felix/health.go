@@ -89,6 +89,7 @@ type metrics struct {
 	activePolicies prometheus.Gauge
 	ipsets         prometheus.Gauge
 	updates        prometheus.Counter
+	unsupported    *unsupportedTracker
 }
 
 func newMetrics() *metrics {
@@ -102,8 +103,9 @@ func newMetrics() *metrics {
 		activePolicies: prometheus.NewGauge(prometheus.GaugeOpts{Name: "felix_active_local_policies", Help: "Policies applied to local endpoints."}),
 		ipsets:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "felix_ipsets_calico", Help: "Calico IP sets programmed."}),
 		updates:        prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_calc_graph_updates_processed", Help: "Datastore updates processed."}),
+		unsupported:    newUnsupportedTracker(),
 	}
-	m.reg.MustRegister(m.applySeconds, m.resyncs, m.applyErrors, m.localEndpoints, m.activePolicies, m.ipsets, m.updates,
+	m.reg.MustRegister(m.applySeconds, m.resyncs, m.applyErrors, m.localEndpoints, m.activePolicies, m.ipsets, m.updates, m.unsupported.gauge,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
