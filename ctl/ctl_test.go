@@ -81,7 +81,7 @@ func TestApplyGetDeleteEveryKind(t *testing.T) {
 		"/calico/resources/v3/projectcalico.org/ippools/pool-v6":                                   "IPPool",
 		"/calico/resources/v3/projectcalico.org/nodes/node-1":                                      "Node",
 		"/calico/resources/v3/projectcalico.org/workloadendpoints/default/node--1-cni-abc123-eth0": "WorkloadEndpoint",
-		"/calico/resources/v3/projectcalico.org/hostendpoints/node-1-eth0":                         "HostEndpoint",
+		"/calico/resources/v3/projectcalico.org/stagednetworkpolicies/default/staged-deny":         "StagedNetworkPolicy",
 		"/calico/resources/v3/projectcalico.org/profiles/net1":                                     "Profile",
 		"/calico/resources/v3/projectcalico.org/networkpolicies/default/allow-web":                 "NetworkPolicy",
 		"/calico/resources/v3/projectcalico.org/globalnetworkpolicies/deny-smtp":                   "GlobalNetworkPolicy",
@@ -267,5 +267,35 @@ func TestGlobalFlagsBeforeCommand(t *testing.T) {
 		ctl.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
 	if code != 0 || !strings.HasPrefix(out.String(), "NAME") {
 		t.Errorf("exit %d, out %q, err %q", code, out.String(), errb.String())
+	}
+}
+
+// A HostEndpoint is refused (nothing in the agent reads it); staged
+// policies are stored and listed, never enforced (issue #13).
+func TestRefusedAndStagedKinds(t *testing.T) {
+	h := newHarness(t)
+	hep := "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata:\n  name: h1\nspec:\n  node: node-1\n  interfaceName: eth0\n"
+	if _, out, code := h.run(hep, "create", "-f", "-"); code == 0 || !strings.Contains(out, "spec.node") || !strings.Contains(out, "not supported") {
+		t.Errorf("HostEndpoint create: exit %d, stderr %q; want a refusal naming spec.node", code, out)
+	}
+	gnp := "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata:\n  name: sa\nspec:\n  serviceAccountSelector: role == 'x'\n"
+	if _, out, code := h.run(gnp, "apply", "-f", "-"); code == 0 || !strings.Contains(out, "spec.serviceAccountSelector") {
+		t.Errorf("serviceAccountSelector apply: exit %d, stderr %q; want a refusal naming the field", code, out)
+	}
+	for _, doc := range []string{
+		"apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\nmetadata:\n  name: sg\nspec:\n  selector: all()\n  doNotTrack: true\n  applyOnForward: true\n",
+		"apiVersion: projectcalico.org/v3\nkind: StagedKubernetesNetworkPolicy\nmetadata:\n  name: sk\n  namespace: default\nspec:\n  podSelector: {}\n  policyTypes: [Ingress]\n",
+	} {
+		h.mustRun(doc, "create", "-f", "-")
+	}
+	if out := h.mustRun("", "get", "stagedglobalnetworkpolicies"); !strings.Contains(out, "sg") {
+		t.Errorf("get stagedglobalnetworkpolicies = %q", out)
+	}
+	if out := h.mustRun("", "get", "sknp", "-n", "default", "-o", "yaml"); !strings.Contains(out, "stagedAction: Set") || !strings.Contains(out, "podSelector: {}") {
+		t.Errorf("get sknp -o yaml = %q", out)
+	}
+	h.mustRun("", "delete", "stagedglobalnetworkpolicy", "sg")
+	if _, out, code := h.run("", "get", "stagedglobalnetworkpolicy", "sg"); code == 0 || !strings.Contains(out, "does not exist") {
+		t.Errorf("after delete: exit %d, stderr %q", code, out)
 	}
 }
