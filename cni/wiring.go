@@ -12,7 +12,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
-	"github.com/calico-aio/calico-aio/felix/rtproto"
+	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
 
 // The "169.254.1.1 trick": the pod's default gateway is a link-local

@@ -14,7 +14,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
-	"github.com/calico-aio/calico-aio/felix/rtproto"
+	"github.com/calico-aio/calico-aio/internal/rtproto"
 	"github.com/calico-aio/calico-aio/ipam"
 )
 

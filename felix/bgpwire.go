@@ -19,7 +19,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
-	"github.com/calico-aio/calico-aio/felix/rtproto"
+	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
 
 // StatusSocketName is the agent's status socket under the run directory;

@@ -13,7 +13,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/cni"
 
-	"github.com/calico-aio/calico-aio/felix/rtproto"
+	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
 
 // The kernel side. Unlike the CNI plugin, the driver never enters the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/calico-aio/calico-aio/felix/rtproto"
+	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
 
 // RouteTarget is where a desired route goes.
