@@ -1,5 +1,3 @@
-//go:build !cnionly
-
 package main
 
 import (
@@ -14,9 +12,6 @@ func runCtl(args []string) int {
 	return ctl.Main(args, ctl.IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 }
 
-func runNode(args []string) int {
-	trimAfterStartup(startupTrimDelay)
-	return felix.Main(args)
-}
+func runNode(args []string) int { return felix.Main(args) }
 func runCNI(args []string) int  { return cni.Main() }
 func runIPAM(args []string) int { return cni.IPAMMain() }

@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -131,10 +129,7 @@ func BenchmarkCNI(b *testing.B) {
 	ours := e.conflist("1.0.0", "bench", e.calicoPlugin("node1", ""))
 	ptp := e.conflist("1.0.0", "ptp", fmt.Sprintf(`{"type":"ptp","ipam":{"type":"host-local","subnet":"10.111.0.0/16","dataDir":%q}}`, e.state+"/hl"))
 
-	// The same plugin code built with -tags cnionly: what a binary without
-	// calico-node's and calicoctl's packages would start in (not shipped).
-	leanCfg := libcni.NewCNIConfigWithCacheDir([]string{leanPluginDir(b)}, e.cache, nil)
-	vs := []cniVariant{{"calico (ours)", "ours", ours, e.cfg}, {"ptp+host-local", "ptp", ptp, e.cfg}, {"calico cnionly", "lean", ours, leanCfg}}
+	vs := []cniVariant{{"calico (ours)", "ours", ours, e.cfg}, {"ptp+host-local", "ptp", ptp, e.cfg}}
 
 	// Warm each (page cache, first block claim) before measuring.
 	for _, v := range vs {
@@ -148,7 +143,6 @@ func BenchmarkCNI(b *testing.B) {
 		e.cfg = orig
 	}
 	results := measureAll(b, e, vs, pods, parallel)
-	lean := results[2]
 	o, p := results[0], results[1]
 	b.Logf("\n%-16s %10s %10s %10s %10s %14s %12s\n", "plugin", "ADD p50", "ADD p99", "DEL p50", "DEL p99", "50 par. ADDs", "CPU/ADD")
 	for _, r := range results {
@@ -163,21 +157,7 @@ func BenchmarkCNI(b *testing.B) {
 	b.ReportMetric(millis(p.p(p.add, .5)), "ptp-add-p50-ms")
 	b.ReportMetric(millis(p.p(p.del, .5)), "ptp-del-p50-ms")
 	b.ReportMetric(millis(p.parallel), "ptp-50par-ms")
-	b.ReportMetric(millis(lean.p(lean.add, .5)), "cnionly-add-p50-ms")
-	b.ReportMetric(millis(lean.cpuPerAdd), "cnionly-cpu/add-ms")
 	b.ReportMetric(float64(o.p(o.add, .5))/float64(p.p(p.add, .5)), "add-p50-ratio")
 	b.ReportMetric(float64(o.p(o.del, .5))/float64(p.p(p.del, .5)), "del-p50-ratio")
 	b.ReportMetric(float64(o.parallel)/float64(p.parallel), "50par-ratio")
-}
-
-// leanPluginDir builds the binary with -tags cnionly (the CNI roles only)
-// into a directory of its own as "calico".
-func leanPluginDir(b *testing.B) string {
-	dir := b.TempDir()
-	cmd := exec.Command("go", "build", "-tags", "cnionly", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "calico"), "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building the cnionly binary: %v\n%s", err, out)
-	}
-	return dir
 }
