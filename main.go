@@ -12,6 +12,8 @@ import (
 
 	"github.com/calico-aio/calico-aio/build/gcoff"
 	"github.com/calico-aio/calico-aio/build/version"
+	// Linked for its init: CNI calls through calico-node (see the package).
+	_ "github.com/calico-aio/calico-aio/cni/fastpath"
 )
 
 func main() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -25,7 +26,7 @@ const errPluginNotAvailable = 50
 
 // IPAMMain runs calico-ipam under skel and returns the exit code.
 func IPAMMain() int {
-	p := &ipamPlugin{}
+	p := &ipamPlugin{backend{out: os.Stdout}}
 	funcs := skel.CNIFuncs{Add: p.add, Del: p.del, Check: p.check, GC: p.gc, Status: p.status}
 	if err := skel.PluginMainFuncsWithError(funcs, Versions, "calico-ipam "+version.Version); err != nil {
 		if perr := err.Print(); perr != nil {
@@ -36,7 +37,7 @@ func IPAMMain() int {
 	return 0
 }
 
-type ipamPlugin struct{}
+type ipamPlugin struct{ backend }
 
 // session is what every invocation sets up: config, node, datastore.
 type session struct {
@@ -45,15 +46,17 @@ type session struct {
 	node string
 	cl   *store.Client
 	al   *ipam.Allocator
+	// shared: cl is the agent's warm client, not this session's to close.
+	shared bool
 }
 
 func (s *session) close() {
-	if s.cl != nil {
+	if s.cl != nil && !s.shared {
 		_ = s.cl.Close()
 	}
 }
 
-func newSession(a *skel.CmdArgs, connect bool) (*session, error) {
+func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 	conf, err := LoadNetConf(a.StdinData)
 	if err != nil {
 		return nil, err
@@ -66,20 +69,20 @@ func newSession(a *skel.CmdArgs, connect bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{conf: conf, args: args, node: node}
-	if connect {
+	s := &session{conf: conf, args: args, node: node, cl: b.shared, shared: b.shared != nil}
+	if s.cl == nil {
 		if s.cl, err = conf.storeClient(); err != nil {
 			return nil, err
 		}
-		s.al = ipam.New(s.cl)
 	}
+	s.al = ipam.New(s.cl)
 	return s, nil
 }
 
 func (s *session) lockPath() string { return filepath.Join(s.conf.runDir(), "ipam.lock") }
 
 func (p *ipamPlugin) add(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func (p *ipamPlugin) add(a *skel.CmdArgs) error {
 		return err
 	}
 	s.logConflicts()
-	return types.PrintResult(ipamResult(got), s.conf.CNIVersion)
+	return p.print(ipamResult(got), s.conf.CNIVersion)
 }
 
 func ipamResult(got ipam.Assigned) *current.Result {
@@ -128,7 +131,7 @@ func (s *session) logConflicts() {
 }
 
 func (p *ipamPlugin) del(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -157,7 +160,7 @@ func (s *session) release(ctx context.Context, handle string) error {
 }
 
 func (p *ipamPlugin) check(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -173,7 +176,7 @@ func (p *ipamPlugin) check(a *skel.CmdArgs) error {
 }
 
 func (p *ipamPlugin) status(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -195,7 +198,7 @@ func (s *session) checkServable(ctx context.Context) error {
 }
 
 func (p *ipamPlugin) gc(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/skel"
@@ -22,7 +23,7 @@ import (
 
 // Main runs the "calico" CNI plugin under skel and returns the exit code.
 func Main() int {
-	p := &plugin{}
+	p := &plugin{backend{out: os.Stdout}}
 	funcs := skel.CNIFuncs{Add: p.add, Del: p.del, Check: p.check, GC: p.gc, Status: p.status}
 	if err := skel.PluginMainFuncsWithError(funcs, Versions, "calico "+version.Version); err != nil {
 		if perr := err.Print(); perr != nil {
@@ -33,10 +34,10 @@ func Main() int {
 	return 0
 }
 
-type plugin struct{}
+type plugin struct{ backend }
 
 func (p *plugin) add(a *skel.CmdArgs) (err error) {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if wep, err := s.existingEndpoint(ctx, id); err != nil {
 		return err
 	} else if wep != nil {
-		return types.PrintResult(endpointResult(wep, a.Netns), s.conf.CNIVersion)
+		return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 	}
 
 	// A Kubernetes pod is read (and its annotations checked) before
@@ -96,7 +97,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err := s.writeEndpoint(ctx, wep); err != nil {
 		return err
 	}
-	return types.PrintResult(endpointResult(wep, a.Netns), s.conf.CNIVersion)
+	return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 }
 
 // endpointFor builds the pod's endpoint and makes sure its profiles exist.

@@ -21,7 +21,7 @@ import (
 // the netns gone, and with the datastore down (the release and endpoint
 // delete are then journaled and replayed by the next call or the agent).
 func (p *plugin) del(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *session) recordedHostIface(ctx context.Context, a *skel.CmdArgs, id ide
 // check verifies that the pod is wired as ADD left it and that its
 // endpoint is in the datastore and matches.
 func (p *plugin) check(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func hasDefaultRoute(routes []netlink.Route, v4 bool) bool {
 }
 
 func (p *plugin) status(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (p *plugin) status(a *skel.CmdArgs) error {
 // plugin does) and deletes this node's endpoints of this network whose
 // attachment is no longer valid.
 func (p *plugin) gc(a *skel.CmdArgs) error {
-	s, err := newSession(a, true)
+	s, err := p.newSession(a)
 	if err != nil {
 		return err
 	}

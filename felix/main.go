@@ -78,6 +78,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
+	stopCNI := serveCNI(ctx, c, cfg) // CNI calls through the agent (cniserver.go)
+	defer stopCNI()
 	if cfg.KubeControllers != "" {
 		kc, err := controller.New(c, cfg.KubeControllers)
 		if err != nil {

@@ -1,0 +1,28 @@
+package cni
+
+import (
+	"io"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/calico-aio/calico-aio/store"
+)
+
+// backend is what one plugin invocation runs against: where its result is
+// printed and which datastore client it uses. In-process, the result goes
+// to stdout and each invocation dials its own client; in calico-node
+// (agent.go) the result goes back over the socket and the agent's warm
+// client is shared.
+type backend struct {
+	out    io.Writer
+	shared *store.Client // nil: dial one from the netconf
+}
+
+// print writes a result converted to the netconf's CNI version.
+func (b backend) print(r types.Result, cniVersion string) error {
+	v, err := r.GetAsVersion(cniVersion)
+	if err != nil {
+		return err
+	}
+	return v.PrintTo(b.out)
+}

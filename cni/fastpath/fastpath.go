@@ -1,0 +1,185 @@
+// Package fastpath hands a CNI call to the running calico-node over a unix
+// socket, before the rest of the binary is even initialised.
+//
+// It must stay tiny: it imports only os, syscall and encoding/json (not
+// net, nor anything of ours). See init below for why.
+package fastpath
+
+import (
+	"encoding/json"
+	"os"
+	"syscall"
+)
+
+// SocketName is the agent's CNI socket inside its run directory.
+const SocketName = "cni.sock"
+
+// DefaultRunDir is the run directory when the netconf names none
+// (calico_run_dir), as cni.DefaultRunDir.
+const DefaultRunDir = "/var/run/calico"
+
+// InProcessEnv, when set in a CNI call's environment, skips the agent (for
+// benchmarks and for comparing the two paths).
+const InProcessEnv = "CALICO_CNI_IN_PROCESS"
+
+// maxReply bounds what the client reads back.
+const maxReply = 16 << 20
+
+// Request is one CNI call: argv[0]'s base name, the environment and stdin.
+type Request struct {
+	Plugin string   `json:"plugin"`
+	Env    []string `json:"env"`
+	Stdin  []byte   `json:"stdin"`
+}
+
+// Reply is the agent's answer. When Mine is false the client runs the call
+// in-process and Reason says why the agent did not.
+type Reply struct {
+	Mine   bool   `json:"mine"`
+	Reason string `json:"reason,omitempty"`
+	Stdout []byte `json:"stdout,omitempty"`
+	Exit   int    `json:"exit"`
+}
+
+// This init is the one unusual thing in the binary. Go initialises
+// packages in import-path order, each as soon as its imports are done (Go
+// spec, since 1.21). This package imports only cheap standard packages and
+// sorts under github.com/calico-aio, so it runs after ~75 of them and
+// before any heavy one (protobuf registration, gRPC, etcd, GoBGP,
+// client-go). Invoked as a CNI plugin with calico-node serving its socket,
+// it forwards the call, prints the agent's answer and exits right here, so
+// the call never pays for the rest of the binary's initialisation. When
+// the socket is missing, refuses, drops mid-call or the agent answers "not
+// mine", init returns (stdin put back) and main runs the plugin in-process
+// as always. TestCNIFastPathInitOrder (e2e/cni_fastpath_test.go) holds this.
+func init() {
+	plugin := baseName(os.Args[0])
+	if plugin != "calico" && plugin != "calico-ipam" {
+		return
+	}
+	switch os.Getenv("CNI_COMMAND") {
+	case "ADD", "DEL", "CHECK", "GC", "STATUS":
+	default:
+		return
+	}
+	if os.Getenv(InProcessEnv) != "" {
+		return
+	}
+	stdin, err := readAll(0)
+	if err == nil {
+		rep, ok := Forward(SocketPath(stdin), Request{Plugin: plugin, Env: os.Environ(), Stdin: stdin})
+		if ok && rep.Mine {
+			_, _ = os.Stdout.Write(rep.Stdout)
+			os.Exit(rep.Exit)
+		}
+	}
+	restoreStdin(stdin)
+}
+
+// SocketPath is <calico_run_dir>/cni.sock for a netconf.
+func SocketPath(netconf []byte) string {
+	var c struct {
+		RunDir string `json:"calico_run_dir"`
+	}
+	_ = json.Unmarshal(netconf, &c)
+	if c.RunDir == "" {
+		c.RunDir = DefaultRunDir
+	}
+	return c.RunDir + "/" + SocketName
+}
+
+// Forward sends the request and reads the whole reply; ok is false when
+// the socket is missing or refuses, or the connection drops before a
+// complete reply.
+func Forward(path string, req Request) (rep Reply, ok bool) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return rep, false
+	}
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return rep, false
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		return rep, false
+	}
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return rep, false
+		}
+		data = data[n:]
+	}
+	if syscall.Shutdown(fd, syscall.SHUT_WR) != nil {
+		return rep, false
+	}
+	got, err := readAll(fd)
+	if err != nil || json.Unmarshal(got, &rep) != nil {
+		return Reply{}, false
+	}
+	return rep, true
+}
+
+func readAll(fd int) ([]byte, error) {
+	buf := make([]byte, 0, 4096)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= maxReply {
+				return buf, syscall.EFBIG
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return buf, err
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// restoreStdin makes fd 0 a pipe that yields data again, so the in-process
+// plugin reads the stdin this package consumed.
+func restoreStdin(data []byte) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return
+	}
+	if err := syscall.Dup3(p[0], 0, 0); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return
+	}
+	syscall.Close(p[0])
+	go func() { // a pipe holds 64 KiB; a larger netconf is written as it is read
+		for len(data) > 0 {
+			n, err := syscall.Write(p[1], data)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				break
+			}
+			data = data[n:]
+		}
+		syscall.Close(p[1])
+	}()
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}
