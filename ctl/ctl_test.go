@@ -278,9 +278,9 @@ func TestRefusedAndStagedKinds(t *testing.T) {
 	if _, out, code := h.run(hep, "create", "-f", "-"); code == 0 || !strings.Contains(out, "spec.node") || !strings.Contains(out, "not supported") {
 		t.Errorf("HostEndpoint create: exit %d, stderr %q; want a refusal naming spec.node", code, out)
 	}
-	gnp := "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata:\n  name: sa\nspec:\n  serviceAccountSelector: role == 'x'\n"
-	if _, out, code := h.run(gnp, "apply", "-f", "-"); code == 0 || !strings.Contains(out, "spec.serviceAccountSelector") {
-		t.Errorf("serviceAccountSelector apply: exit %d, stderr %q; want a refusal naming the field", code, out)
+	gnp := "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata:\n  name: dnt\nspec:\n  doNotTrack: true\n  applyOnForward: true\n"
+	if _, out, code := h.run(gnp, "apply", "-f", "-"); code == 0 || !strings.Contains(out, "spec.doNotTrack") {
+		t.Errorf("doNotTrack apply: exit %d, stderr %q; want a refusal naming the field", code, out)
 	}
 	for _, doc := range []string{
 		"apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\nmetadata:\n  name: sg\nspec:\n  selector: all()\n  doNotTrack: true\n  applyOnForward: true\n",

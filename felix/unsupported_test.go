@@ -29,8 +29,8 @@ func TestUnsupportedFieldsLoggedOnceAndCounted(t *testing.T) {
 	tr := newUnsupportedTracker()
 	tr.log = slog.New(slog.NewTextHandler(&logs, nil))
 	key := "/calico/resources/v3/projectcalico.org/globalnetworkpolicies/p"
-	bad := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"serviceAccountSelector":"a == 'b'"}}`)
-	worse := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"serviceAccountSelector":"a == 'b'","doNotTrack":true,"applyOnForward":true}}`)
+	bad := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"preDNAT":true,"applyOnForward":true}}`)
+	worse := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"preDNAT":true,"doNotTrack":true,"applyOnForward":true}}`)
 	good := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"selector":"all()"}}`)
 	up := func(r api.Resource, deleted bool) {
 		tr.observe(calc.Update{Kind: "globalnetworkpolicies", Key: key, Resource: r, Deleted: deleted})
@@ -45,7 +45,7 @@ func TestUnsupportedFieldsLoggedOnceAndCounted(t *testing.T) {
 	if warnings() != 1 || count() != 1 {
 		t.Fatalf("after the same object twice: %d warnings, gauge %v; log:\n%s", warnings(), count(), logs.String())
 	}
-	if !strings.Contains(logs.String(), "spec.serviceAccountSelector") || !strings.Contains(logs.String(), "name=p") {
+	if !strings.Contains(logs.String(), "spec.preDNAT") || !strings.Contains(logs.String(), "name=p") {
 		t.Errorf("the warning names neither field nor resource:\n%s", logs.String())
 	}
 	up(worse, false)

@@ -25,6 +25,7 @@ type ipsetState struct {
 	v6      bool
 	sel     *selector.Selector
 	nsSel   *selector.Selector
+	saSel   *selector.Selector
 	members map[string][]string // source key -> entries
 }
 
@@ -33,6 +34,12 @@ func newIPSetState(spec rules.IPSetSpec) *ipsetState {
 	st.sel, _ = selector.Parse(spec.Selector)
 	if spec.NamespaceSelector != "" {
 		st.nsSel, _ = selector.Parse(spec.NamespaceSelector)
+	}
+	if spec.ServiceAccountSelector != "" {
+		st.saSel, _ = selector.Parse(spec.ServiceAccountSelector)
+		if st.saSel == nil {
+			st.sel = nil // an unparsable account selector matches nothing
+		}
 	}
 	return st
 }
@@ -45,6 +52,9 @@ func (s *State) evalEndpoint(st *ipsetState, w *api.WorkloadEndpoint) []string {
 		return nil
 	}
 	if st.nsSel != nil && !st.nsSel.EvaluateLabels(s.namespaceLabels(w.Metadata.Namespace)) {
+		return nil
+	}
+	if !s.matchesServiceAccount(st.saSel, w) {
 		return nil
 	}
 	var out []string
@@ -69,8 +79,8 @@ func (s *State) evalEndpoint(st *ipsetState, w *api.WorkloadEndpoint) []string {
 
 // evalNetset returns the entries a network set contributes.
 func (s *State) evalNetset(st *ipsetState, ns *netset) []string {
-	if st.spec.Kind != rules.IPSetSelector || st.sel == nil {
-		return nil
+	if st.spec.Kind != rules.IPSetSelector || st.sel == nil || st.saSel != nil {
+		return nil // network sets have no service account
 	}
 	l := layeredLabels{own: ns.labels}
 	if ns.namespace != "" {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/selector"
 )
 
 // layeredLabels are an object's own labels over the labels its profiles
@@ -58,4 +59,43 @@ func (s *State) namespaceLabels(ns string) layeredLabels {
 	}
 	own["projectcalico.org/name"] = ns
 	return layeredLabels{own: own}
+}
+
+// serviceAccountLabelPrefix marks a service account's labels among the
+// labelsToApply of its profile "ksa.<ns>.<sa>" ("pcsa.role": "db" for the
+// account label role=db), as the controller writes them.
+const serviceAccountLabelPrefix = "pcsa."
+
+// serviceAccountLabels are the labels a service-account selector sees for
+// an endpoint: the pcsa. labels of its account's profile, without the
+// prefix, plus projectcalico.org/name. An endpoint with no service account
+// has none (ok false), and no service-account selector matches it.
+func (s *State) serviceAccountLabels(w *api.WorkloadEndpoint) (l layeredLabels, ok bool) {
+	sa := w.Spec.ServiceAccountName
+	if sa == "" {
+		sa = w.Metadata.Labels[api.LabelServiceAccount]
+	}
+	if sa == "" {
+		return layeredLabels{}, false
+	}
+	own := map[string]string{}
+	if prof, ok := s.profiles["ksa."+w.Metadata.Namespace+"."+sa]; ok {
+		for k, v := range prof.Spec.LabelsToApply {
+			if name, ok := strings.CutPrefix(k, serviceAccountLabelPrefix); ok {
+				own[name] = v
+			}
+		}
+	}
+	own["projectcalico.org/name"] = sa
+	return layeredLabels{own: own}, true
+}
+
+// matchesServiceAccount reports whether sel (nil: no restriction) selects
+// the endpoint's service account.
+func (s *State) matchesServiceAccount(sel *selector.Selector, w *api.WorkloadEndpoint) bool {
+	if sel == nil {
+		return true
+	}
+	l, ok := s.serviceAccountLabels(w)
+	return ok && sel.EvaluateLabels(l)
 }

@@ -18,6 +18,7 @@ type policy struct {
 	order   float64
 	sel     *selector.Selector // which endpoints it applies to
 	nsSel   *selector.Selector // GlobalNetworkPolicy namespaceSelector (nil: none)
+	saSel   *selector.Selector // serviceAccountSelector (nil: none)
 	ingress bool               // applies to ingress (types)
 	egress  bool
 	rules   rules.Policy
@@ -37,21 +38,21 @@ func (s *State) applyPolicy(u Update) {
 	}
 	p := &policy{key: key, order: math.Inf(1)}
 	var types []api.PolicyType
-	var selText, nsSelText string
+	var selText, nsSelText, saSelText string
 	switch r := u.Resource.(type) {
 	case *api.NetworkPolicy:
 		r.Default()
 		if r.Spec.Order != nil {
 			p.order = *r.Spec.Order
 		}
-		selText, types, p.tier = r.Spec.Selector, r.Spec.Types, r.Spec.Tier
+		selText, saSelText, types, p.tier = r.Spec.Selector, r.Spec.ServiceAccountSelector, r.Spec.Types, r.Spec.Tier
 		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
 	case *api.GlobalNetworkPolicy:
 		r.Default()
 		if r.Spec.Order != nil {
 			p.order = *r.Spec.Order
 		}
-		selText, nsSelText, types, p.tier = r.Spec.Selector, r.Spec.NamespaceSelector, r.Spec.Types, r.Spec.Tier
+		selText, nsSelText, saSelText, types, p.tier = r.Spec.Selector, r.Spec.NamespaceSelector, r.Spec.ServiceAccountSelector, r.Spec.Types, r.Spec.Tier
 		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
 	default:
 		return
@@ -62,6 +63,11 @@ func (s *State) applyPolicy(u Update) {
 	}
 	if nsSelText != "" {
 		if p.nsSel, err = selector.Parse(nsSelText); err != nil {
+			return
+		}
+	}
+	if saSelText != "" {
+		if p.saSel, err = selector.Parse(saSelText); err != nil {
 			return
 		}
 	}
@@ -80,7 +86,10 @@ func (s *State) appliesTo(p *policy, w *api.WorkloadEndpoint) bool {
 	if !p.sel.EvaluateLabels(s.endpointLabels(w)) {
 		return false
 	}
-	return p.nsSel == nil || p.nsSel.EvaluateLabels(s.namespaceLabels(w.Metadata.Namespace))
+	if p.nsSel != nil && !p.nsSel.EvaluateLabels(s.namespaceLabels(w.Metadata.Namespace)) {
+		return false
+	}
+	return s.matchesServiceAccount(p.saSel, w)
 }
 
 // refreshLocalPolicies re-matches what changed: dirty local endpoints

@@ -139,6 +139,9 @@ func (s *State) applyProfile(u Update) {
 	ns, isNS := strings.CutPrefix(name, "kns.")
 	for k, w := range s.weps {
 		uses := isNS && w.Metadata.Namespace == ns
+		if sa := w.Spec.ServiceAccountName; sa != "" && name == "ksa."+w.Metadata.Namespace+"."+sa {
+			uses = true // its service account's labels changed
+		}
 		for _, p := range w.Spec.Profiles {
 			uses = uses || p == name
 		}

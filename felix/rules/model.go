@@ -89,6 +89,9 @@ type IPSetSpec struct {
 	// NamespaceSelector, when set, must also match the labels of the
 	// endpoint's namespace.
 	NamespaceSelector string
+	// ServiceAccountSelector, when set, must also match the labels of the
+	// endpoint's service account (a rule's serviceAccounts.selector).
+	ServiceAccountSelector string
 	// For named ports.
 	PortName string
 	Protocol string // "tcp", "udp", "sctp", "udplite"

@@ -103,12 +103,16 @@ func IPSetName(ipVersion int, spec IPSetSpec) string {
 	}
 	sel := canonicalSelector(spec.Selector)
 	p := prefix + "s:"
-	if spec.NamespaceSelector == "" {
+	if spec.NamespaceSelector == "" && spec.ServiceAccountSelector == "" {
 		if s, err := selector.Parse(sel); err == nil {
 			return p + s.UniqueID()[:MaxIPSetName-len(p)]
 		}
 	}
-	return p + hashOf(sel + "\x00" + nsSelectorKey(spec.NamespaceSelector))[:MaxIPSetName-len(p)]
+	id := sel + "\x00" + nsSelectorKey(spec.NamespaceSelector)
+	if spec.ServiceAccountSelector != "" {
+		id += "\x00sa\x00" + canonicalSelector(spec.ServiceAccountSelector)
+	}
+	return p + hashOf(id)[:MaxIPSetName-len(p)]
 }
 
 // canonicalSelector is the canonical text of a selector, or the text

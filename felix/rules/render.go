@@ -88,6 +88,9 @@ func (r *renderer) ipset(spec IPSetSpec) string {
 		if spec.NamespaceSelector != "" {
 			spec.NamespaceSelector = canonicalSelector(spec.NamespaceSelector)
 		}
+		if spec.ServiceAccountSelector != "" {
+			spec.ServiceAccountSelector = canonicalSelector(spec.ServiceAccountSelector)
+		}
 	}
 	spec.Name = IPSetName(r.cfg.IPVersion, spec)
 	r.sets[spec.Name] = spec

@@ -104,7 +104,7 @@ func (r *renderer) policyRule(rule *api.Rule, ns string) []iptables.Rule {
 // hasUnsupported reports matches the renderer cannot express.
 func hasUnsupported(rule *api.Rule) bool {
 	for _, e := range []*api.EntityRule{&rule.Source, &rule.Destination} {
-		if e.Services != nil || (e.ServiceAccounts != nil && e.ServiceAccounts.Selector != "") {
+		if e.Services != nil {
 			return true
 		}
 	}
@@ -140,15 +140,19 @@ func (r *renderer) entity(e *api.EntityRule, src bool, ns string, protoNum uint8
 		slices.Sort(names)
 		sel = andSelector(sel, api.LabelServiceAccount+` in {"`+strings.Join(names, `", "`)+`"}`)
 	}
+	saSel := ""
+	if sa := e.ServiceAccounts; sa != nil {
+		saSel = strings.TrimSpace(sa.Selector)
+	}
 	nsSel := strings.TrimSpace(e.NamespaceSelector)
-	if nsSel == "" && ns != "" && (sel != "" || e.NotSelector != "") {
+	if nsSel == "" && ns != "" && (sel != "" || e.NotSelector != "" || saSel != "") {
 		sel = andSelector(sel, api.LabelNamespace+` == "`+ns+`"`)
 	}
-	if sel == "" && nsSel != "" {
+	if sel == "" && (nsSel != "" || saSel != "") {
 		sel = "all()"
 	}
 	if sel != "" {
-		name := r.ipset(IPSetSpec{Kind: IPSetSelector, Selector: sel, NamespaceSelector: nsSel})
+		name := r.ipset(IPSetSpec{Kind: IPSetSelector, Selector: sel, NamespaceSelector: nsSel, ServiceAccountSelector: saSel})
 		slots = append(slots, []string{"-m set --match-set " + name + " " + dir})
 	}
 	if e.NotSelector != "" {

@@ -51,13 +51,10 @@ func report(path string, ok ...string) refusal {
 // refusals is the table of unsupported fields by kind.
 var refusals = map[string][]refusal{
 	ruleKind: {
-		never("source.serviceAccounts.selector"), never("destination.serviceAccounts.selector"),
 		never("source.services"), never("destination.services"),
 		never("http"),
 	},
-	"NetworkPolicy": {never("spec.serviceAccountSelector")},
 	"GlobalNetworkPolicy": {
-		never("spec.serviceAccountSelector"),
 		never("spec.doNotTrack", "false"), never("spec.preDNAT", "false"), never("spec.applyOnForward", "false"),
 	},
 	// Nothing in the agent reads HostEndpoints: the whole kind is refused.

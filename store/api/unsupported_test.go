@@ -51,6 +51,8 @@ var enforced = map[string]string{
 	"Rule.source.selector": "TestRuleFeatures", "Rule.source.notSelector": "TestRuleFeatures",
 	"Rule.source.namespaceSelector": "TestRuleFeatures", "Rule.source.ports": "TestRuleFeatures",
 	"Rule.source.notPorts": "TestRuleFeatures", "Rule.source.serviceAccounts.names": "TestRuleFeatures",
+	"Rule.source.serviceAccounts.selector": "TestServiceAccountSelectors", "Rule.destination.serviceAccounts.selector": "TestServiceAccountSelectors",
+	"NetworkPolicy.spec.serviceAccountSelector": "TestServiceAccountSelectors", "GlobalNetworkPolicy.spec.serviceAccountSelector": "TestServiceAccountSelectors",
 	"Rule.destination.nets": "TestRuleFeatures", "Rule.destination.notNets": "TestRuleFeatures",
 	"Rule.destination.selector": "TestRuleFeatures", "Rule.destination.notSelector": "TestRuleFeatures",
 	"Rule.destination.namespaceSelector": "TestRuleFeatures", "Rule.destination.ports": "TestRuleFeatures",
@@ -392,8 +394,8 @@ func TestUnsupportedRefusedAtWrite(t *testing.T) {
 }
 
 func TestUnsupportedNamesConcretePaths(t *testing.T) {
-	doc := `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"serviceAccountSelector":"a == 'b'",
-		"ingress":[{"action":"Allow"},{"action":"Allow","source":{"serviceAccounts":{"names":["x"],"selector":"role == 'db'"}}}],
+	doc := `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"serviceAccountSelector":"a == 'b'","applyOnForward":true,
+		"ingress":[{"action":"Allow"},{"action":"Allow","source":{"serviceAccounts":{"names":["x"],"selector":"role == 'db'"},"services":{"name":"web","namespace":"prod"}}}],
 		"egress":[{"action":"Deny","destination":{"services":{"name":"kube-dns","namespace":"kube-system"}}}]}}`
 	r, err := Decode([]byte(doc))
 	if err != nil {
@@ -404,15 +406,15 @@ func TestUnsupportedNamesConcretePaths(t *testing.T) {
 		got = append(got, p.String())
 	}
 	want := []string{
+		`spec.applyOnForward=true`,
 		`spec.egress[0].destination.services={"name":"kube-dns","namespace":"kube-system"}`,
-		`spec.ingress[1].source.serviceAccounts.selector=role == 'db'`,
-		`spec.serviceAccountSelector=a == 'b'`,
+		`spec.ingress[1].source.services={"name":"web","namespace":"prod"}`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Unsupported = %q\nwant %q", got, want)
 	}
 	err = r.Validate()
-	for _, f := range []string{"spec.egress[0].destination.services", "spec.ingress[1].source.serviceAccounts.selector", "spec.serviceAccountSelector"} {
+	for _, f := range []string{"spec.egress[0].destination.services", "spec.ingress[1].source.services", "spec.applyOnForward"} {
 		if err == nil || !strings.Contains(err.Error(), f+": ") {
 			t.Errorf("Validate does not refuse %s: %v", f, err)
 		}
