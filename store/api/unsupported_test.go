@@ -135,7 +135,7 @@ var delegated = []string{
 
 // noBehaviour are data: identity, descriptions, status, hints.
 var noBehaviour = []string{
-	"*.metadata", // name/namespace key the object; labels feed selectors (enforced with them); the rest is bookkeeping
+	"*.metadata",                                                                       // name/namespace key the object; labels feed selectors (enforced with them); the rest is bookkeeping
 	"NetworkPolicy.spec.performanceHints", "GlobalNetworkPolicy.spec.performanceHints", // a hint: nothing to enforce
 	"WorkloadEndpoint.spec.orchestrator", "WorkloadEndpoint.spec.workload", "WorkloadEndpoint.spec.containerID",
 	"WorkloadEndpoint.spec.pod", "WorkloadEndpoint.spec.endpoint", // identity
