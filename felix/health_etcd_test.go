@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/calico-aio/calico-aio/store/embedded"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 // TestEmbeddedEtcdQuotaAlarmSurfaces fills a real embedded member's tiny
@@ -23,22 +24,10 @@ import (
 // the alarm, the sizes and the quota.
 func TestEmbeddedEtcdQuotaAlarmSurfaces(t *testing.T) {
 	const quota = 1 << 20
-	cu, err := embedded.FreeLoopbackURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pu, err := embedded.FreeLoopbackURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, err := embedded.Start(ctx, embedded.Config{Name: "test", DataDir: t.TempDir(), ClientURL: cu, PeerURL: pu,
-		NoFsync: true, QuotaBackendBytes: quota, DefragCheckInterval: -1})
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
-	defer srv.Close()
+	srv := storetest.StartEtcdWith(t, func(c *embedded.Config) {
+		c.QuotaBackendBytes, c.DefragCheckInterval = quota, -1
+	}).Server
+	ctx := context.Background()
 	cl, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
