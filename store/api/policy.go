@@ -175,10 +175,14 @@ func (f *fieldErrs) policyCommon(tier, sel, saSel string, types []PolicyType, hi
 func (p *NetworkPolicy) Validate() error {
 	var f fieldErrs
 	f.unsupported(p)
-	f.meta(&p.Metadata, true, regexNameProblem(npNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
-	s := &p.Spec
-	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
+	f.networkPolicy(&p.Metadata, &p.Spec)
 	return f.join()
+}
+
+// networkPolicy checks a NetworkPolicy's (or a staged one's) name and spec.
+func (f *fieldErrs) networkPolicy(m *ObjectMeta, s *NetworkPolicySpec) {
+	f.meta(m, true, regexNameProblem(npNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
+	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
 }
 
 // Validate checks as NetworkPolicy does, plus the doNotTrack, preDNAT and
@@ -186,8 +190,14 @@ func (p *NetworkPolicy) Validate() error {
 func (p *GlobalNetworkPolicy) Validate() error {
 	var f fieldErrs
 	f.unsupported(p)
-	f.meta(&p.Metadata, false, regexNameProblem(gnpNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
-	s := &p.Spec
+	f.globalNetworkPolicy(&p.Metadata, &p.Spec)
+	return f.join()
+}
+
+// globalNetworkPolicy checks a GlobalNetworkPolicy's (or a staged one's)
+// name and spec.
+func (f *fieldErrs) globalNetworkPolicy(m *ObjectMeta, s *GlobalNetworkPolicySpec) {
+	f.meta(m, false, regexNameProblem(gnpNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
 	f.selector("spec.namespaceSelector", s.NamespaceSelector)
 	if strings.Contains(s.NamespaceSelector, "global(") {
@@ -222,7 +232,6 @@ func (p *GlobalNetworkPolicy) Validate() error {
 			}
 		}
 	}
-	return f.join()
 }
 
 // Validate checks the rules and the labels to apply.

@@ -115,28 +115,22 @@ func (p *StagedKubernetesNetworkPolicy) Default() {
 	}
 }
 
-// Validate checks the stagedAction and the policy as NetworkPolicy does.
-// Nothing is refused as unsupported: a staged policy is never enforced,
-// here or in Calico.
+// Validate checks the stagedAction and the policy as NetworkPolicy does,
+// without refusing what the agent does not support: a staged policy is
+// never enforced, here or in Calico.
 func (p *StagedNetworkPolicy) Validate() error {
 	var f fieldErrs
-	f.meta(&p.Metadata, true, regexNameProblem(npNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	f.oneOf("spec.stagedAction", string(p.Spec.StagedAction), "Set", "Delete")
-	s := &p.Spec
-	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
+	f.networkPolicy(&p.Metadata, &p.Spec.NetworkPolicySpec)
 	return f.join()
 }
 
 // Validate checks the stagedAction and the policy as GlobalNetworkPolicy
-// does (without refusing what the agent does not support: it is never
-// enforced).
+// does, without refusing what the agent does not support.
 func (p *StagedGlobalNetworkPolicy) Validate() error {
 	var f fieldErrs
-	f.meta(&p.Metadata, false, regexNameProblem(gnpNameRe(), "a DNS label, optionally prefixed by '<tier>.'"))
 	f.oneOf("spec.stagedAction", string(p.Spec.StagedAction), "Set", "Delete")
-	s := &p.Spec
-	f.policyCommon(s.Tier, s.Selector, s.ServiceAccountSelector, s.Types, s.PerformanceHints, s.Ingress, s.Egress)
-	f.selector("spec.namespaceSelector", s.NamespaceSelector)
+	f.globalNetworkPolicy(&p.Metadata, &p.Spec.GlobalNetworkPolicySpec)
 	return f.join()
 }
 
