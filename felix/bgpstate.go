@@ -193,14 +193,11 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 			}
 			typ = peerNode
 		}
-		password := b.password(bp)
-		var keepalive, restart time.Duration
-		if s.KeepaliveTime != nil {
-			keepalive = s.KeepaliveTime.Duration
+		password, ok := b.password(bp)
+		if !ok {
+			continue
 		}
-		if s.MaxRestartTime != nil {
-			restart = s.MaxRestartTime.Duration
-		}
+		keepalive, restart := peerTimers(s)
 		if s.PeerSelector != "" {
 			sel, err := selector.Parse(s.PeerSelector)
 			if err != nil {
@@ -252,14 +249,11 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 		if !b.remoteSideIs(s, me, myAddr, port) {
 			continue
 		}
-		var keepalive, restart time.Duration
-		if s.KeepaliveTime != nil {
-			keepalive = s.KeepaliveTime.Duration
+		keepalive, restart := peerTimers(s)
+		password, ok := b.password(bp)
+		if !ok {
+			continue
 		}
-		if s.MaxRestartTime != nil {
-			restart = s.MaxRestartTime.Duration
-		}
-		password := b.password(bp)
 		var local *selector.Selector
 		if s.Node == "" && s.NodeSelector != "" {
 			sel, err := selector.Parse(s.NodeSelector)
@@ -333,16 +327,32 @@ func byName[T any](m map[string]*T) []*T {
 
 // password reads a BGPPeer's password from the secrets directory, laid out
 // as a mounted Kubernetes secret: <dir>/<secret name>/<key>.
-func (b *bgpState) password(p *api.BGPPeer) string {
+// password is a BGPPeer's password from its secret (<secrets dir>/<name>/<key>).
+// ok is false when the secret is missing and not optional: the peering is
+// then left out rather than brought up without its password. A missing
+// optional secret means no password.
+func (b *bgpState) password(p *api.BGPPeer) (pw string, ok bool) {
 	if p.Spec.Password == nil || p.Spec.Password.SecretKeyRef == nil {
-		return ""
+		return "", true
 	}
 	ref := p.Spec.Password.SecretKeyRef
 	data, err := os.ReadFile(filepath.Join(b.secretsDir, ref.Name, ref.Key))
 	if err != nil {
-		return ""
+		return "", ref.Optional != nil && *ref.Optional
 	}
-	return strings.TrimSpace(string(data))
+	return strings.TrimSpace(string(data)), true
+}
+
+// peerTimers are a BGPPeer's keepaliveTime and maxRestartTime (0: the
+// speaker's defaults).
+func peerTimers(s api.BGPPeerSpec) (keepalive, restart time.Duration) {
+	if s.KeepaliveTime != nil {
+		keepalive = s.KeepaliveTime.Duration
+	}
+	if s.MaxRestartTime != nil {
+		restart = s.MaxRestartTime.Duration
+	}
+	return keepalive, restart
 }
 
 // advertisements: this node's confirmed affine blocks, plus a host route for

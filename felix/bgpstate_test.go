@@ -3,7 +3,10 @@ package felix
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -101,5 +104,59 @@ func TestDesiredPeersPeerIPReverse(t *testing.T) {
 	b.peers[bp.Metadata.Name] = bp
 	if got := b.desiredPeers(179); len(got) != 0 {
 		t.Errorf("AS mismatch still reversed: %+v", got)
+	}
+}
+
+// A BGPPeer's keepaliveTime and maxRestartTime reach the speaker's peer,
+// BGPConfiguration listenPort is the port peers are dialled on, and a
+// password secret that is missing drops the peering unless it is optional
+// (then: no password).
+func TestDesiredPeersTimersPortAndSecrets(t *testing.T) {
+	nodes := []*api.Node{testNode(1, nil, ""), testNode(2, nil, "")}
+	secrets := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(secrets, "bgp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secrets, "bgp", "pw"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yes, no := true, false
+	peer := func(name, ip, key string, optional *bool) *api.BGPPeer {
+		bp := &api.BGPPeer{}
+		bp.Metadata.Name = name
+		bp.Spec.PeerIP, bp.Spec.ASNumber = ip, 64999
+		bp.Spec.KeepaliveTime = &api.Duration{Duration: 7 * time.Second}
+		bp.Spec.MaxRestartTime = &api.Duration{Duration: 45 * time.Second}
+		if key != "" {
+			bp.Spec.Password = &api.BGPPassword{SecretKeyRef: &api.SecretKeySelector{Name: "bgp", Key: key, Optional: optional}}
+		}
+		return bp
+	}
+	b := testBGPState("node1", nodes...)
+	b.secretsDir = secrets
+	b.configs["default"].Spec.ListenPort = 1790
+	for _, bp := range []*api.BGPPeer{
+		peer("with-secret", "192.0.2.1", "pw", nil),
+		peer("missing-required", "192.0.2.2", "nope", &no),
+		peer("missing-default", "192.0.2.3", "nope", nil),
+		peer("missing-optional", "192.0.2.4", "nope", &yes),
+	} {
+		b.peers[bp.Metadata.Name] = bp
+	}
+	got := peerMap(b.desiredPeers(b.listenPort(179)))
+	if len(got) != 2 {
+		t.Fatalf("peers %+v: want the one with its secret and the optional one", got)
+	}
+	withSecret, optional := got["192.0.2.1"], got["192.0.2.4"]
+	if withSecret.Password != "s3cret" || optional.Password != "" {
+		t.Errorf("passwords %q and %q, want s3cret and none", withSecret.Password, optional.Password)
+	}
+	for _, p := range []bgp.Peer{withSecret, optional} {
+		if p.KeepaliveTime != 7*time.Second || p.MaxRestartTime != 45*time.Second || p.Port != 1790 {
+			t.Errorf("peer %s: keepalive %v, max restart %v, port %d; want 7s, 45s, 1790", p.Address, p.KeepaliveTime, p.MaxRestartTime, p.Port)
+		}
+	}
+	if b.listenPort(179) != 1790 {
+		t.Errorf("listen port %d, want 1790", b.listenPort(179))
 	}
 }

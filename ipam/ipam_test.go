@@ -219,6 +219,7 @@ func TestPoolSelection(t *testing.T) {
 	e.pool("off", "10.50.0.0/24", func(p *api.IPPool) { p.Spec.Disabled = true })
 	e.pool("rack2", "10.51.0.0/24", func(p *api.IPPool) { p.Spec.NodeSelector = `rack == "2"` })
 	e.pool("tunnel", "10.52.0.0/24", func(p *api.IPPool) { p.Spec.AllowedUses = []api.IPPoolAllowedUse{api.IPPoolAllowedUseTunnel} })
+	e.pool("manual", "10.54.0.0/24", func(p *api.IPPool) { p.Spec.AssignmentMode = api.AssignmentModeManual })
 	e.pool("main", "10.53.0.0/24")
 	for i := 0; i < 5; i++ {
 		got := e.mustAssign("node1", "net.s"+string(rune('a'+i)), 1, 0)
@@ -233,8 +234,13 @@ func TestPoolSelection(t *testing.T) {
 			t.Errorf("requesting %s: %v", pool, err)
 		}
 	}
+	// A Manual pool serves only who asks for it.
+	got, err := e.al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.manual", Node: "node1", IPv4Pools: []string{"manual"}})
+	if err != nil || !netip.MustParsePrefix("10.54.0.0/24").Contains(got.IPv4[0].Addr()) {
+		t.Errorf("requesting the Manual pool: %v %v", got, err)
+	}
 	// Requested by CIDR.
-	got, err := e.al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.cidr", Node: "node1", IPv4Pools: []string{"10.53.0.0/24"}})
+	got, err = e.al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.cidr", Node: "node1", IPv4Pools: []string{"10.53.0.0/24"}})
 	if err != nil || !netip.MustParsePrefix("10.53.0.0/24").Contains(got.IPv4[0].Addr()) {
 		t.Errorf("by CIDR: %v %v", got, err)
 	}
