@@ -11,7 +11,8 @@ const faultEnv = "CALICO_CNI_FAULT"
 
 // Fault points.
 const (
-	faultAfterIPAM = "after-ipam" // addresses allocated, nothing else done
+	faultAfterIPAM   = "after-ipam"   // addresses allocated, nothing else done
+	faultAfterWiring = "after-wiring" // veth wired, endpoint not written
 )
 
 func crashIf(point string) {

@@ -89,6 +89,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 	id.hostVeth = w.hostVeth
+	crashIf(faultAfterWiring)
 
 	wep, err := s.endpointFor(ctx, id, kp, addrs, mac)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/calico-aio/calico-aio/cni"
@@ -102,8 +103,11 @@ func (s *cniServer) handle(conn *net.UnixConn) {
 	}
 	r := s.agent.Serve(req.Plugin, req.Env, req.Stdin)
 	rep := fastpath.Reply{Mine: r.NotMine == "", Reason: r.NotMine, Stdout: r.Stdout, Exit: r.Exit}
-	if !rep.Mine {
-		slog.Debug("CNI call left to the in-process plugin", "reason", r.NotMine)
+	if rep.Mine {
+		slog.Info("CNI call served", "plugin", req.Plugin, "command", envValue(req.Env, "CNI_COMMAND"),
+			"container", envValue(req.Env, "CNI_CONTAINERID"), "exit", r.Exit)
+	} else {
+		slog.Info("CNI call left to the in-process plugin", "plugin", req.Plugin, "reason", r.NotMine)
 	}
 	out, _ := json.Marshal(rep)
 	if _, err := conn.Write(out); err != nil {
@@ -128,4 +132,13 @@ func peerUID(conn *net.UnixConn) (int, error) {
 		return -1, cerr
 	}
 	return int(cred.Uid), nil
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
