@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/ipam"
@@ -28,25 +28,11 @@ const thisNode = "node1"
 // count calls, and renders state with the real ones.
 var kernelTools = []string{"iptables-save", "iptables-restore", "ip6tables-save", "ip6tables-restore", "ipset"}
 
-// needKernel skips without root or tools, except in CI where that fails.
+// needKernel skips without root or the tools the dataplane runs, except
+// in CI where that fails.
 func needKernel(t testing.TB) {
 	t.Helper()
-	missing := []string{}
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, c := range append([]string{"ip", "iptables", "ip6tables"}, kernelTools...) {
-		if _, err := exec.LookPath(c); err != nil {
-			missing = append(missing, c)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("kernel test needs %s (CI=true: not skipping)", strings.Join(missing, ", "))
-	}
-	t.Skipf("kernel test needs %s", strings.Join(missing, ", "))
+	nstest.NeedKernel(t, append([]string{"ip", "iptables", "ip6tables"}, kernelTools...)...)
 }
 
 // toolLog wraps the dataplane's commands in scripts, first on PATH, that
@@ -94,14 +80,7 @@ func (l *toolLog) calls(t *testing.T) []string {
 // next hops for BGP routes. It is removed when the test ends.
 func newKernelNS(t *testing.T, l *toolLog) ns.NetNS {
 	t.Helper()
-	n, err := testutils.NewNS()
-	if err != nil {
-		t.Fatalf("creating netns: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = n.Close()
-		_ = testutils.UnmountNS(n)
-	})
+	n := nstest.NewNS(t)
 	sh := func(args ...string) { run(t, n, l.real["ip"], args...) }
 	sh("link", "set", "lo", "up")
 	for i := 1; i <= 4; i++ {
