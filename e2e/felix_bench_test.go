@@ -24,9 +24,23 @@ func BenchmarkAgentScale(b *testing.B) {
 		pols, _ = strconv.Atoi(v)
 	}
 	e := newCNIEnv(b, 30)
+	scaleEndpoints(b, e, eps)
+	for i := 0; i < pols; i++ {
+		p := scalePolicy(fmt.Sprintf("pol-%04d", i), float64(i), i, api.ActionAllow)
+		if _, err := e.cl.CreateResource(context.Background(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runAgentScale(b, e, fmt.Sprintf("%d endpoints, %d policies", eps, pols), "")
+}
+
+// scaleEndpoints creates a pool and eps workload endpoints of node1 whose
+// interfaces exist: veth pairs whose "pod" ends stay in the host namespace.
+// Labels: app a0..a49, tier t0..t4.
+func scaleEndpoints(b *testing.B, e *cniEnv, eps int) {
+	b.Helper()
 	ctx := context.Background()
 	createPool(b, e.cl, "scale", "10.130.0.0/16", 26)
-	// 250 workload interfaces: veth pairs whose "pod" ends stay in the host namespace.
 	var batch strings.Builder
 	for i := 0; i < eps; i++ {
 		fmt.Fprintf(&batch, "link add cali%011d type veth peer name p%d\nlink set cali%011d up\n", i, i, i)
@@ -47,16 +61,23 @@ func BenchmarkAgentScale(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for i := 0; i < pols; i++ {
-		port := api.SinglePort(uint16(1000 + i%1000))
-		proto := api.ProtocolFromString("TCP")
-		p := gnp(fmt.Sprintf("pol-%04d", i), float64(i), fmt.Sprintf("app == \"a%d\"", i%50),
-			[]api.Rule{{Action: api.ActionAllow, Protocol: &proto, Source: api.EntityRule{Selector: fmt.Sprintf("tier == \"t%d\"", i%5)},
-				Destination: api.EntityRule{Ports: []api.Port{port}}}}, nil)
-		if _, err := e.cl.CreateResource(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-	}
+}
+
+// scalePolicy is the i-th policy of a scale run: it selects app a<i%50> and
+// acts on TCP to port 1000+i%1000 from tier t<i%5>.
+func scalePolicy(name string, order float64, i int, action api.Action) *api.GlobalNetworkPolicy {
+	port := api.SinglePort(uint16(1000 + i%1000))
+	proto := api.ProtocolFromString("TCP")
+	return gnp(name, order, fmt.Sprintf("app == \"a%d\"", i%50),
+		[]api.Rule{{Action: action, Protocol: &proto, Source: api.EntityRule{Selector: fmt.Sprintf("tier == \"t%d\"", i%5)},
+			Destination: api.EntityRule{Ports: []api.Port{port}}}}, nil)
+}
+
+// runAgentScale starts the agent on what the datastore holds, then writes
+// 40 probe policies (into tier, "" for the default tier) one at a time and
+// waits for each one's chain, and reports the figures.
+func runAgentScale(b *testing.B, e *cniEnv, what, tier string) {
+	ctx := context.Background()
 	start := time.Now()
 	agent := e.startAgent("node1", "--resync-interval", "10m", "--log-level", os.Getenv("FELIX_BENCH_LOGLEVEL"))
 	fullProgram := time.Since(start)
@@ -83,6 +104,7 @@ func BenchmarkAgentScale(b *testing.B) {
 		port := api.SinglePort(uint16(20000 + i))
 		proto := api.ProtocolFromString("TCP")
 		p := gnp(name, -1, `app == "a0"`, []api.Rule{{Action: api.ActionAllow, Protocol: &proto, Destination: api.EntityRule{Ports: []api.Port{port}}}}, nil)
+		p.Spec.Tier = tier
 		chain := rules.PolicyChainName(rules.DirIngress, rules.PolicyKey{Name: name})
 		t0 := time.Now()
 		if _, err := e.cl.CreateResource(ctx, p); err != nil {
@@ -101,8 +123,8 @@ func BenchmarkAgentScale(b *testing.B) {
 	}
 	slices.Sort(lat)
 	rss := agentRSS(agent)
-	b.Logf("%d endpoints, %d policies: full programming %v; policy write -> enforced p50 %.1f ms p99 %.1f ms; %d iptables rules (%d in policy chains, %d in endpoint chains); agent RSS %.1f MB",
-		eps, pols, fullProgram.Round(time.Millisecond), millis(lat[len(lat)/2]), millis(lat[len(lat)*99/100]), rulesTotal, policyRules, endpointRules, rss)
+	b.Logf("%s: full programming %v; policy write -> enforced p50 %.1f ms p99 %.1f ms; %d iptables rules (%d in policy chains, %d in endpoint chains); agent RSS %.1f MB",
+		what, fullProgram.Round(time.Millisecond), millis(lat[len(lat)/2]), millis(lat[len(lat)*99/100]), rulesTotal, policyRules, endpointRules, rss)
 	b.ReportMetric(millis(fullProgram), "full-program-ms")
 	b.ReportMetric(millis(lat[len(lat)/2]), "enforce-p50-ms")
 	b.ReportMetric(millis(lat[len(lat)*99/100]), "enforce-p99-ms")
