@@ -37,6 +37,8 @@ func init() {
 		"replace":   {"Replace existing resources from a file", func(o IO, a []string) error { return runWrite(o, opReplace, a) }},
 		"delete":    {"Delete resources by file or by kind and name", func(o IO, a []string) error { return runWrite(o, opDelete, a) }},
 		"get":       {"Show resources", runGet},
+		"patch":     {"Patch a pre-existing resource in place", runPatch},
+		"label":     {"Add, update or remove labels of resources", runLabel},
 		"node":      {"Show the status of the local calico-node (node status)", runNode},
 		"ipam":      {"IP address management: show, check, release, configure", runIPAM},
 		"version":   {"Show the client's and the cluster's version", runVersion},
