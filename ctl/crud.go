@@ -50,7 +50,9 @@ func runWrite(o IO, op writeOp, args []string) error {
 	fs := newFlagSet(op.verb, o)
 	var ds datastoreFlags
 	ds.register(fs)
-	file := fs.StringP("filename", "f", "", "file with the resources (\"-\" for stdin)")
+	file := fs.StringP("filename", "f", "", "file with the resources (\"-\" for stdin; a directory: its .json, .yaml and .yml files)")
+	recursive := fs.BoolP("recursive", "R", false, "with a directory -f, also its subdirectories")
+	skipEmpty := fs.Bool("skip-empty", false, "do not fail on files without resources")
 	ns := fs.StringP("namespace", "n", "", "namespace of namespaced resources (default \"default\")")
 	var skipExists, skipNotExists bool
 	if op == opCreate {
@@ -62,9 +64,11 @@ func runWrite(o IO, op writeOp, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	docs, err := writeTargets(o, op, *file, *ns, fs.Args())
-	if err != nil {
-		return err
+	// With a directory, the files before a bad one are still handled (as
+	// calicoctl does, terminating at the first failure).
+	batches, loadErr := writeTargets(o, op, *file, *recursive, *skipEmpty, *ns, fs.Args())
+	if len(batches) == 0 && loadErr != nil {
+		return loadErr
 	}
 	ctx := context.Background()
 	c, err := connect(ctx, &ds, o)
@@ -72,32 +76,36 @@ func runWrite(o IO, op writeOp, args []string) error {
 		return err
 	}
 	defer c.Close()
-	if op != opDelete {
-		if err := validateAll(ctx, c, docs); err != nil {
-			return datastoreError(c, err)
+	// A directory is handled file by file, stopping at the first failure.
+	for _, docs := range batches {
+		if op != opDelete {
+			if err := validateAll(ctx, c, docs); err != nil {
+				return datastoreError(c, err)
+			}
+			if err := c.EnsureClusterInformation(ctx, version.Version); err != nil {
+				return datastoreError(c, err)
+			}
 		}
-		if err := c.EnsureClusterInformation(ctx, version.Version); err != nil {
-			return datastoreError(c, err)
+		done := 0
+		for _, d := range docs {
+			err := writeOne(ctx, c, op, d.res)
+			switch {
+			case err == nil:
+			case op == opCreate && skipExists && errors.Is(err, store.ErrAlreadyExists):
+			case op == opDelete && skipNotExists && errors.Is(err, store.ErrNotFound):
+			default:
+				return reportFailure(o, op, docs, done, datastoreError(c, describeStoreError(d.res, err)))
+			}
+			done++
 		}
+		fmt.Fprintf(o.Stdout, "Successfully %s %d %sresource(s)\n", op.past, done, kindPhrase(docs))
 	}
-	done := 0
-	for _, d := range docs {
-		err := writeOne(ctx, c, op, d.res)
-		switch {
-		case err == nil:
-		case op == opCreate && skipExists && errors.Is(err, store.ErrAlreadyExists):
-		case op == opDelete && skipNotExists && errors.Is(err, store.ErrNotFound):
-		default:
-			return reportFailure(o, op, docs, done, datastoreError(c, describeStoreError(d.res, err)))
-		}
-		done++
-	}
-	fmt.Fprintf(o.Stdout, "Successfully %s %d %sresource(s)\n", op.past, done, kindPhrase(docs))
-	return nil
+	return loadErr
 }
 
-// writeTargets reads the documents of -f, or for delete the KIND NAME... args.
-func writeTargets(o IO, op writeOp, file, ns string, args []string) ([]document, error) {
+// writeTargets reads the documents of -f, one batch per file, or for
+// delete the KIND NAME... args.
+func writeTargets(o IO, op writeOp, file string, recursive, skipEmpty bool, ns string, args []string) ([][]document, error) {
 	if file == "" {
 		if op != opDelete || len(args) < 2 {
 			if op == opDelete {
@@ -118,20 +126,43 @@ func writeTargets(o IO, op writeOp, file, ns string, args []string) ([]document,
 			}
 			docs = append(docs, document{index: i + 1, res: r})
 		}
-		return docs, nil
+		return [][]document{docs}, nil
 	}
 	if len(args) > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q with -f", strings.Join(args, " "))
 	}
-	data, err := readInput(file, o.Stdin)
+	return loadFiles(o, file, recursive, skipEmpty, ns)
+}
+
+// loadFiles reads and decodes every file -f names, one batch per file. On
+// a bad file it returns the batches before it with the error.
+func loadFiles(o IO, file string, recursive, skipEmpty bool, ns string) ([][]document, error) {
+	files, err := inputFiles(file, recursive)
 	if err != nil {
 		return nil, err
 	}
-	docs, err := loadResources(data, ns)
-	if err != nil {
-		return nil, fmt.Errorf("failed to execute command: %w", err)
+	var batches [][]document
+	for _, f := range files {
+		data, err := readInput(f, o.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := loadResources(data, ns)
+		if errors.Is(err, errNoResources) && skipEmpty {
+			continue
+		}
+		if err != nil {
+			if len(files) > 1 {
+				err = fmt.Errorf("%s: %w", f, err)
+			}
+			return batches, fmt.Errorf("failed to execute command: %w", err)
+		}
+		batches = append(batches, docs)
 	}
-	return docs, nil
+	if len(batches) == 0 && !skipEmpty {
+		return nil, fmt.Errorf("failed to execute command: no resource files in %s", file)
+	}
+	return batches, nil
 }
 
 // validateAll validates every document (and overlaps among the input's own

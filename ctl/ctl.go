@@ -39,6 +39,7 @@ func init() {
 		"get":       {"Show resources", runGet},
 		"patch":     {"Patch a pre-existing resource in place", runPatch},
 		"label":     {"Add, update or remove labels of resources", runLabel},
+		"validate":  {"Validate resource files offline", runValidate},
 		"node":      {"Show the status of the local calico-node (node status)", runNode},
 		"ipam":      {"IP address management: show, check, release, configure", runIPAM},
 		"version":   {"Show the client's and the cluster's version", runVersion},

@@ -122,7 +122,7 @@ func parseDocuments(data []byte) ([]json.RawMessage, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no resources in input")
+		return nil, errNoResources
 	}
 	return out, nil
 }
