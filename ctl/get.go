@@ -15,7 +15,7 @@ func runGet(o IO, args []string) error {
 	fs := newFlagSet("get", o)
 	var ds datastoreFlags
 	ds.register(fs)
-	output := fs.StringP("output", "o", "ps", "output format: ps, wide, yaml or json")
+	output := fs.StringP("output", "o", "ps", "output format: ps, wide, yaml, json, custom-columns=H1,H2,..., go-template=TEMPLATE or go-template-file=FILE")
 	ns := fs.StringP("namespace", "n", "", "namespace (default \"default\")")
 	all := fs.BoolP("all-namespaces", "A", false, "list namespaced resources of every namespace")
 	if err := fs.Parse(args); err != nil {
@@ -25,10 +25,9 @@ func runGet(o IO, args []string) error {
 	if len(rest) == 0 {
 		return fmt.Errorf("usage: calicoctl get KIND [NAME...] [-o ps|wide|yaml|json] [-n NS | -A]")
 	}
-	switch *output {
-	case "ps", "wide", "yaml", "json":
-	default:
-		return fmt.Errorf("unknown output format %q: use ps, wide, yaml or json", *output)
+	format, err := parseOutput(*output)
+	if err != nil {
+		return err
 	}
 	k, ok := api.LookupKind(rest[0])
 	if !ok {
@@ -70,7 +69,16 @@ func runGet(o IO, args []string) error {
 		}
 	}
 
-	switch *output {
+	switch format.name {
+	case "go-template":
+		return printTemplate(o.Stdout, format.template, objs, func() string { return defaultASN(ctx, c) })
+	case "custom-columns":
+		t, err := customTable(k, format.columns, k.Namespaced && *all)
+		if err != nil {
+			return err
+		}
+		ext := tableContext{defaultASN: defaultASN(ctx, c)}
+		return t.print(o.Stdout, objs, ext)
 	case "yaml", "json":
 		raws, err := encodeObjects(objs)
 		if err != nil {
@@ -80,7 +88,7 @@ func runGet(o IO, args []string) error {
 		if len(names) == 1 {
 			v = raws[0]
 		}
-		return printStructured(o, *output, v)
+		return printStructured(o, format.name, v)
 	}
 	t := tableFor(k, *output == "wide", k.Namespaced && *all)
 	ext := tableContext{}
