@@ -75,7 +75,8 @@ func scalePolicy(name string, order float64, i int, action api.Action) *api.Glob
 
 // runAgentScale starts the agent on what the datastore holds, then writes
 // 40 probe policies (into tier, "" for the default tier) one at a time and
-// waits for each one's chain, and reports the figures.
+// waits for each one's chain, and reports the figures. FELIX_BENCH_LOGLEVEL
+// sets the agent's log level and FELIX_BENCH_AGENTLOG a file for its log.
 func runAgentScale(b *testing.B, e *cniEnv, what, tier string) {
 	ctx := context.Background()
 	start := time.Now()
@@ -120,6 +121,11 @@ func runAgentScale(b *testing.B, e *cniEnv, what, tier string) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		lat = append(lat, time.Since(t0))
+	}
+	if path := os.Getenv("FELIX_BENCH_AGENTLOG"); path != "" { // for profiling with FELIX_BENCH_LOGLEVEL=debug
+		if err := os.WriteFile(path, []byte(agent.logs.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	slices.Sort(lat)
 	rss := agentRSS(agent)
