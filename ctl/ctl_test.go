@@ -270,18 +270,17 @@ func TestGlobalFlagsBeforeCommand(t *testing.T) {
 	}
 }
 
-// A HostEndpoint is refused (nothing in the agent reads it); staged
-// policies are stored and listed, never enforced (issue #13).
+// An unsupported field is refused naming it; host endpoints and
+// doNotTrack policies are enforced, so accepted; staged policies are
+// stored and listed, never enforced (issue #13).
 func TestRefusedAndStagedKinds(t *testing.T) {
 	h := newHarness(t)
-	hep := "apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata:\n  name: h1\nspec:\n  node: node-1\n  interfaceName: eth0\n"
-	if _, out, code := h.run(hep, "create", "-f", "-"); code == 0 || !strings.Contains(out, "spec.node") || !strings.Contains(out, "not supported") {
-		t.Errorf("HostEndpoint create: exit %d, stderr %q; want a refusal naming spec.node", code, out)
+	pool := "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata:\n  name: vx\nspec:\n  cidr: 10.99.0.0/16\n  vxlanMode: Always\n"
+	if _, out, code := h.run(pool, "create", "-f", "-"); code == 0 || !strings.Contains(out, "spec.vxlanMode") || !strings.Contains(out, "not supported") {
+		t.Errorf("IPPool create: exit %d, stderr %q; want a refusal naming spec.vxlanMode", code, out)
 	}
-	gnp := "apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata:\n  name: dnt\nspec:\n  doNotTrack: true\n  applyOnForward: true\n"
-	if _, out, code := h.run(gnp, "apply", "-f", "-"); code == 0 || !strings.Contains(out, "spec.doNotTrack") {
-		t.Errorf("doNotTrack apply: exit %d, stderr %q; want a refusal naming the field", code, out)
-	}
+	h.mustRun("apiVersion: projectcalico.org/v3\nkind: HostEndpoint\nmetadata:\n  name: h1\nspec:\n  node: node-1\n  interfaceName: eth0\n", "create", "-f", "-")
+	h.mustRun("apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata:\n  name: dnt\nspec:\n  doNotTrack: true\n  applyOnForward: true\n", "apply", "-f", "-")
 	for _, doc := range []string{
 		"apiVersion: projectcalico.org/v3\nkind: StagedGlobalNetworkPolicy\nmetadata:\n  name: sg\nspec:\n  selector: all()\n  doNotTrack: true\n  applyOnForward: true\n",
 		"apiVersion: projectcalico.org/v3\nkind: StagedKubernetesNetworkPolicy\nmetadata:\n  name: sk\n  namespace: default\nspec:\n  podSelector: {}\n  policyTypes: [Ingress]\n",

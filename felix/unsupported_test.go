@@ -28,16 +28,16 @@ func TestUnsupportedFieldsLoggedOnceAndCounted(t *testing.T) {
 	var logs bytes.Buffer
 	tr := newUnsupportedTracker()
 	tr.log = slog.New(slog.NewTextHandler(&logs, nil))
-	key := "/calico/resources/v3/projectcalico.org/globalnetworkpolicies/p"
-	bad := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"preDNAT":true,"applyOnForward":true}}`)
-	worse := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"preDNAT":true,"doNotTrack":true,"applyOnForward":true}}`)
-	good := decodeOrFail(t, `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"selector":"all()"}}`)
+	key := "/calico/resources/v3/projectcalico.org/ippools/p"
+	bad := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","vxlanMode":"Always"}}`)
+	worse := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","vxlanMode":"Always","ipipMode":"Always"}}`)
+	good := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16"}}`)
 	up := func(r api.Resource, deleted bool) {
-		tr.observe(calc.Update{Kind: "globalnetworkpolicies", Key: key, Resource: r, Deleted: deleted})
+		tr.observe(calc.Update{Kind: "ippools", Key: key, Resource: r, Deleted: deleted})
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(tr.gauge)
-	count := func() float64 { return gaugeValue(t, reg, "GlobalNetworkPolicy") }
+	count := func() float64 { return gaugeValue(t, reg, "IPPool") }
 	warnings := func() int { return strings.Count(logs.String(), "does not honour") }
 
 	up(bad, false)
@@ -45,7 +45,7 @@ func TestUnsupportedFieldsLoggedOnceAndCounted(t *testing.T) {
 	if warnings() != 1 || count() != 1 {
 		t.Fatalf("after the same object twice: %d warnings, gauge %v; log:\n%s", warnings(), count(), logs.String())
 	}
-	if !strings.Contains(logs.String(), "spec.preDNAT") || !strings.Contains(logs.String(), "name=p") {
+	if !strings.Contains(logs.String(), "spec.vxlanMode") || !strings.Contains(logs.String(), "name=p") {
 		t.Errorf("the warning names neither field nor resource:\n%s", logs.String())
 	}
 	up(worse, false)

@@ -80,17 +80,26 @@ func (s *State) Desired(ipv6 bool) Desired {
 		eps = append(eps, ep)
 		d.Endpoints = append(d.Endpoints, le)
 	}
+	heps, hepPolicies := s.localHostEndpoints()
+	for _, k := range hepPolicies {
+		used[k] = true
+	}
 	d.LocalPolicies = len(used)
 	policies := make(map[rules.PolicyKey]rules.Policy, len(used))
 	for k := range used {
 		policies[k] = s.policies[k].rules
 	}
 	profiles := map[string]rules.Profile{}
+	var profileNames []string
 	for _, ep := range eps {
-		for _, name := range ep.Profiles {
-			if p, ok := s.profiles[name]; ok {
-				profiles[name] = rules.Profile{Name: name, Ingress: p.Spec.Ingress, Egress: p.Spec.Egress}
-			}
+		profileNames = append(profileNames, ep.Profiles...)
+	}
+	for _, h := range heps {
+		profileNames = append(profileNames, h.Profiles...)
+	}
+	for _, name := range profileNames {
+		if p, ok := s.profiles[name]; ok {
+			profiles[name] = rules.Profile{Name: name, Ingress: p.Spec.Ingress, Egress: p.Spec.Egress}
 		}
 	}
 	keep := map[string]bool{}
@@ -100,7 +109,7 @@ func (s *State) Desired(ipv6 bool) Desired {
 		}
 		cfg := base
 		cfg.IPVersion = ver
-		in := rules.Input{Endpoints: familyEndpoints(eps, ver), Policies: policies, Profiles: profiles}
+		in := rules.Input{Endpoints: familyEndpoints(eps, ver), HostEndpoints: heps, Policies: policies, Profiles: profiles}
 		in.NATOutgoingPools, in.AllPools = s.poolPrefixes(ver)
 		tables, specs := rules.Render(cfg, in)
 		d.Tables[ver] = tables

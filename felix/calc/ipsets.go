@@ -108,7 +108,38 @@ func (s *State) evalSource(st *ipsetState, key string) []string {
 	if ns, ok := s.netsets[key]; ok {
 		return s.evalNetset(st, ns)
 	}
+	if h, ok := s.heps[key]; ok {
+		return s.evalHostEndpoint(st, h)
+	}
 	return nil
+}
+
+// evalHostEndpoint returns the entries a host endpoint contributes: its
+// expectedIPs, and for named ports its spec.ports, as in Calico. It has
+// no namespace and no service account.
+func (s *State) evalHostEndpoint(st *ipsetState, h *api.HostEndpoint) []string {
+	none := layeredLabels{}
+	if st.sel == nil || !st.sel.EvaluateLabels(s.hostEndpointLabels(h)) ||
+		(st.nsSel != nil && !st.nsSel.EvaluateLabels(none)) || (st.saSel != nil && !st.saSel.EvaluateLabels(none)) {
+		return nil
+	}
+	var out []string
+	for _, a := range hostEndpointAddrs(h) {
+		if !st.want(a) {
+			continue
+		}
+		switch st.spec.Kind {
+		case rules.IPSetSelector:
+			out = append(out, netip.PrefixFrom(a, a.BitLen()).String())
+		case rules.IPSetNamedPort:
+			for _, port := range h.Spec.Ports {
+				if port.Name == st.spec.PortName && strings.EqualFold(port.Protocol.String(), st.spec.Protocol) {
+					out = append(out, fmt.Sprintf("%s,%s:%d", a, strings.ToLower(st.spec.Protocol), port.Port))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // refreshIPSets makes the active sets exactly specs: new sets are
@@ -133,6 +164,9 @@ func (s *State) refreshIPSets(specs []rules.IPSetSpec, keep map[string]bool) {
 			s.setSource(st, key)
 		}
 		for key := range s.netsets {
+			s.setSource(st, key)
+		}
+		for key := range s.heps {
 			s.setSource(st, key)
 		}
 	}

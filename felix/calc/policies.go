@@ -21,7 +21,10 @@ type policy struct {
 	saSel   *selector.Selector // serviceAccountSelector (nil: none)
 	ingress bool               // applies to ingress (types)
 	egress  bool
-	rules   rules.Policy
+	// Host endpoint policy kinds (GlobalNetworkPolicy only): untracked
+	// and pre-DNAT policies apply to host endpoints only.
+	doNotTrack, preDNAT, applyOnForward bool
+	rules                               rules.Policy
 }
 
 func (s *State) applyPolicy(u Update) {
@@ -53,6 +56,7 @@ func (s *State) applyPolicy(u Update) {
 			p.order = *r.Spec.Order
 		}
 		selText, nsSelText, saSelText, types, p.tier = r.Spec.Selector, r.Spec.NamespaceSelector, r.Spec.ServiceAccountSelector, r.Spec.Types, r.Spec.Tier
+		p.doNotTrack, p.preDNAT, p.applyOnForward = r.Spec.DoNotTrack, r.Spec.PreDNAT, r.Spec.ApplyOnForward
 		p.rules = rules.Policy{Key: key, Ingress: r.Spec.Ingress, Egress: r.Spec.Egress}
 	default:
 		return
@@ -80,6 +84,9 @@ func (s *State) applyPolicy(u Update) {
 
 // appliesTo reports whether a policy selects an endpoint.
 func (s *State) appliesTo(p *policy, w *api.WorkloadEndpoint) bool {
+	if p.doNotTrack || p.preDNAT {
+		return false // host endpoints only, as in Calico
+	}
 	if p.key.Namespace != "" && w.Metadata.Namespace != p.key.Namespace {
 		return false
 	}

@@ -14,15 +14,19 @@ import (
 type State struct {
 	node string
 
-	weps      map[string]*api.WorkloadEndpoint // by key, every node
-	policies  map[rules.PolicyKey]*policy
-	tiers     map[string]*tier // by name
-	profiles  map[string]*api.Profile
-	netsets   map[string]*netset // NetworkSets and GlobalNetworkSets by key
-	pools     map[string]*api.IPPool
-	blocks    map[string]*ipam.Block // by CIDR
-	felixCfgs map[string]*api.FelixConfiguration
-	inSync    bool
+	weps map[string]*api.WorkloadEndpoint // by key, every node
+	heps map[string]*api.HostEndpoint     // by key, every node
+	// hostIfaces are this host's interfaces and their addresses (for
+	// host endpoints by expectedIPs).
+	hostIfaces map[string][]netip.Addr
+	policies   map[rules.PolicyKey]*policy
+	tiers      map[string]*tier // by name
+	profiles   map[string]*api.Profile
+	netsets    map[string]*netset // NetworkSets and GlobalNetworkSets by key
+	pools      map[string]*api.IPPool
+	blocks     map[string]*ipam.Block // by CIDR
+	felixCfgs  map[string]*api.FelixConfiguration
+	inSync     bool
 
 	// Caches (see policies.go, ipsets.go).
 	localPolicies map[string][]rules.PolicyKey // local endpoint key -> matching policies (unordered)
@@ -35,7 +39,7 @@ type State struct {
 // NewState makes an empty state for a node.
 func NewState(node string) *State {
 	return &State{
-		node: node, weps: map[string]*api.WorkloadEndpoint{}, policies: map[rules.PolicyKey]*policy{},
+		node: node, weps: map[string]*api.WorkloadEndpoint{}, heps: map[string]*api.HostEndpoint{}, policies: map[rules.PolicyKey]*policy{},
 		tiers:    map[string]*tier{},
 		profiles: map[string]*api.Profile{}, netsets: map[string]*netset{}, pools: map[string]*api.IPPool{},
 		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{},
@@ -66,6 +70,8 @@ func (s *State) Apply(u Update) {
 	switch u.Kind {
 	case "workloadendpoints":
 		s.applyEndpoint(u)
+	case "hostendpoints":
+		s.applyHostEndpoint(u)
 	case "networkpolicies", "globalnetworkpolicies":
 		s.applyPolicy(u)
 	case "tiers":
@@ -150,6 +156,11 @@ func (s *State) applyProfile(u Update) {
 			if s.isLocal(w) {
 				s.dirtyLocal[k] = true
 			}
+		}
+	}
+	for k, h := range s.heps {
+		if hostEndpointUsesProfile(h, name) {
+			s.dirtySources[k] = true
 		}
 	}
 	// Network sets of the namespace match namespaceSelectors by the same

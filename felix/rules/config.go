@@ -115,6 +115,7 @@ type Tables struct {
 // Input is the resolved state to render for one IP version.
 type Input struct {
 	Endpoints        []Endpoint           // local endpoints (this node)
+	HostEndpoints    []HostEndpoint       // this node's host endpoints, one per interface
 	Policies         map[PolicyKey]Policy // at least those the endpoints use
 	Profiles         map[string]Profile
 	NATOutgoingPools []netip.Prefix // pools with natOutgoing, of the IP version

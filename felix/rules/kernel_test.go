@@ -45,7 +45,15 @@ func TestKernelAcceptsRules(t *testing.T) {
 			in.Endpoints[0].AllowSpoofedFrom = append(in.Endpoints[0].AllowSpoofedFrom, pfx("192.168.0.0/24"), pfx("fd00:1::/64"))
 			sample := sampleInput(v)
 			in.NATOutgoingPools, in.AllPools = sample.NATOutgoingPools, sample.AllPools
+			in.HostEndpoints = hostInput().HostEndpoints
+			for k, p := range hostInput().Policies {
+				in.Policies[k] = p
+			}
+			in.Profiles["open"] = hostInput().Profiles["open"]
 			tb, sets := Render(Config{IPVersion: v}, in)
+			if len(tb.Raw) == 0 || len(tb.Mangle) == 0 {
+				t.Fatalf("host endpoints rendered no raw or mangle chains")
+			}
 			loadInNetns(t, v, tb, sets)
 		})
 	}

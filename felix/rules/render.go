@@ -33,24 +33,63 @@ import (
 //	cali-pi-/cali-po-     one chain per policy and direction in use
 //	cali-pri-/cali-pro-   one chain per profile and direction in use
 //
+// With host endpoints (hostendpoint.go) cali-INPUT/cali-OUTPUT dispatch
+// host traffic to cali-fh-<iface>/cali-th-<iface> (failsafe ports, normal
+// policy, profiles, default drop), cali-FORWARD to cali-fhfw-/cali-thfw-
+// (applyOnForward policy), mangle cali-PREROUTING to cali-fh- (pre-DNAT
+// policy) and raw cali-PREROUTING/cali-OUTPUT to cali-fh-/cali-th-
+// (doNotTrack policy), each behind the failsafe ports.
+//
 // Anti-spoofing is done in cali-fw-<iface> (source must be one of the
 // endpoint's addresses or AllowSpoofedFrom), not with rpfilter in raw, so
 // it does not depend on routes and is covered by these tests; raw and
-// mangle stay empty.
+// mangle stay empty without host endpoints.
 func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 	r := &renderer{cfg: cfg.withDefaults(), sets: map[string]IPSetSpec{}, names: map[IPSetSpec]string{},
 		policyNames: map[policyUse]string{}}
 	eps := sortedEndpoints(in.Endpoints)
+	heps := sortedHostEndpoints(in.HostEndpoints)
+	if len(heps) > 0 {
+		r.cfg.HostEndpoints = true
+	}
 	var t Tables
-	t.Filter = r.filterStatic()
+	filter, present := r.filterStatic(len(heps) > 0)
+	t.Filter = filter
 	t.Filter = append(t.Filter, r.dispatchChains(eps)...)
 	for _, ep := range eps {
 		t.Filter = append(t.Filter, r.endpointChains(ep)...)
 	}
-	t.Filter = append(t.Filter, r.policyChains(eps, in)...)
-	t.Filter = append(t.Filter, r.profileChains(eps, in)...)
+	var filterUses, rawUses, mangleUses []tierUse
+	var profiles []string
+	for _, ep := range eps {
+		filterUses = append(filterUses, tierUse{DirIngress, ep.tiers(DirIngress)}, tierUse{DirEgress, ep.tiers(DirEgress)})
+		profiles = append(profiles, ep.Profiles...)
+	}
+	if len(heps) > 0 {
+		t.Filter = append(t.Filter, r.hostFilterChains(heps, present)...)
+		t.Raw = r.hostRawChains(heps)
+		t.Mangle = r.hostMangleChains(heps)
+		for _, h := range heps {
+			filterUses = append(filterUses, tierUse{DirIngress, h.IngressTiers}, tierUse{DirEgress, h.EgressTiers},
+				tierUse{DirIngress, h.ForwardIngressTiers}, tierUse{DirEgress, h.ForwardEgressTiers})
+			rawUses = append(rawUses, tierUse{DirIngress, h.UntrackedIngressTiers}, tierUse{DirEgress, h.UntrackedEgressTiers})
+			mangleUses = append(mangleUses, tierUse{DirIngress, h.PreDNATTiers})
+			profiles = append(profiles, h.Profiles...)
+		}
+		t.Raw = append(t.Raw, r.policyChains(rawUses, in)...)
+		t.Mangle = append(t.Mangle, r.policyChains(mangleUses, in)...)
+	}
+	t.Filter = append(t.Filter, r.policyChains(filterUses, in)...)
+	t.Filter = append(t.Filter, r.profileChains(profiles, in)...)
 	t.NAT = r.natChains(eps, in)
 	return t, r.setList()
+}
+
+// tierUse is one direction's tiers of an endpoint, whose policies need
+// chains.
+type tierUse struct {
+	dir   string
+	tiers []Tier
 }
 
 // renderer holds one Render call's configuration and the IP sets in use.
@@ -119,8 +158,15 @@ func rule(match, action, comment string) iptables.Rule {
 	return iptables.Rule{Match: match, Action: action, Comment: comment}
 }
 
-// filterStatic is the fixed part of the filter table.
-func (r *renderer) filterStatic() []iptables.Chain {
+// filterStatic is the fixed part of the filter table; with host
+// endpoints (heps) it also dispatches to their chains, and reports which
+// failsafe chains it rendered.
+//
+// With host endpoints, a packet the raw table (untracked policy) or the
+// mangle table (pre-DNAT policy) allowed arrives with the accept mark:
+// cali-INPUT and cali-OUTPUT accept it at once, and cali-FORWARD skips
+// the forward ingress policy of its host endpoint for it, as Calico does.
+func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	c := r.cfg
 	wl := c.WorkloadIfacePrefix + "+"
 	ours := c.MarkAccept | c.MarkPass | c.MarkScratch
@@ -134,19 +180,38 @@ func (r *renderer) filterStatic() []iptables.Chain {
 	output := iptables.Chain{Name: ChainOutput, Rules: []iptables.Rule{
 		rule("-o "+wl, "-j RETURN", "Host to workload traffic is not policed, as in Calico"),
 	}}
-	var failsafes []iptables.Chain
+	present := map[string]bool{}
 	if !c.HostEndpoints {
-		return []iptables.Chain{fwd, input, r.workloadToHost(), output}
+		return []iptables.Chain{fwd, input, r.workloadToHost(), output}, present
 	}
-	if ch := r.failsafe(ChainFailsafeIn, c.FailsafeInbound, "-s"); len(ch.Rules) > 0 {
-		input.Rules = append(input.Rules, rule("", "-j "+ChainFailsafeIn, ""))
-		failsafes = append(failsafes, ch)
+	var failsafes []iptables.Chain
+	for _, ch := range []iptables.Chain{r.failsafe(ChainFailsafeIn, c.FailsafeInbound, "-s"), r.failsafe(ChainFailsafeOut, c.FailsafeOutbound, "-d")} {
+		if len(ch.Rules) > 0 {
+			present[ch.Name] = true
+			failsafes = append(failsafes, ch)
+		}
 	}
-	if ch := r.failsafe(ChainFailsafeOut, c.FailsafeOutbound, "-d"); len(ch.Rules) > 0 {
-		output.Rules = append(output.Rules, rule("", "-j "+ChainFailsafeOut, ""))
-		failsafes = append(failsafes, ch)
+	if heps {
+		fwd.Rules = []iptables.Rule{
+			rule("", clearMark(c.MarkPass|c.MarkScratch), "Clear our marks but the accept mark of untracked or pre-DNAT policy"),
+			rule(markClear(c.MarkAccept), "-j "+ChainFromHostEPFwd, ""),
+			rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
+			rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
+			rule("", "-j "+ChainToHostEPFwd, ""),
+			rule(markSet(c.MarkAccept), "-j ACCEPT", "Policy explicitly accepted packet"),
+		}
+		hostRules := func(dispatch string) []iptables.Rule {
+			return []iptables.Rule{
+				rule(markSet(c.MarkAccept), "-j ACCEPT", "Untracked or pre-DNAT policy allowed the packet"),
+				rule("", clearMark(ours), "Clear our marks"),
+				rule("", "-j "+dispatch, ""),
+				rule(markSet(c.MarkAccept), "-j ACCEPT", "Host endpoint policy accepted packet"),
+			}
+		}
+		input.Rules = append(input.Rules, hostRules(ChainFromHostEP)...)
+		output.Rules = append(output.Rules, hostRules(ChainToHostEP)...)
 	}
-	return append([]iptables.Chain{fwd, input, r.workloadToHost(), output}, failsafes...)
+	return append([]iptables.Chain{fwd, input, r.workloadToHost(), output}, failsafes...), present
 }
 
 // workloadToHost polices traffic from workloads to the host itself.
@@ -196,17 +261,14 @@ func (r *renderer) failsafe(name string, ports []ProtoPort, netFlag string) ipta
 	return ch
 }
 
-// policyChains renders one chain per policy and direction the endpoints
-// use; a policy missing from the input gets an empty chain (no verdict, so
+// policyChains renders one chain per policy and direction in uses; a policy missing from the input gets an empty chain (no verdict, so
 // the endpoint's default drop applies).
-func (r *renderer) policyChains(eps []Endpoint, in Input) []iptables.Chain {
+func (r *renderer) policyChains(uses []tierUse, in Input) []iptables.Chain {
 	used := map[string]policyUse{}
-	for _, ep := range eps {
-		for _, dir := range []string{DirIngress, DirEgress} {
-			for _, t := range ep.tiers(dir) {
-				for _, k := range t.Policies {
-					used[r.policyChain(dir, k)] = policyUse{dir, k}
-				}
+	for _, u := range uses {
+		for _, t := range u.tiers {
+			for _, k := range t.Policies {
+				used[r.policyChain(u.dir, k)] = policyUse{u.dir, k}
 			}
 		}
 	}
@@ -224,14 +286,12 @@ func (r *renderer) policyChains(eps []Endpoint, in Input) []iptables.Chain {
 }
 
 // profileChains is policyChains for profiles.
-func (r *renderer) profileChains(eps []Endpoint, in Input) []iptables.Chain {
+func (r *renderer) profileChains(profiles []string, in Input) []iptables.Chain {
 	type use struct{ dir, name string }
 	used := map[string]use{}
-	for _, ep := range eps {
-		for _, p := range ep.Profiles {
-			used[ProfileChainName(DirIngress, p)] = use{DirIngress, p}
-			used[ProfileChainName(DirEgress, p)] = use{DirEgress, p}
-		}
+	for _, p := range profiles {
+		used[ProfileChainName(DirIngress, p)] = use{DirIngress, p}
+		used[ProfileChainName(DirEgress, p)] = use{DirEgress, p}
 	}
 	var out []iptables.Chain
 	for _, name := range sortedKeys(used) {

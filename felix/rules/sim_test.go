@@ -28,6 +28,7 @@ type packet struct {
 	ct           string // NEW, ESTABLISHED, INVALID, or several: "NEW,DNAT"
 	mark         uint32
 	logged       int
+	notrack      bool // the raw table said not to track it
 }
 
 func newSim(t *testing.T, chains []iptables.Chain, sets map[string][]string) *sim {
@@ -62,6 +63,8 @@ func (s *sim) run(chain string, p *packet, depth int) string {
 			return f[1]
 		case f[1] == "LOG":
 			p.logged++
+		case f[1] == "NOTRACK":
+			p.notrack = true
 		case f[1] == "MARK":
 			v, m := markArg(f[3])
 			p.mark = p.mark&^m | v
@@ -132,6 +135,9 @@ func (s *sim) match(m string, p *packet) bool {
 		case "--dport":
 			i++
 			ok = strconv.Itoa(p.dport) == f[i]
+		case "--sport":
+			i++
+			ok = strconv.Itoa(p.sport) == f[i]
 		case "--dports", "--sports":
 			i++
 			port := p.dport

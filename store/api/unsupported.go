@@ -54,14 +54,6 @@ var refusals = map[string][]refusal{
 		never("source.services"), never("destination.services"),
 		never("http"),
 	},
-	"GlobalNetworkPolicy": {
-		never("spec.doNotTrack", "false"), never("spec.preDNAT", "false"), never("spec.applyOnForward", "false"),
-	},
-	// Nothing in the agent reads HostEndpoints: the whole kind is refused.
-	"HostEndpoint": {
-		never("spec.node"), never("spec.interfaceName"), never("spec.expectedIPs"),
-		never("spec.profiles"), never("spec.ports"),
-	},
 	"IPPool": {
 		never("spec.vxlanMode", "Never"), never("spec.ipipMode", "Never"),
 		never("spec.disableBGPExport", "false"), never("spec.namespaceSelector"),

@@ -1,0 +1,40 @@
+package dataplane
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+)
+
+// HostInterfaces reads the host's interfaces and their addresses, for host
+// endpoints given by expectedIPs. Workload interfaces are left out.
+func HostInterfaces(workloadPrefix string) (map[string][]netip.Addr, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
+	}
+	byIndex := map[int]string{}
+	for _, l := range links {
+		name := l.Attrs().Name
+		if workloadPrefix != "" && len(name) >= len(workloadPrefix) && name[:len(workloadPrefix)] == workloadPrefix {
+			continue
+		}
+		byIndex[l.Attrs().Index] = name
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses: %w", err)
+	}
+	out := map[string][]netip.Addr{}
+	for _, a := range addrs {
+		name, ok := byIndex[a.LinkIndex]
+		if !ok {
+			continue
+		}
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			out[name] = append(out[name], ip.Unmap())
+		}
+	}
+	return out, nil
+}
