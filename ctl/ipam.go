@@ -18,6 +18,7 @@ var ipamCommands = map[string]command{
 	"check":     {"Check IPAM against workload endpoints and nodes; write a report of what leaked", runIPAMCheck},
 	"release":   {"Release one address, or the leaked addresses of a check report", runIPAMRelease},
 	"configure": {"Change the IPAM configuration (strict affinity, blocks per host)", runIPAMConfigure},
+	"split":     {"Split an IP pool into a power of 2 of equal smaller pools", runIPAMSplit},
 }
 
 func runIPAM(o IO, args []string) error {
