@@ -19,7 +19,7 @@ import (
 // and y on both nodes, every pod listening on TCP 80-82. After every step
 // the whole truth table (4 pods x 3 peers x 3 ports, across nodes and on
 // one node) is checked with TCP connections, reusing the Kubernetes
-// conformance test's table (kpTable).
+// conformance test's table (kpTable, policy_table_test.go).
 //
 // Service accounts: the multi-node harness has no kube-apiserver, and the
 // CNI plugin only fills spec.serviceAccountName from a pod it reads from
