@@ -11,8 +11,16 @@ import (
 )
 
 func runNode(o IO, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "checksystem":
+			return runCheckSystem(o, args[1:])
+		case "diags":
+			return runDiags(o, args[1:])
+		}
+	}
 	if len(args) == 0 || args[0] != "status" {
-		return fmt.Errorf("usage: calicoctl node status [--run-dir DIR]")
+		return fmt.Errorf("usage: calicoctl node (status [--run-dir DIR] | checksystem [-f KERNEL_CONFIG] | diags [--log-dir DIR])")
 	}
 	fs := newFlagSet("node status", o)
 	def := "/var/run/calico"
