@@ -21,9 +21,11 @@ import (
 // one node) is checked with TCP connections, reusing the Kubernetes
 // conformance test's table (kpTable, policy_table_test.go).
 //
-// Service accounts: the multi-node harness has no kube-apiserver, and the
-// CNI plugin only fills spec.serviceAccountName from a pod it reads from
-// the API (its Kubernetes path, covered by the k8s CNI tests). So the test
+// Service accounts: the CNI plugin fills spec.serviceAccountName only from
+// a pod it reads from the Kubernetes API (its Kubernetes path, covered by
+// the k8s CNI tests), and the multi-node harness's nodes are network
+// namespaces that cannot reach the e2e kube-apiserver (e2e/kubeapi binds
+// 127.0.0.1 of the test's own namespace, with a certificate for it). So the test
 // writes what that path and the controller would: the endpoint's
 // serviceAccountName and ksa.<ns>.<sa> profile, and the ksa profile itself
 // (k8s.ServiceAccountToProfile, labels as pcsa.*).
