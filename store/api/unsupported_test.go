@@ -123,15 +123,15 @@ var enforced = map[string]string{
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
-	"HostEndpoint.spec.interfaceName":         "TestHostEndpointSemantics",
+	"HostEndpoint.spec.interfaceName":         "TestHostEndpointFailsafeTraffic",
 	"HostEndpoint.spec.expectedIPs":           "TestHostEndpointSelection",
 	"HostEndpoint.spec.profiles":              "TestHostEndpointSelection",
 	"HostEndpoint.spec.ports[].name":          "TestHostEndpointNamedPorts",
 	"HostEndpoint.spec.ports[].protocol":      "TestHostEndpointNamedPorts",
 	"HostEndpoint.spec.ports[].port":          "TestHostEndpointNamedPorts",
-	"GlobalNetworkPolicy.spec.applyOnForward": "TestHostEndpointSemantics",
-	"GlobalNetworkPolicy.spec.preDNAT":        "TestHostEndpointSemantics",
-	"GlobalNetworkPolicy.spec.doNotTrack":     "TestHostEndpointSemantics",
+	"GlobalNetworkPolicy.spec.applyOnForward": "TestHostEndpointApplyOnForwardTraffic",
+	"GlobalNetworkPolicy.spec.preDNAT":        "TestHostEndpointPreDNATTraffic",
+	"GlobalNetworkPolicy.spec.doNotTrack":     "TestHostEndpointDoNotTrackTraffic",
 }
 
 // untested are acted on by code (named) but no test shows it yet: debt,
