@@ -45,7 +45,8 @@ func (ag *Agent) Serve(name string, env []string, stdin []byte) AgentReply {
 		return AgentReply{NotMine: reason}
 	}
 	var out bytes.Buffer
-	b := backend{out: &out, shared: ag.Client}
+	// The agent's warm connection, with the in-process per-call timeout.
+	b := backend{out: &out, shared: ag.Client.WithTimeout(requestTimeout)}
 	var funcs skel.CNIFuncs
 	if name == "calico" {
 		p := &plugin{b}

@@ -30,9 +30,24 @@ func listenTCP(t testing.TB, n ns.NetNS, addr string) net.Listener {
 }
 
 // Chained with the reference portmap plugin, a host port reaches the pod.
-func TestCNIChainedWithPortmap(t *testing.T) {
+func TestCNIChainedWithPortmap(t *testing.T) { forEachCNIPath(t, testCNIChainedWithPortmap) }
+
+func testCNIChainedWithPortmap(t *testing.T, path cniPath) {
 	e := newCNIEnv(t, 4)
-	e.host.forwardingOn(t) // no calico-node here to turn it on
+	e.host.forwardingOn(t) // calico-node, when it runs, would turn it on
+	e.servePath(path, "node1")
+	if path == viaAgent {
+		// calico-node enforces the network's profile, which admits only
+		// its own members; this test is about the chain, so open it.
+		k, _ := api.LookupKind("Profile")
+		p := k.NewObject().(*api.Profile)
+		p.Metadata.Name = "chain"
+		p.Spec.Ingress = []api.Rule{{Action: api.ActionAllow}}
+		p.Spec.Egress = []api.Rule{{Action: api.ActionAllow}}
+		if _, err := e.cl.CreateResource(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	referencePlugins(t, e.bin)
 	e.pool("v4", "10.104.0.0/24")
 	l := e.conflist("1.0.0", "chain", e.calicoPlugin("node1", ""), `{"type":"portmap","capabilities":{"portMappings":true}}`)

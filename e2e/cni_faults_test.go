@@ -24,10 +24,15 @@ func (e *cniEnv) ipamCheckClean() {
 	}
 }
 
-func TestCNIFaults(t *testing.T) {
+func TestCNIFaults(t *testing.T) { forEachCNIPath(t, testCNIFaults) }
+
+func testCNIFaults(t *testing.T, path cniPath) {
 	e := newCNIEnv(t, 3)
 	createPool(t, e.cl, "small", "10.102.0.0/30", 30)
-	createNode(t, e.cl, "node1")
+	if path == inProcess {
+		createNode(t, e.cl, "node1")
+	}
+	e.servePath(path, "node1") // registers node1 itself
 	l := e.conflist("1.1.0", "faults", e.calicoPlugin("node1", `,"ipv4_pools":["small"]`))
 	ctx := context.Background()
 	handles := func() int {

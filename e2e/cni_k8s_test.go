@@ -215,8 +215,11 @@ func (e *kubeCNIEnv) delOK(t *testing.T, l *libcni.NetworkConfigList, rt *libcni
 	e.assertClean()
 }
 
-func TestCNIK8sPods(t *testing.T) {
+func TestCNIK8sPods(t *testing.T) { forEachCNIPath(t, testCNIK8sPods) }
+
+func testCNIK8sPods(t *testing.T, path cniPath) {
 	e := newKubeCNIEnv(t, 9)
+	e.servePath(path, "node1")
 	e.pool("default-v4", "10.120.0.0/24")
 	e.pool("pod-pool", "10.121.0.0/24")
 	e.pool("ns-pool", "10.122.0.0/24")

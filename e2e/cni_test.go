@@ -129,8 +129,13 @@ func (e *cniEnv) assertClean() {
 func wepKindInfo() api.KindInfo { k, _ := api.LookupKind("WorkloadEndpoint"); return k }
 
 func TestCNIThroughLibcniEveryVersion(t *testing.T) {
+	forEachCNIPath(t, testCNIThroughLibcniEveryVersion)
+}
+
+func testCNIThroughLibcniEveryVersion(t *testing.T, path cniPath) {
 	e := newCNIEnv(t, 1)
-	e.host.forwardingOn(t) // no calico-node here to turn it on (IPv6 needs it even between local pods)
+	e.host.forwardingOn(t) // calico-node, when it runs, would turn it on (IPv6 needs it even between local pods)
+	e.servePath(path, "node1")
 	e.pool("v4", "10.100.0.0/24")
 	e.pool("v6", "fd00:100::/64")
 	for _, v := range []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {

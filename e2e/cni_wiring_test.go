@@ -12,8 +12,11 @@ import (
 
 // The pod is wired exactly as DESIGN.md says: the 169.254.1.1 trick, host
 // veth naming, MAC, sysctls, our route protocol; the endpoint is Calico's.
-func TestCNIWiringDetails(t *testing.T) {
+func TestCNIWiringDetails(t *testing.T) { forEachCNIPath(t, testCNIWiringDetails) }
+
+func testCNIWiringDetails(t *testing.T, path cniPath) {
 	e := newCNIEnv(t, 2)
+	e.servePath(path, "node-a")
 	e.pool("v4", "10.101.0.0/24")
 	e.pool("v6", "fd00:101::/64")
 	l := e.conflist("1.1.0", "wired", e.calicoPlugin("node-a", `,"assign_ipv6":"true"`))
