@@ -13,9 +13,10 @@ import (
 //
 //  1. declare chains that do not exist yet (":cali-X - [0:0]"; never for an
 //     existing chain, as restore would flush it);
-//  2. bring each desired chain's rules in line, position by position: a rule
-//     whose hash differs is replaced in place (-R), missing ones appended,
-//     surplus ones deleted from the end;
+//  2. bring each desired chain's rules in line (alignChain): rules whose
+//     hash is still wanted stay, in place; new rules are inserted (-I) at
+//     their position or appended, unwanted ones deleted (-D), and a rule
+//     whose content changed where nothing else moved is replaced (-R);
 //  3. repair hooks: when a built-in chain's rules carrying our hash are not
 //     exactly the one desired hook in first position, delete them all by
 //     their saved spec (never by position: that could hit a foreign rule)
@@ -41,22 +42,8 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 	}
 
 	for _, name := range names {
-		have, want, rules := k.chains[name], t.hashes[name], t.desired[name].Rules
 		before := len(lines)
-		for i, h := range want {
-			switch {
-			case i >= len(have):
-				lines = append(lines, renderRule("-A", name, 0, h, rules[i]))
-				st.RulesWritten++
-			case have[i].hash != h:
-				lines = append(lines, renderRule("-R", name, i+1, h, rules[i]))
-				st.RulesWritten++
-			}
-		}
-		for pos := len(have); pos > len(want); pos-- {
-			lines = append(lines, "-D "+name+" "+strconv.Itoa(pos))
-			st.RulesDeleted++
-		}
+		lines = alignChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
 		if len(lines) > before {
 			upd.set[name] = t.savedRules(name)
 		}
@@ -176,4 +163,59 @@ func referencedByForeign(k *savedTable, chain string) bool {
 		}
 	}
 	return false
+}
+
+// alignChain appends the lines that turn the kernel's rules have of chain
+// into the desired rules (with their hashes want, distinct within the
+// chain), in restore order: positions are those of the chain as edited by
+// the lines before. Walking the desired rules in order, a kernel rule that
+// is wanted later stays where it is; one that is not wanted at all (or
+// carries no hash of ours) goes; a missing desired rule is inserted at its
+// position, or replaces in place a kernel rule that goes anyway.
+func alignChain(lines []string, st *ApplyStats, chain string, have []savedRule, want []string, rules []Rule) []string {
+	wantAt := make(map[string]int, len(want))
+	for i, h := range want {
+		wantAt[h] = i
+	}
+	cur := make([]string, len(have))
+	inCur := make(map[string]bool, len(have))
+	for i, r := range have {
+		cur[i] = r.hash
+		if r.hash != "" {
+			inCur[r.hash] = true
+		}
+	}
+	// unwanted reports whether the kernel rule at position i goes: no hash
+	// of ours, not desired, or desired at an earlier position (a duplicate).
+	unwanted := func(i int) bool {
+		at, ok := wantAt[cur[i]]
+		return cur[i] == "" || !ok || at < i
+	}
+	for i, h := range want {
+		for i < len(cur) && cur[i] != h && unwanted(i) && inCur[h] {
+			lines = append(lines, "-D "+chain+" "+strconv.Itoa(i+1))
+			st.RulesDeleted++
+			cur = slices.Delete(cur, i, i+1)
+		}
+		switch {
+		case i < len(cur) && cur[i] == h:
+			continue
+		case i >= len(cur):
+			lines = append(lines, renderRule("-A", chain, 0, h, rules[i]))
+			cur = append(cur, h)
+		case unwanted(i):
+			lines = append(lines, renderRule("-R", chain, i+1, h, rules[i]))
+			cur[i] = h
+		default:
+			lines = append(lines, renderRule("-I", chain, i+1, h, rules[i]))
+			cur = slices.Insert(cur, i, h)
+		}
+		inCur[h] = true
+		st.RulesWritten++
+	}
+	for pos := len(cur); pos > len(want); pos-- {
+		lines = append(lines, "-D "+chain+" "+strconv.Itoa(pos))
+		st.RulesDeleted++
+	}
+	return lines
 }

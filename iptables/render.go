@@ -20,21 +20,23 @@ const (
 	maxComment   = 255 // xt_comment's limit, without the NUL
 )
 
-// ruleHash identifies rule r at position index (0-based) of chain. It
-// covers the chain name, the position and the rule's content, so identical
-// desired state always yields identical hashes (an agent restart recognises
-// everything it wrote), and a change to one rule changes only that rule's
-// hash: unlike a hash chained over the previous rules, the rules after it
-// keep theirs and are left alone. Format as Calico's: 16 chars of
-// base64url(sha224(...)).
+// ruleHash identifies rule r of chain: its content and which occurrence
+// (0-based) of that same content in the chain it is. It covers the chain
+// name but not the position, so identical desired state always yields
+// identical hashes (an agent restart recognises everything it wrote), a
+// change to one rule changes only that rule's hash, and a rule inserted or
+// removed before others leaves their hashes alone: plan then inserts or
+// deletes that one rule instead of rewriting the rest of the chain (one
+// new policy jump in an endpoint chain used to rewrite every rule after
+// it). Format as Calico's: 16 chars of base64url(sha224(...)).
 //
 // SetChains hashes every rule of every changed chain, so this is on the
 // dataplane loop's path: it builds the input in one buffer, without fmt.
-func ruleHash(chain string, index int, r Rule) string {
+func ruleHash(chain string, occurrence int, r Rule) string {
 	var stack [256]byte
 	in := append(stack[:0], chain...)
 	in = append(in, 0)
-	in = strconv.AppendInt(in, int64(index), 10)
+	in = strconv.AppendInt(in, int64(occurrence), 10)
 	in = append(in, 0)
 	in = append(in, strings.TrimSpace(r.Match)...)
 	in = append(in, 0)
@@ -47,11 +49,15 @@ func ruleHash(chain string, index int, r Rule) string {
 	return string(out[:hashLen])
 }
 
-// chainHashes returns the hash of every rule of c, in order.
+// chainHashes returns the hash of every rule of c, in order; every hash is
+// distinct within the chain.
 func chainHashes(c Chain) []string {
 	hs := make([]string, len(c.Rules))
+	seen := map[Rule]int{}
 	for i, r := range c.Rules {
-		hs[i] = ruleHash(c.Name, i, r)
+		k := Rule{Match: strings.TrimSpace(r.Match), Action: strings.TrimSpace(r.Action), Comment: r.Comment}
+		hs[i] = ruleHash(c.Name, seen[k], r)
+		seen[k]++
 	}
 	return hs
 }

@@ -29,7 +29,7 @@ var kernelHooks = map[string]string{"FORWARD": "cali-FORWARD", "INPUT": "cali-IN
 func h(cs []Chain, chain string, i int) string {
 	for _, c := range cs {
 		if c.Name == chain {
-			return `-m comment --comment "cali:` + ruleHash(chain, i, c.Rules[i]) + `"`
+			return `-m comment --comment "cali:` + chainHashes(c)[i] + `"`
 		}
 	}
 	return strings.TrimSuffix(hookText(chain, kernelHooks[chain]), " -j "+kernelHooks[chain])
@@ -143,7 +143,7 @@ func TestTableKernelFilter(t *testing.T) {
 		sh(t, n, "iptables", "-D", "INPUT", "1")
 		tb.InvalidateCache()
 		st := applyIn(t, n, tb)
-		if st.RulesWritten != 3 || st.RulesDeleted != 0 { // rules 2 and 3 of cali-FORWARD, the hook
+		if st.RulesWritten != 2 || st.RulesDeleted != 0 { // rule 2 of cali-FORWARD inserted again, the hook
 			t.Fatalf("stats %+v", st)
 		}
 		if got := saved(t, n, "iptables-save", "filter"); got != good {
