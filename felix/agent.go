@@ -134,10 +134,12 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 // apply computes and programs the desired state.
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
-	if ifaces, err := dataplane.HostInterfaces("cali"); err == nil {
-		a.state.SetHostInterfaces(ifaces) // for host endpoints by expectedIPs
-	} else {
-		slog.Warn("reading host interfaces", "err", err)
+	if a.state.NeedsHostInterfaces() { // host endpoints by expectedIPs
+		if ifaces, err := dataplane.HostInterfaces("cali"); err == nil {
+			a.state.SetHostInterfaces(ifaces)
+		} else {
+			slog.Warn("reading host interfaces", "err", err)
+		}
 	}
 	d := a.state.Desired(a.ipv6 || a.state.HasIPv6Pools())
 	calcDone := time.Now()

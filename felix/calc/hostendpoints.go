@@ -25,6 +25,17 @@ func (s *State) applyHostEndpoint(u Update) {
 	s.dirtySources[u.Key] = true
 }
 
+// NeedsHostInterfaces reports whether a local host endpoint is given by
+// expectedIPs only, so the agent must read the host's interfaces.
+func (s *State) NeedsHostInterfaces() bool {
+	for _, h := range s.heps {
+		if h.Spec.Node == s.node && h.Spec.InterfaceName == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // SetHostInterfaces records the host's interfaces with their addresses
 // (the agent reads them from the kernel), for host endpoints given by
 // expectedIPs. It is an input like a datastore update.

@@ -74,6 +74,9 @@ func TestHostEndpointSelection(t *testing.T) {
 	ds.put(t, wep("default", "pod", thisNode, "cali1", map[string]string{"role": "edge"}, []string{"10.65.0.2/32"}))
 
 	s := fresh(t, ds, 0)
+	if !s.NeedsHostInterfaces() {
+		t.Errorf("a host endpoint by expectedIPs does not ask for the host's interfaces")
+	}
 	s.SetHostInterfaces(map[string][]netip.Addr{"eth9": {netip.MustParseAddr("192.168.9.10")}, "eth3": {netip.MustParseAddr("192.168.3.1")}})
 	d := s.Desired(false)
 	tb := d.Tables[4]
