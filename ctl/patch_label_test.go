@@ -33,7 +33,7 @@ func TestPatch(t *testing.T) {
 		[]string{"patch", "ippool", "pool-a", "--patch", `{"spec":{"natOutgoing":false,"disabled":true}}`, "--type", "merge"},
 		[]string{"patch", "networkpolicy", "allow-web", "-n", "default", "-p", `{"metadata":{"labels":{"team":"web"}}}`},
 		[]string{"get", "ippool", "-o", "wide"},
-		[]string{"patch", "ippool", "pool-a", "-p", `{"spec":{"ipipMode":"Sometimes"}}`},
+		[]string{"patch", "ippool", "pool-a", "-p", `{"spec":{"blockSize":99}}`},
 		[]string{"patch", "ippool", "nope", "-p", `{"spec":{"disabled":true}}`},
 		[]string{"patch", "ippool", "pool-a", "-p", `{"metadata":{"name":"other"}}`},
 		[]string{"patch", "ippool", "pool-a", "-p", `not json`},
@@ -51,6 +51,12 @@ func TestPatch(t *testing.T) {
 	}
 	if id := r.(*api.Node).Spec.BGP.RouteReflectorClusterID; id != "224.0.0.1" {
 		t.Errorf("routeReflectorClusterID = %q after patch", id)
+	}
+	// A field the agent cannot honour is refused, naming it (the message
+	// itself belongs to store/api).
+	_, errs, code := h.run("", "patch", "felixconfiguration", "default", "-p", `{"spec":{"bpfEnabled":true}}`)
+	if code != 1 || !strings.Contains(errs, "Failed to patch 'FelixConfiguration' resource") || !strings.Contains(errs, "spec.bpfEnabled") {
+		t.Errorf("patch of an unsupported field: exit %d, %q", code, errs)
 	}
 	// A null deletes a member (RFC 7386).
 	h.mustRun("", "patch", "ippool", "pool-a", "-p", `{"spec":{"disabled":null}}`)
