@@ -239,14 +239,22 @@ func TestManifest(t *testing.T) {
 		"/var/run/calico":   "/var/run/calico",
 		"/lib/modules":      "/lib/modules",
 		"/run/xtables.lock": "/run/xtables.lock",
+		"/var/run/netns":    "/var/run/netns", // pod netns for CNI calls through the agent (#16)
+		"/etc/cni/net.d":    "/etc/cni/net.d", // the CNI plugin's kubeconfig at its host path
 	} {
 		if nodeMounts[path] != host {
 			t.Errorf("calico-node: %s is host path %q, want %s", path, nodeMounts[path], host)
 		}
 	}
 	for _, m := range get(node, "volumeMounts").([]any) {
-		if (str(m, "mountPath") == "/lib/modules" || str(m, "mountPath") == kcDir) && get(m, "readOnly") != true {
-			t.Errorf("calico-node: %s is not mounted read-only", str(m, "mountPath"))
+		mp := str(m, "mountPath")
+		if (mp == "/lib/modules" || mp == kcDir || mp == "/etc/cni/net.d") && get(m, "readOnly") != true {
+			t.Errorf("calico-node: %s is not mounted read-only", mp)
+		}
+		// Namespaces the runtime mounts after calico-node started must
+		// appear inside it.
+		if mp == "/var/run/netns" && str(m, "mountPropagation") != "HostToContainer" {
+			t.Errorf("calico-node: /var/run/netns propagation %q, want HostToContainer", str(m, "mountPropagation"))
 		}
 	}
 
