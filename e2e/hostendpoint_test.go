@@ -96,6 +96,10 @@ func TestHostEndpointFailsafeTraffic(t *testing.T) {
 // endpoint) with a pod listening on 8080, reachable from outside through
 // the node, and the node listening on 8080 too.
 func hostEnv(t *testing.T, index int, pool string) (*cniEnv, pod) {
+	return hostEnvWith(t, index, pool, hostEndpoint("uplink", "node1", "uplink"))
+}
+
+func hostEnvWith(t *testing.T, index int, pool string, h *api.HostEndpoint) (*cniEnv, pod) {
 	e, l := policyEnv(t, index, pool, "")
 	a := e.newPod(l, "a")
 	listenPeer(t, a.ns, hostPort(a.ip, 8080))
@@ -103,8 +107,33 @@ func hostEnv(t *testing.T, index int, pool string) (*cniEnv, pod) {
 	mustNS(t, e.host.outside, "ip", "route", "add", pool, "via", e.host.hostIP)
 	// Pods accept anything; the host endpoint's policies are under test.
 	e.apply(gnp("pods-open", 1, "!has(hep)", []api.Rule{{Action: api.ActionAllow}}, []api.Rule{{Action: api.ActionAllow}}))
-	e.apply(hostEndpoint("uplink", "node1", "uplink"))
+	e.apply(h)
 	return e, a
+}
+
+// A host endpoint given by expectedIPs polices the interface carrying the
+// address; traffic between the host and its own pods is not host endpoint
+// traffic (workload policy and defaultEndpointToHostAction decide).
+func TestHostEndpointExpectedIPsTraffic(t *testing.T) {
+	t.Parallel()
+	h := hostEndpoint("by-ip", "node1", "")
+	h.Spec.ExpectedIPs = []string{"172.31.93.1"} // newTestHost's uplink address for index 93
+	e, a := hostEnvWith(t, 93, "10.193.0.0/24", h)
+	if e.host.hostIP != "172.31.93.1" {
+		t.Fatalf("host address %s, want 172.31.93.1", e.host.hostIP)
+	}
+	f := kindOf("FelixConfiguration").NewObject().(*api.FelixConfiguration)
+	f.Metadata.Name, f.Spec.DefaultEndpointToHostAction = "default", "Accept"
+	e.apply(f)
+	listenPeer(t, e.host.ns, hostPort(e.host.hostIP, 22))
+	expectTraffic(t, "host endpoint by expectedIPs: default deny on the uplink",
+		deny("outside->host:8080", tcpProbe(e.host.outside, hostPort(e.host.hostIP, 8080))),
+		allow("outside->host:22 (failsafe)", tcpProbe(e.host.outside, hostPort(e.host.hostIP, 22))),
+		allow("pod->host:8080 (not host endpoint traffic)", tcpProbe(a.ns, hostPort(e.host.hostIP, 8080))),
+		allow("host->pod:8080 (not host endpoint traffic)", tcpProbe(e.host.ns, hostPort(a.ip, 8080))))
+	e.apply(gnp("allow-8080", 10, "has(hep)", []api.Rule{tcpTo(api.ActionAllow, 8080)}, nil))
+	expectTraffic(t, "policy on the host endpoint by expectedIPs",
+		allow("outside->host:8080", tcpProbe(e.host.outside, hostPort(e.host.hostIP, 8080))))
 }
 
 // A normal host endpoint policy polices traffic to the host only; with

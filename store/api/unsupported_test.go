@@ -124,7 +124,7 @@ var enforced = map[string]string{
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
 	"HostEndpoint.spec.interfaceName":         "TestHostEndpointFailsafeTraffic",
-	"HostEndpoint.spec.expectedIPs":           "TestHostEndpointSelection",
+	"HostEndpoint.spec.expectedIPs":           "TestHostEndpointExpectedIPsTraffic",
 	"HostEndpoint.spec.profiles":              "TestHostEndpointSelection",
 	"HostEndpoint.spec.ports[].name":          "TestHostEndpointNamedPorts",
 	"HostEndpoint.spec.ports[].protocol":      "TestHostEndpointNamedPorts",
