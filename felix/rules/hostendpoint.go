@@ -26,7 +26,11 @@ const allInterfacesName = "any-interface-at-all"
 //     drop: what they do not decide goes on to the other policies.
 //   - UntrackedIngress/UntrackedEgressTiers: doNotTrack policies: raw
 //     PREROUTING/OUTPUT; what they allow is not tracked and skips every
-//     later policy; no default drop.
+//     later policy; no default drop. Ignored for "*", as in Calico.
+//
+// The ingress policy of a "*" endpoint also polices traffic from local
+// workloads to the host, after their egress policy, unless
+// DefaultEndpointToHostAction drops it anyway.
 //
 // Failsafe ports are accepted ahead of every one of these.
 type HostEndpoint struct {
@@ -221,8 +225,9 @@ func (r *renderer) hostRawChains(heps []HostEndpoint) []iptables.Chain {
 			rule(markSet(c.MarkAccept), "-j ACCEPT", ""),
 		}}
 	}
-	ingress := func(h HostEndpoint) bool { return hasPolicies(h.UntrackedIngressTiers) }
-	egress := func(h HostEndpoint) bool { return hasPolicies(h.UntrackedEgressTiers) }
+	// As in Calico, "*" host endpoints do not support untracked policy.
+	ingress := func(h HostEndpoint) bool { return h.Iface != AllInterfaces && hasPolicies(h.UntrackedIngressTiers) }
+	egress := func(h HostEndpoint) bool { return h.Iface != AllInterfaces && hasPolicies(h.UntrackedEgressTiers) }
 	chains := []iptables.Chain{
 		top(ChainRawPrerouting, ChainFromHostEP), top(ChainRawOutput, ChainToHostEP),
 		r.hepDispatch(ChainFromHostEP, "-i", "fh", heps, ingress),

@@ -186,3 +186,51 @@ func TestHostEndpointChainNames(t *testing.T) {
 		t.Errorf("long name %q", n)
 	}
 }
+
+// A "*" host endpoint protects the host from workload interfaces too:
+// after the workload's egress policy, its ingress policy decides (unless
+// DefaultEndpointToHostAction drops anyway); host to workload is never
+// policed; it has no untracked policy.
+func TestHostEndpointWildcardFromWorkloads(t *testing.T) {
+	in := hostInput()
+	wild := &in.HostEndpoints[2]
+	wild.Profiles = nil
+	wild.IngressTiers = []Tier{{Name: "default", DefaultAction: api.ActionDeny, Policies: []PolicyKey{{Name: "web"}}}}
+	wild.UntrackedIngressTiers = []Tier{{Name: "default", Policies: []PolicyKey{{Name: "raw-in"}}}}
+	toHost := func(port int) packet {
+		return packet{in: "cali-a", src: ip("10.0.0.1"), dst: ip("192.168.1.10"), proto: 6, dport: port, ct: "NEW"}
+	}
+	for _, tc := range []struct {
+		action string
+		port   int
+		want   string
+	}{
+		{"Accept", 8080, "ACCEPT"}, // the * endpoint's policy allows it
+		{"Accept", 9090, "DROP"},   // ... not this
+		{"Accept", 22, "ACCEPT"},   // failsafe
+		{"Return", 9090, "DROP"},
+		{"Return", 8080, "RETURN"},
+		{"Drop", 8080, "DROP"},
+	} {
+		tb, _ := Render(Config{DefaultEndpointToHostAction: tc.action}, in)
+		if got, _ := newSim(t, tb.Filter, nil).verdict(ChainInput, toHost(tc.port)); got != tc.want {
+			t.Errorf("%s, pod->host:%d: %s, want %s", tc.action, tc.port, got, tc.want)
+		}
+		out := packet{out: "cali-a", src: ip("192.168.1.10"), dst: ip("10.0.0.1"), proto: 6, dport: 9090, ct: "NEW"}
+		if got, _ := newSim(t, tb.Filter, nil).verdict(ChainOutput, out); got != "RETURN" {
+			t.Errorf("host->pod policed: %s", got)
+		}
+		for _, c := range tb.Raw {
+			if c.Name == HostEndpointChainName("fh", AllInterfaces) {
+				t.Errorf("untracked chain rendered for a * host endpoint")
+			}
+		}
+	}
+	// Without a "*" endpoint, workload to host traffic is not host
+	// endpoint traffic.
+	in.HostEndpoints = in.HostEndpoints[:2]
+	tb, _ := Render(Config{DefaultEndpointToHostAction: "Accept"}, in)
+	if got, _ := newSim(t, tb.Filter, nil).verdict(ChainInput, toHost(9090)); got != "ACCEPT" {
+		t.Errorf("named host endpoints police pod->host: %s", got)
+	}
+}

@@ -51,6 +51,7 @@ func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 	heps := sortedHostEndpoints(in.HostEndpoints)
 	if len(heps) > 0 {
 		r.cfg.HostEndpoints = true
+		r.wildcardHEP = heps[len(heps)-1].Iface == AllInterfaces
 	}
 	var t Tables
 	filter, present := r.filterStatic(len(heps) > 0)
@@ -99,6 +100,9 @@ type renderer struct {
 	names map[IPSetSpec]string // spec as asked (before canonical selectors) -> name
 	// policyNames caches PolicyChainName (a hash) per policy and direction.
 	policyNames map[policyUse]string
+	// wildcardHEP: a "*" host endpoint exists; its ingress policy also
+	// polices traffic from local workloads to the host.
+	wildcardHEP bool
 }
 
 type policyUse struct {
@@ -235,9 +239,15 @@ func (r *renderer) workloadToHost() iptables.Chain {
 			ch.Rules = append(ch.Rules, rule("-p ipv6-icmp -m icmp6 --icmpv6-type "+strconv.Itoa(t), "-j ACCEPT", ""))
 		}
 	}
-	ch.Rules = append(ch.Rules,
-		rule("", "-j "+ChainFromWlDispatch, ""),
-		rule("", r.cfg.endpointToHostAction(), "Configured DefaultEndpointToHostAction"))
+	ch.Rules = append(ch.Rules, rule("", "-j "+ChainFromWlDispatch, ""))
+	if act := r.cfg.endpointToHostAction(); r.wildcardHEP && act != "-j DROP" {
+		// A "*" host endpoint protects the host from every interface,
+		// workload interfaces included: what the workload's egress policy
+		// let through still needs the endpoint's ingress policy (after its
+		// failsafe ports), as Calico's all-interfaces host endpoints do.
+		ch.Rules = append(ch.Rules, rule("", "-j "+HostEndpointChainName("fh", AllInterfaces), "Ingress policy of the * host endpoint"))
+	}
+	ch.Rules = append(ch.Rules, rule("", r.cfg.endpointToHostAction(), "Configured DefaultEndpointToHostAction"))
 	return ch
 }
 
