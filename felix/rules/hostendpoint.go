@@ -268,6 +268,12 @@ func (r *renderer) hostMangleChains(heps []HostEndpoint) []iptables.Chain {
 		}},
 		r.hepDispatch(ChainFromHostEP, "-i", "fh", heps, ingress),
 	}
+	if last := heps[len(heps)-1]; last.Iface == AllInterfaces && ingress(last) {
+		// The pre-DNAT policy of a "*" endpoint sees traffic from every
+		// interface, workload interfaces included (node ports and cluster
+		// IPs reached from pods), as Calico's maintainers describe it.
+		chains[1].Rules = chains[1].Rules[1:]
+	}
 	for _, h := range heps {
 		if ingress(h) {
 			chains = append(chains, r.hepChain(HostEndpointChainName("fh", h.Iface), DirIngress, hepMangle, h.PreDNATTiers, nil, failsafeJump(ChainFailsafeIn, present)))

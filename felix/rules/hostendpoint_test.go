@@ -234,3 +234,27 @@ func TestHostEndpointWildcardFromWorkloads(t *testing.T) {
 		t.Errorf("named host endpoints police pod->host: %s", got)
 	}
 }
+
+// The pre-DNAT policy of a "*" host endpoint sees traffic from workloads
+// too; that of a named one only its interface's.
+func TestHostEndpointWildcardPreDNAT(t *testing.T) {
+	in := hostInput()
+	in.HostEndpoints[2].PreDNATTiers = []Tier{{Name: "default", Policies: []PolicyKey{{Name: "nodeport"}}}}
+	tb, _ := Render(Config{}, in)
+	s := newSim(t, tb.Mangle, nil)
+	for _, tc := range []struct {
+		from string
+		want string
+	}{{"cali-a", "DROP"}, {"eth9", "DROP"}, {"eth0", "DROP"}, {"lo", "RETURN"}} {
+		p := packet{in: tc.from, src: ip("10.0.0.1"), dst: ip("192.168.1.10"), proto: 6, dport: 30080, ct: "NEW"}
+		if got, _ := s.verdict(ChainManglePrerouting, p); got != tc.want {
+			t.Errorf("from %s: %s, want %s", tc.from, got, tc.want)
+		}
+	}
+	in.HostEndpoints = in.HostEndpoints[:2]
+	tb, _ = Render(Config{}, in)
+	p := packet{in: "cali-a", src: ip("10.0.0.1"), dst: ip("192.168.1.10"), proto: 6, dport: 30080, ct: "NEW"}
+	if got, _ := newSim(t, tb.Mangle, nil).verdict(ChainManglePrerouting, p); got != "RETURN" {
+		t.Errorf("named host endpoint's pre-DNAT policy applied to workload traffic: %s", got)
+	}
+}
