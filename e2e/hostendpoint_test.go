@@ -212,3 +212,26 @@ func TestHostEndpointDoNotTrackTraffic(t *testing.T) {
 		t.Errorf("raw table has no NOTRACK rule:\n%s", rules)
 	}
 }
+
+// A "*" host endpoint polices every host interface but lo, and traffic
+// from the node's own pods to the host after their egress policy; host to
+// pod traffic is not policed; the agent keeps working (its datastore is on
+// lo here).
+func TestHostEndpointWildcardTraffic(t *testing.T) {
+	t.Parallel()
+	e, a := hostEnvWith(t, 94, "10.194.0.0/24", hostEndpoint("all", "node1", "*"))
+	f := kindOf("FelixConfiguration").NewObject().(*api.FelixConfiguration)
+	f.Metadata.Name, f.Spec.DefaultEndpointToHostAction = "default", "Accept"
+	e.apply(f)
+	listenPeer(t, e.host.ns, hostPort(e.host.hostIP, 22))
+	outside := func(port int) func() error { return tcpProbe(e.host.outside, hostPort(e.host.hostIP, port)) }
+	fromPod := func(port int) func() error { return tcpProbe(a.ns, hostPort(e.host.hostIP, port)) }
+	expectTraffic(t, "* host endpoint without policy",
+		deny("outside->host:8080", outside(8080)), allow("outside->host:22", outside(22)),
+		deny("pod->host:8080", fromPod(8080)), allow("pod->host:22 (failsafe)", fromPod(22)),
+		allow("host->pod:8080", tcpProbe(e.host.ns, hostPort(a.ip, 8080))),
+		allow("outside->pod:8080 (forwarded)", tcpProbe(e.host.outside, hostPort(a.ip, 8080))))
+	e.apply(gnp("allow-8080", 10, "has(hep)", []api.Rule{tcpTo(api.ActionAllow, 8080)}, nil))
+	expectTraffic(t, "* host endpoint with an allow policy",
+		allow("outside->host:8080", outside(8080)), allow("pod->host:8080", fromPod(8080)))
+}
