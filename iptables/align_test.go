@@ -86,6 +86,22 @@ func TestAlignChain(t *testing.T) {
 			t.Errorf("%s: %d lines %q, want %d", c.name, len(lines), lines, c.lines)
 		}
 	}
+	// Policy jumps each followed by the same "return if accepted" rule: a
+	// new policy ahead of them costs its two rules, and the returns after
+	// the old jumps keep their hashes (and so their packet counters).
+	tier := func(jumps ...string) Chain {
+		c := Chain{Name: "cali-tw-x"}
+		for _, j := range jumps {
+			c.Rules = append(c.Rules, Rule{Action: "-j cali-pi-" + j}, Rule{Match: "-m mark --mark 0x10/0x10", Action: "-j RETURN", Comment: "Return if policy accepted"})
+		}
+		return c
+	}
+	before, after := chainHashes(tier("b", "c")), tier("a", "b", "c")
+	afterHashes := chainHashes(after)
+	if lines, _ := run(before, after, afterHashes); len(lines) != 2 || !slices.Equal(afterHashes[2:], before) {
+		t.Errorf("new policy ahead: lines %q; kept rules' hashes %v, were %v", lines, afterHashes[2:], before)
+	}
+
 	// Identical rules get distinct hashes, so duplicates align too.
 	dup, dh := chainOf(0, 1, 1, 2, 1)
 	if len(slices.Compact(slices.Sorted(slices.Values(dh)))) != 4 {

@@ -60,7 +60,7 @@ func TestFakeCacheOneRuleChangeRunsNoSave(t *testing.T) {
 		l.count("-save") != 0 || l.count("-restore") != 1 {
 		t.Fatalf("one-rule change: %+v, ran %q", st, l.cmds)
 	}
-	want := "*filter\n" + renderRule("-R", "cali-to-wl", 1, ruleHash("cali-to-wl", 0, cs[2].Rules[0]), cs[2].Rules[0]) + "\nCOMMIT\n"
+	want := "*filter\n" + renderRule("-R", "cali-to-wl", 1, chainHashes(cs[2])[0], cs[2].Rules[0]) + "\nCOMMIT\n"
 	if got := l.last("-restore"); got != want {
 		t.Fatalf("restore input:\n%s\nwant:\n%s", got, want)
 	}
@@ -182,7 +182,7 @@ func TestRuleHashStable(t *testing.T) {
 		{"cali-empty", 3, Rule{}, "ap1-WtZEMmlj3Led"},
 		{"cali-long", 1, Rule{Match: strings.Repeat("-s 10.0.0.1 ", 100)}, ""},
 	} {
-		got := ruleHash(c.chain, c.i, c.r)
+		got := ruleHash(c.chain, Rule{}, c.i, c.r)
 		if len(got) != hashLen || (c.want != "" && got != c.want) {
 			t.Errorf("ruleHash(%s, %d, %+v) = %q, want %q", c.chain, c.i, c.r, got, c.want)
 		}

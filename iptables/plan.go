@@ -133,7 +133,7 @@ func (t *Table) hook(b string) (Rule, string, bool) {
 		return Rule{}, "", false
 	}
 	r := Rule{Action: "-j " + target}
-	return r, ruleHash(b, 0, r), true
+	return r, ruleHash(b, Rule{}, 0, r), true
 }
 
 // staleChains lists, sorted, the chains of ours the kernel has but that are

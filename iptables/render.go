@@ -20,43 +20,70 @@ const (
 	maxComment   = 255 // xt_comment's limit, without the NUL
 )
 
-// ruleHash identifies rule r of chain: its content and which occurrence
-// (0-based) of that same content in the chain it is. It covers the chain
-// name but not the position, so identical desired state always yields
-// identical hashes (an agent restart recognises everything it wrote), a
-// change to one rule changes only that rule's hash, and a rule inserted or
-// removed before others leaves their hashes alone: plan then inserts or
-// deletes that one rule instead of rewriting the rest of the chain (one
-// new policy jump in an endpoint chain used to rewrite every rule after
-// it). Format as Calico's: 16 chars of base64url(sha224(...)).
+// ruleHash identifies rule r of chain. It covers neither the position nor
+// the hashes before it, so identical desired state always yields identical
+// hashes (an agent restart recognises everything it wrote), and inserting,
+// removing or changing a rule leaves the other rules' hashes alone: plan
+// then touches that rule only instead of rewriting the rest of the chain
+// (one new policy jump in an endpoint chain used to rewrite every rule
+// after it), and every other rule keeps its packet counters.
+//
+// A rule whose content is unique in its chain is identified by its content
+// (after zero, occurrence 0). Rules that repeat within a chain ("return if
+// the policy accepted" after each policy jump) are identified by their
+// content, the content of the rule just before them (after) and which
+// occurrence of that pair they are: anchored to the jump before them, a
+// new policy ahead of them does not renumber them. Format as Calico's: 16
+// chars of base64url(sha224(...)).
 //
 // SetChains hashes every rule of every changed chain, so this is on the
 // dataplane loop's path: it builds the input in one buffer, without fmt.
-func ruleHash(chain string, occurrence int, r Rule) string {
-	var stack [256]byte
+func ruleHash(chain string, after Rule, occurrence int, r Rule) string {
+	var stack [512]byte
 	in := append(stack[:0], chain...)
 	in = append(in, 0)
 	in = strconv.AppendInt(in, int64(occurrence), 10)
-	in = append(in, 0)
-	in = append(in, strings.TrimSpace(r.Match)...)
-	in = append(in, 0)
-	in = append(in, strings.TrimSpace(r.Action)...)
-	in = append(in, 0)
-	in = append(in, r.Comment...)
+	in = appendRule(in, r)
+	if after != (Rule{}) {
+		in = appendRule(append(in, 0), after)
+	}
 	sum := sha256.Sum224(in)
 	var out [38]byte // base64 of 28 bytes, unpadded
 	base64.RawURLEncoding.Encode(out[:], sum[:])
 	return string(out[:hashLen])
 }
 
+func appendRule(in []byte, r Rule) []byte {
+	in = append(in, 0)
+	in = append(in, strings.TrimSpace(r.Match)...)
+	in = append(in, 0)
+	in = append(in, strings.TrimSpace(r.Action)...)
+	in = append(in, 0)
+	return append(in, r.Comment...)
+}
+
 // chainHashes returns the hash of every rule of c, in order; every hash is
 // distinct within the chain.
 func chainHashes(c Chain) []string {
 	hs := make([]string, len(c.Rules))
-	seen := map[Rule]int{}
+	norm := make([]Rule, len(c.Rules)) // as ruleHash sees them
+	count := map[Rule]int{}
 	for i, r := range c.Rules {
-		k := Rule{Match: strings.TrimSpace(r.Match), Action: strings.TrimSpace(r.Action), Comment: r.Comment}
-		hs[i] = ruleHash(c.Name, seen[k], r)
+		norm[i] = Rule{Match: strings.TrimSpace(r.Match), Action: strings.TrimSpace(r.Action), Comment: r.Comment}
+		count[norm[i]]++
+	}
+	seen := map[[2]Rule]int{}
+	for i, r := range norm {
+		if count[r] == 1 {
+			hs[i] = ruleHash(c.Name, Rule{}, 0, r)
+			continue
+		}
+		var prev Rule
+		if i > 0 {
+			prev = norm[i-1]
+		}
+		k := [2]Rule{prev, r}
+		hs[i] = ruleHash(c.Name, prev, seen[k], r)
 		seen[k]++
 	}
 	return hs

@@ -248,7 +248,7 @@ func TestTableKernelNatAndIPv6(t *testing.T) {
 }
 
 func hookText(builtin, target string) string {
-	return `-m comment --comment "cali:` + ruleHash(builtin, 0, Rule{Action: "-j " + target}) + `" -j ` + target
+	return `-m comment --comment "cali:` + ruleHash(builtin, Rule{}, 0, Rule{Action: "-j " + target}) + `" -j ` + target
 }
 
 // TestTableKernelRestoreError checks that a rejected restore names the line.
