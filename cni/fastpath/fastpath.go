@@ -25,6 +25,12 @@ const InProcessEnv = "CALICO_CNI_IN_PROCESS"
 // maxReply bounds what the client reads back.
 const maxReply = 16 << 20
 
+// replyTimeout bounds each read and write on the socket: an agent that
+// hangs makes the call fall back in-process rather than hang the pod's
+// start until the runtime gives up. A served call is far shorter (the
+// agent's datastore calls time out after 5 s each).
+var replyTimeout = syscall.Timeval{Sec: 60}
+
 // Request is one CNI call: argv[0]'s base name, the environment and stdin.
 type Request struct {
 	Plugin string   `json:"plugin"`
@@ -89,8 +95,8 @@ func SocketPath(netconf []byte) string {
 }
 
 // Forward sends the request and reads the whole reply; ok is false when
-// the socket is missing or refuses, or the connection drops before a
-// complete reply.
+// the socket is missing or refuses, the connection drops before a complete
+// reply, or the agent is silent for replyTimeout.
 func Forward(path string, req Request) (rep Reply, ok bool) {
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -101,6 +107,11 @@ func Forward(path string, req Request) (rep Reply, ok bool) {
 		return rep, false
 	}
 	defer syscall.Close(fd)
+	for _, opt := range []int{syscall.SO_RCVTIMEO, syscall.SO_SNDTIMEO} {
+		if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, opt, &replyTimeout) != nil {
+			return rep, false
+		}
+	}
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		return rep, false
 	}
