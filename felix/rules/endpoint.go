@@ -53,6 +53,21 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 // (by rule or a Pass defaultAction) the next tier, and after the last tier
 // the profiles, decide.
 func (r *renderer) verdictRules(dir string, tiers []Tier, profiles []string) []iptables.Rule {
+	out := r.tierRules(dir, tiers, true)
+	acc := r.cfg.MarkAccept
+	for _, p := range profiles {
+		out = append(out,
+			rule("", "-j "+ProfileChainName(dir, p), ""),
+			rule(markSet(acc), "-j RETURN", "Return if profile accepted"))
+	}
+	return append(out, rule("", "-j DROP", "Drop if no profiles matched"))
+}
+
+// tierRules runs the tiers in order: each starts with the pass mark clear
+// and jumps to its policies in order while the pass mark stays clear; an
+// accept returns at once. With endOfTier, a tier whose defaultAction is not
+// Pass drops what no policy passed.
+func (r *renderer) tierRules(dir string, tiers []Tier, endOfTier bool) []iptables.Rule {
 	acc, pass := r.cfg.MarkAccept, r.cfg.MarkPass
 	var out []iptables.Rule
 	for _, t := range tiers {
@@ -65,16 +80,11 @@ func (r *renderer) verdictRules(dir string, tiers []Tier, profiles []string) []i
 				rule(markClear(pass), "-j "+r.policyChain(dir, k), ""),
 				rule(markSet(acc), "-j RETURN", "Return if policy accepted"))
 		}
-		if t.DefaultAction != api.ActionPass {
+		if endOfTier && t.DefaultAction != api.ActionPass {
 			out = append(out, rule(markClear(pass), "-j DROP", "End of tier "+t.Name+". Drop if no policies passed packet"))
 		}
 	}
-	for _, p := range profiles {
-		out = append(out,
-			rule("", "-j "+ProfileChainName(dir, p), ""),
-			rule(markSet(acc), "-j RETURN", "Return if profile accepted"))
-	}
-	return append(out, rule("", "-j DROP", "Drop if no profiles matched"))
+	return out
 }
 
 // antiSpoof drops packets from the workload whose source is none of its

@@ -154,29 +154,12 @@ func (r *renderer) hepChain(name, dir string, table hepTable, tiers []Tier, prof
 	case hepForward:
 		ch.Rules = append(ch.Rules, r.verdictRules(dir, tiers, nil)...)
 	default:
-		ch.Rules = append(ch.Rules, r.undecidedRules(dir, tiers)...)
+		// Pre-DNAT and untracked policy: no end-of-tier drop, no profiles,
+		// no default drop, as Calico renders them: what they leave
+		// undecided goes on to the later policies.
+		ch.Rules = append(ch.Rules, r.tierRules(dir, tiers, false)...)
 	}
 	return ch
-}
-
-// undecidedRules is verdictRules for pre-DNAT and untracked policy: no
-// end-of-tier drop, no profiles and no default drop, as Calico renders
-// them: what these policies leave undecided goes on to the later ones.
-func (r *renderer) undecidedRules(dir string, tiers []Tier) []iptables.Rule {
-	acc, pass := r.cfg.MarkAccept, r.cfg.MarkPass
-	var out []iptables.Rule
-	for _, t := range tiers {
-		if len(t.Policies) == 0 {
-			continue
-		}
-		out = append(out, rule("", clearMark(pass), "Start of tier "+t.Name))
-		for _, k := range t.Policies {
-			out = append(out,
-				rule(markClear(pass), "-j "+r.policyChain(dir, k), ""),
-				rule(markSet(acc), "-j RETURN", "Return if policy accepted"))
-		}
-	}
-	return out
 }
 
 // hostFilterChains renders the filter chains of the host endpoints: the
