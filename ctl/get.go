@@ -55,10 +55,8 @@ func runGet(o IO, args []string) error {
 			return datastoreError(c, err)
 		}
 	} else {
+		namespace = kindNamespace(k, namespace)
 		for _, name := range names {
-			if k.Namespaced && namespace == "" {
-				namespace = "default"
-			}
 			r, err := c.GetResource(ctx, k, namespace, name)
 			if err != nil {
 				probe := k.NewObject()

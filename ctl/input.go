@@ -175,6 +175,19 @@ func loadResources(data []byte, namespace string) ([]document, error) {
 }
 
 // setNamespace applies -n (or "default") to namespaced kinds.
+// kindNamespace is the namespace a command addresses for kind k: the
+// --namespace given, "default" when none is given for a namespaced kind,
+// and "" for a kind that has none.
+func kindNamespace(k api.KindInfo, given string) string {
+	switch {
+	case !k.Namespaced:
+		return ""
+	case given == "":
+		return "default"
+	}
+	return given
+}
+
 func setNamespace(r api.Resource, ns string) error {
 	k, ok := api.LookupKind(r.GetTypeMeta().Kind)
 	if !ok || !k.Namespaced {

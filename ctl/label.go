@@ -46,12 +46,7 @@ func runLabel(o IO, args []string) error {
 	if !ok {
 		return fmt.Errorf("resource type %q is not supported", kindArg)
 	}
-	namespace := ""
-	if k.Namespaced {
-		if namespace = *ns; namespace == "" {
-			namespace = "default"
-		}
-	}
+	namespace := kindNamespace(k, *ns)
 	ctx := context.Background()
 	c, err := connect(ctx, &ds, o)
 	if err != nil {

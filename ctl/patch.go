@@ -45,13 +45,7 @@ func runPatch(o IO, args []string) error {
 	if err != nil {
 		return fmt.Errorf("failed to parse the patch: %w", err)
 	}
-	namespace := ""
-	if k.Namespaced {
-		namespace = *ns
-		if namespace == "" {
-			namespace = "default"
-		}
-	}
+	namespace := kindNamespace(k, *ns)
 	ctx := context.Background()
 	c, err := connect(ctx, &ds, o)
 	if err != nil {
