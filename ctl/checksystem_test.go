@@ -3,6 +3,7 @@ package ctl_test
 import (
 	"bytes"
 	"compress/gzip"
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,7 +94,7 @@ func TestCheckSystemComplete(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
-	golden(t, "checksystem-complete", out)
+	golden.Check(t, "checksystem-complete", out)
 }
 
 // An old kernel, no ipsets, no iptables-restore: FAIL rows and exit 1;
@@ -110,7 +111,7 @@ func TestCheckSystemMissing(t *testing.T) {
 	if code != 1 || errs != "system doesn't meet one or more minimum systems requirements to run Calico\n" {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
-	golden(t, "checksystem-missing", out)
+	golden.Check(t, "checksystem-missing", out)
 	out, _, _ = checksystem(t, root, "--kernel-config", "/etc/my-kernel.config")
 	if !strings.Contains(out, "CONFIG_IP_SET=y in /etc/my-kernel.config") || strings.Contains(out, "CONFIG_VETH") {
 		t.Errorf("-f did not replace the kernel config search:\n%s", out)

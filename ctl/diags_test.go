@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"io"
 	"net"
 	"net/netip"
@@ -135,7 +136,7 @@ spec: {node: other-node, orchestrator: cni, workload: bbb, endpoint: eth0, inter
 	}
 	scrubbed := strings.ReplaceAll(out, outDir, "OUTDIR")
 	scrubbed = regexp.MustCompile(`diags-\d{8}_\d{6}\.tar\.gz`).ReplaceAllString(scrubbed, "diags-TIME.tar.gz")
-	golden(t, "node-diags", scrubbed)
+	golden.Check(t, "node-diags", scrubbed)
 
 	files := readTarball(t, m[1])
 	var names []string

@@ -1,6 +1,7 @@
 package ctl_test
 
 import (
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"net/netip"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestIPAMSplit(t *testing.T) {
 		[]string{"get", "ippools", "-o", "wide"},
 		[]string{"ipam", "show", "--ip=10.90.200.7"},
 	)
-	golden(t, "ipam-split", scrubTimestamp(got))
+	golden.Check(t, "ipam-split", scrubTimestamp(got))
 
 	k := mustKind(t, "IPPool")
 	p, err := h.cli.GetResource(bg, k, "", "split-pool-big-3")

@@ -1,6 +1,7 @@
 package ctl_test
 
 import (
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,5 @@ func TestGetOutputFormats(t *testing.T) {
 		[]string{"get", "ippools", "-o", "go-template-file=/nonexistent/x.tmpl"},
 		[]string{"get", "ippools", "-o", "table"},
 	)
-	golden(t, "get-output-formats", strings.ReplaceAll(got, tmplFile, "POOLS.TMPL"))
+	golden.Check(t, "get-output-formats", strings.ReplaceAll(got, tmplFile, "POOLS.TMPL"))
 }

@@ -2,6 +2,7 @@ package ctl_test
 
 import (
 	"fmt"
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestPatch(t *testing.T) {
 		[]string{"patch", "ippool", "pool-a"},
 		[]string{"patch", "gadget", "x", "-p", `{}`},
 	)
-	golden(t, "patch", got)
+	golden.Check(t, "patch", got)
 
 	r, err := h.cli.GetResource(t.Context(), mustKind(t, "Node"), "", "node-1")
 	if err != nil {
@@ -118,7 +119,7 @@ func TestLabel(t *testing.T) {
 		[]string{"label", "nodes", "node-1", "k=v", "--overwrite", "--remove"},
 		[]string{"get", "node", "node-1", "-o", "yaml"},
 	)
-	golden(t, "label", scrubMeta(got))
+	golden.Check(t, "label", scrubMeta(got))
 
 	// Every kind can be labelled, set and removed.
 	for _, k := range []struct{ kind, name, ns string }{

@@ -1,6 +1,7 @@
 package ctl_test
 
 import (
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,7 @@ func TestValidateOffline(t *testing.T) {
 		[]string{"validate", "-f", "testdata/no-such-file.yaml"},
 		[]string{"validate"},
 	)
-	golden(t, "validate", got)
+	golden.Check(t, "validate", got)
 	out, _, code := h.run(all, "validate", "-f", "-")
 	if code != 0 || !strings.Contains(out, "Successfully validated 14 resource(s)") {
 		t.Errorf("validate from stdin: exit %d, %q", code, out)
@@ -40,5 +41,5 @@ func TestApplyDirectory(t *testing.T) {
 		[]string{"create", "-f", "testdata/invalid-second.yaml"},
 		[]string{"get", "ippools"},
 	)
-	golden(t, "apply-directory", got)
+	golden.Check(t, "apply-directory", got)
 }

@@ -1,18 +1,13 @@
 package rules
 
 import (
-	"flag"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store/api"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // dump renders tables as text: per table "*name", then per chain ":name"
 // and one "-A chain match action  # comment" line per rule.
@@ -70,26 +65,6 @@ func dumpSets(specs []IPSetSpec) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// golden compares got with testdata/<name>.golden, or rewrites it with
-// -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden file:\n--- got\n%s--- want\n%s", name, got, want)
-	}
 }
 
 // chain returns the rules of the named chain, as "match action" lines.

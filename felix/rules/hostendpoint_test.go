@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"net/netip"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func hostInput() Input {
 
 func TestHostEndpointGolden(t *testing.T) {
 	tb, sets := Render(Config{}, hostInput())
-	golden(t, "hostendpoints", dump(tb)+"# ipsets\n"+dumpSets(sets))
+	golden.Check(t, "hostendpoints", dump(tb)+"# ipsets\n"+dumpSets(sets))
 }
 
 func TestHostEndpointSemantics(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"net/netip"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, sets := Render(tc.cfg, tc.in)
-			golden(t, tc.name, dump(tb)+"# ipsets\n"+dumpSets(sets))
+			golden.Check(t, tc.name, dump(tb)+"# ipsets\n"+dumpSets(sets))
 		})
 	}
 }
@@ -87,7 +88,7 @@ func TestDispatchTree(t *testing.T) {
 			disp = append(disp, c)
 		}
 	}
-	golden(t, "dispatch", dump(Tables{Filter: disp}))
+	golden.Check(t, "dispatch", dump(Tables{Filter: disp}))
 
 	// At or below the fan-out, one flat chain.
 	tb, _ = Render(Config{}, Input{Endpoints: manyEndpoints(dispatchFanout)})

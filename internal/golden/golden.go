@@ -1,4 +1,7 @@
-package ctl_test
+// Package golden compares test output with testdata/<name>.golden files,
+// or rewrites them when the test binary runs with -update. It is imported
+// only by tests.
+package golden
 
 import (
 	"flag"
@@ -7,13 +10,13 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
-// golden compares got with testdata/<name>.golden (written with -update).
-func golden(t *testing.T, name, got string) {
+// Check compares got with testdata/<name>.golden (written with -update).
+func Check(t testing.TB, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *updateGolden {
+	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
