@@ -2,8 +2,6 @@ package ctl
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"math/big"
 	"math/bits"
@@ -135,7 +133,7 @@ func splitPool(old *api.IPPool, n int) ([]*api.IPPool, error) {
 			newName = fmt.Sprintf("split-%s-%d", old.Metadata.Name[:245], i)
 		}
 		ch.Metadata = api.ObjectMeta{Name: newName, Labels: old.Metadata.Labels, Annotations: old.Metadata.Annotations,
-			UID: newSplitUID(), CreationTimestamp: time.Now().UTC().Format(time.RFC3339)}
+			UID: store.NewUID(), CreationTimestamp: time.Now().UTC().Format(time.RFC3339)}
 		ch.Spec.CIDR = part.String()
 		ch.Spec.Disabled = false
 		if err := ch.Validate(); err != nil {
@@ -174,13 +172,4 @@ func swapPools(ctx context.Context, c *store.Client, old *api.IPPool, children [
 		return fmt.Errorf("splitting IP pool %s: the pool changed or a split-%s-N pool already exists; nothing was written", old.Metadata.Name, old.Metadata.Name)
 	}
 	return nil
-}
-
-func newSplitUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

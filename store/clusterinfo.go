@@ -71,7 +71,7 @@ func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion stri
 func (c *Client) createClusterInformation(ctx context.Context, k api.KindInfo) error {
 	ci := k.NewObject().(*api.ClusterInformation)
 	ci.Metadata.Name = "default"
-	guid := newUID()
+	guid := NewUID()
 	ready := true
 	ci.Spec.ClusterGUID = guid[:8] + guid[9:13] + guid[14:18] + guid[19:23] + guid[24:]
 	ci.Spec.CalicoVersion = api.CalicoAPIVersion

@@ -82,7 +82,8 @@ func (c *Client) listPools(ctx context.Context) ([]*api.IPPool, error) {
 	return pools, nil
 }
 
-func newUID() string {
+// NewUID returns a random RFC 4122 version 4 UID, the form metadata.uid holds.
+func NewUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
@@ -108,7 +109,7 @@ func (c *Client) create(ctx context.Context, r api.Resource) (api.Resource, erro
 	m := r.GetObjectMeta()
 	m.ResourceVersion = ""
 	if m.UID == "" {
-		m.UID = newUID()
+		m.UID = NewUID()
 	}
 	if m.CreationTimestamp == "" {
 		m.CreationTimestamp = time.Now().UTC().Format(time.RFC3339)
