@@ -15,7 +15,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
+
+// reconnectBackoff bounds how long an idle connection waits between attempts
+// to reach a member that went away. gRPC's default grows to 120 s, so a client
+// that sat through a 20 s etcd outage could stay cut off for another 30 s after
+// etcd was back; CNI calls and the agent's writes must not.
+var reconnectBackoff = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
 
 // DefaultEndpoint is the embedded etcd's client URL.
 const DefaultEndpoint = "http://127.0.0.1:2379"
@@ -73,7 +83,7 @@ func New(cfg Config) (*Client, error) {
 			eps = append(eps, e)
 		}
 	}
-	var dialOpts []grpc.DialOption
+	dialOpts := []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)}
 	if cfg.Dialer != nil {
 		dialOpts = append(dialOpts, grpc.WithContextDialer(cfg.Dialer))
 	}
