@@ -25,6 +25,7 @@ const (
 	WatchNetworkPolicies = "networkpolicies"
 	WatchPods            = "pods"
 	WatchNodes           = "nodes"
+	WatchEndpointSlices  = "endpointslices"
 )
 
 var watchable = map[string]schema.GroupVersionResource{
@@ -33,6 +34,7 @@ var watchable = map[string]schema.GroupVersionResource{
 	WatchNetworkPolicies: networkPoliciesResource,
 	WatchPods:            podsResource,
 	WatchNodes:           nodesResource,
+	WatchEndpointSlices:  endpointSlicesResource,
 }
 
 // watchTimeout is how long the server keeps one watch open (randomised

@@ -18,6 +18,22 @@ const (
 	IPAMConfigKey  = IPAMPrefix + "config"
 )
 
+// Keys of our own, outside Calico's layout (Calico has no such keys; real
+// Calico components ignore them).
+const (
+	// AIOPrefix holds what this agent keeps beside Calico's keys.
+	AIOPrefix = "/calico/aio/v1/"
+	// ServicePrefix holds each Kubernetes Service's endpoints, as the
+	// controller publishes them for rule services matches
+	// (ServiceEndpointsKey, services.go).
+	ServicePrefix = AIOPrefix + "services/"
+)
+
+// ServiceEndpointsKey is /calico/aio/v1/services/<namespace>/<name>.
+func ServiceEndpointsKey(namespace, name string) string {
+	return ServicePrefix + namespace + "/" + name
+}
+
 // ResourceKey is the key of a resource; ns is ignored for cluster-scoped kinds.
 func ResourceKey(k api.KindInfo, ns, name string) string {
 	if k.Namespaced {

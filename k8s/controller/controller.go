@@ -1,7 +1,9 @@
 // Package controller keeps the Calico datastore's copies of Kubernetes
 // objects up to date, as Calico's kube-controllers do: namespace and service
 // account profiles ("kns.<ns>", "ksa.<ns>.<sa>"), Kubernetes NetworkPolicies
-// ("knp.default.<name>") and the labels of pods' workload endpoints. It also
+// ("knp.default.<name>") and the labels of pods' workload endpoints; and it
+// publishes Services' endpoints (from EndpointSlices) for rule services
+// matches under a key of our own (store.ServicePrefix). It also
 // collects garbage: the endpoints and addresses of deleted pods and the
 // Calico Nodes of deleted Kubernetes nodes, each only after a grace period
 // and a second look at the API.
@@ -12,7 +14,8 @@
 // election so that only one instance writes at a time.
 //
 // Files: controller.go (loop), watch.go (watches to wake-ups),
-// resources.go (profiles and policies), podlabels.go, gc.go (deleted pods),
+// resources.go (profiles and policies), podlabels.go, services.go (service
+// endpoints), gc.go (deleted pods),
 // gcnodes.go (deleted nodes), elect.go (leader election).
 package controller
 
@@ -31,7 +34,8 @@ import (
 // DefaultResync is how often Run reconciles everything when Resync is zero.
 // Watches carry the changes; the resync is the safety net (and the clock
 // of the garbage collection's observations), and each one lists every
-// namespace, service account, policy, pod and node, so it is not frequent.
+// namespace, service account, policy, pod, node and endpoint slice, so it
+// is not frequent.
 const DefaultResync = time.Minute
 
 // DefaultLeakGracePeriod is how long an address, endpoint or node must
@@ -85,6 +89,7 @@ type lister interface {
 	ListNodes(ctx context.Context) ([]k8s.Node, error)
 	GetPod(ctx context.Context, ns, name string) (*k8s.Pod, error)
 	GetNode(ctx context.Context, name string) (*k8s.Node, error)
+	ListEndpointSlices(ctx context.Context) ([]k8s.EndpointSlice, error)
 }
 
 // New returns a controller writing to st and reading the API server named
@@ -123,6 +128,7 @@ const (
 	groupProfiles group = 1 << iota // kns./ksa. profiles: namespaces, service accounts
 	groupPolicies                   // knp.default. policies: NetworkPolicies
 	groupPods                       // workload endpoint labels: pods
+	groupServices                   // service endpoints: EndpointSlices (services.go)
 )
 
 // syncGroups reconciles the groups in gs.
@@ -137,15 +143,18 @@ func (c *Controller) syncGroups(ctx context.Context, gs group) error {
 	if gs&groupPods != 0 {
 		errs = append(errs, c.syncPodLabels(ctx))
 	}
+	if gs&groupServices != 0 {
+		errs = append(errs, c.syncServices(ctx))
+	}
 	return errors.Join(errs...)
 }
 
-// Sync makes one full reconciliation: profiles, policies and endpoint
-// labels, then a garbage collection pass. A group whose Kubernetes list
+// Sync makes one full reconciliation: profiles, policies, endpoint labels
+// and service endpoints, then a garbage collection pass. A group whose Kubernetes list
 // fails is left as it is; the others go ahead.
 func (c *Controller) Sync(ctx context.Context) error {
 	return errors.Join(
-		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods),
+		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods|groupServices),
 		c.collectPods(ctx),
 		c.collectNodes(ctx),
 	)

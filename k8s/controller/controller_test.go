@@ -23,7 +23,10 @@ type fakeKube struct {
 	nps   []k8s.NetworkPolicy
 	pods  []k8s.Pod
 	nodes []k8s.Node
+	eps   []k8s.EndpointSlice
 	err   error // ListNamespaces
+	// listSlicesErr fails ListEndpointSlices.
+	listSlicesErr error
 	// listPodsErr and listNodesErr fail those lists; getErr fails GETs.
 	listPodsErr, listNodesErr, getErr error
 	// hidden are objects a GET finds that the lists leave out (a list
@@ -50,6 +53,15 @@ func (f *fakeKube) ListNetworkPolicies(context.Context) ([]k8s.NetworkPolicy, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.nps), nil
+}
+
+func (f *fakeKube) ListEndpointSlices(context.Context) ([]k8s.EndpointSlice, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listSlicesErr != nil {
+		return nil, f.listSlicesErr
+	}
+	return slices.Clone(f.eps), nil
 }
 
 func (f *fakeKube) ListPods(context.Context) ([]k8s.Pod, error) {
