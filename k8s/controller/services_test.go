@@ -40,7 +40,7 @@ func TestServiceEndpointsGrouping(t *testing.T) {
 		slice("shop", "web-a", "web", "IPv6", []string{"fd00::0001"}, k8s.EndpointPort{Protocol: ptr("SCTP"), Port: ptr[int32](9)}),
 		slice("shop", "web-fqdn", "web", "FQDN", []string{"example.com"}, k8s.EndpointPort{Port: ptr[int32](80)}),
 		slice("shop", "orphan", "", "IPv4", []string{"10.0.0.9"}), // no service label
-		slice("other", "web-x", "web", "IPv4", nil),                // no endpoints
+		slice("other", "web-x", "web", "IPv4", nil),               // no endpoints
 	})
 	want := map[string]*store.ServiceEndpoints{
 		"/calico/aio/v1/services/shop/web": {Namespace: "shop", Name: "web", Slices: []store.ServiceSlice{
