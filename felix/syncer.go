@@ -19,7 +19,7 @@ type syncer struct {
 	out chan<- calc.Update
 }
 
-var watchedPrefixes = []string{store.ResourcePrefix, store.BlockPrefix}
+var watchedPrefixes = []string{store.ResourcePrefix, store.BlockPrefix, store.ServicePrefix}
 
 func (s *syncer) run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -74,6 +74,17 @@ func decodeEvent(ev store.Event) (calc.Update, bool) {
 				return u, false
 			}
 			u.Block = b
+		}
+		return u, true
+	case strings.HasPrefix(ev.Key, store.ServicePrefix):
+		u.Kind = calc.KindService
+		if !u.Deleted {
+			se, err := store.ParseServiceEndpoints(ev.Key, ev.Value)
+			if err != nil {
+				slog.Warn("skipping undecodable service endpoints", "key", ev.Key, "err", err)
+				return u, false
+			}
+			u.Service = se
 		}
 		return u, true
 	case strings.HasPrefix(ev.Key, store.ResourcePrefix):

@@ -92,6 +92,17 @@ func decode(t testing.TB, key string, value []byte) calc.Update {
 		}
 		return u
 	}
+	if strings.HasPrefix(key, store.ServicePrefix) {
+		u.Kind = calc.KindService
+		if !u.Deleted {
+			se, err := store.ParseServiceEndpoints(key, value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Service = se
+		}
+		return u
+	}
 	u.Kind, _, _ = strings.Cut(strings.TrimPrefix(key, store.ResourcePrefix), "/")
 	if !u.Deleted {
 		r, err := store.DecodeKV(store.KV{Key: key, Value: value, Revision: 1})

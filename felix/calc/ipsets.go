@@ -13,7 +13,7 @@ import (
 
 // IPSet is one desired IP set.
 type IPSet struct {
-	Type    string // hash:net, hash:ip,port
+	Type    string // hash:net, hash:ip,port (named ports, service ports)
 	Family  string // inet, inet6
 	Members []string
 }
@@ -102,6 +102,9 @@ func (s *State) evalNetset(st *ipsetState, ns *netset) []string {
 }
 
 func (s *State) evalSource(st *ipsetState, key string) []string {
+	if isServiceSet(st.spec.Kind) {
+		return s.evalService(st, key)
+	}
 	if w, ok := s.weps[key]; ok {
 		return s.evalEndpoint(st, w)
 	}
@@ -160,6 +163,10 @@ func (s *State) refreshIPSets(specs []rules.IPSetSpec, keep map[string]bool) {
 		if spec.Kind == rules.IPSetPools {
 			continue
 		}
+		if isServiceSet(spec.Kind) {
+			s.setSource(st, serviceSourceKey(spec))
+			continue
+		}
 		for key := range s.weps {
 			s.setSource(st, key)
 		}
@@ -202,7 +209,7 @@ func (s *State) ipsetsDesired() map[string]IPSet {
 		if st.v6 {
 			set.Family = "inet6"
 		}
-		if st.spec.Kind == rules.IPSetNamedPort {
+		if st.spec.Kind == rules.IPSetNamedPort || st.spec.Kind == rules.IPSetServicePorts {
 			set.Type = "hash:ip,port"
 		}
 		if st.spec.Kind == rules.IPSetPools {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/rules"
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -26,6 +27,7 @@ type State struct {
 	pools      map[string]*api.IPPool
 	blocks     map[string]*ipam.Block // by CIDR
 	felixCfgs  map[string]*api.FelixConfiguration
+	services   map[string]*store.ServiceEndpoints // by datastore key (services.go)
 	inSync     bool
 
 	// Caches (see policies.go, ipsets.go).
@@ -43,6 +45,7 @@ func NewState(node string) *State {
 		tiers:    map[string]*tier{},
 		profiles: map[string]*api.Profile{}, netsets: map[string]*netset{}, pools: map[string]*api.IPPool{},
 		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{},
+		services:      map[string]*store.ServiceEndpoints{},
 		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
 		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
 	}
@@ -92,6 +95,8 @@ func (s *State) Apply(u Update) {
 		} else if f, ok := u.Resource.(*api.FelixConfiguration); ok {
 			s.felixCfgs[f.Metadata.Name] = f
 		}
+	case KindService:
+		s.applyService(u)
 	case KindBlock:
 		cidr := blockCIDR(u.Key)
 		if u.Deleted {

@@ -4,11 +4,15 @@ package calc
 
 import (
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // KindBlock marks IPAM block updates; resource updates use the plural.
 const KindBlock = "blocks"
+
+// KindService marks a Service's published endpoints (store.ServicePrefix).
+const KindService = "services"
 
 // Update is one change from the syncer.
 type Update struct {
@@ -17,6 +21,8 @@ type Update struct {
 	Deleted  bool
 	Resource api.Resource // set for resources unless Deleted
 	Block    *ipam.Block  // set for blocks unless Deleted
+	// Service is set for KindService unless Deleted.
+	Service *store.ServiceEndpoints
 	// InSync marks the end of the initial list of every watched prefix.
 	InSync bool
 }

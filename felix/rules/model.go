@@ -76,6 +76,12 @@ const (
 	// IPSetPools holds the CIDRs of IP pools (hash:net): all pools, or the
 	// natOutgoing ones.
 	IPSetPools
+	// IPSetService holds the endpoint addresses (hash:net) of a Kubernetes
+	// Service (a rule's source.services).
+	IPSetService
+	// IPSetServicePorts holds address,protocol:port entries (hash:ip,port)
+	// of a Service's endpoints and their ports (destination.services).
+	IPSetServicePorts
 )
 
 // IPSetSpec describes an IP set a rule references; the calculation graph
@@ -95,6 +101,8 @@ type IPSetSpec struct {
 	// For named ports.
 	PortName string
 	Protocol string // "tcp", "udp", "sctp", "udplite"
+	// For services: "<namespace>/<name>".
+	Service string
 	// For pools: only the natOutgoing pools (the "masq" set) rather than
 	// all pools of the IP version.
 	NATOutgoing bool

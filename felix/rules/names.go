@@ -81,7 +81,9 @@ func EndpointChainName(dir string, iface string) string {
 }
 
 // IPSetName is the deterministic name of an IP set spec: "cali40s:<hash>"
-// for selectors, "cali40n:<hash>" for named ports, "cali40masq-ipam-pools"
+// for selectors, "cali40n:<hash>" for named ports, "cali40sva:<hash>" and
+// "cali40svc:<hash>" for a service's addresses and its addresses with
+// ports, "cali40masq-ipam-pools"
 // and "cali40all-ipam-pools" for pools ("cali60..." for IPv6). Hashes are
 // of the canonical selector texts, so equivalent selectors share a set.
 func IPSetName(ipVersion int, spec IPSetSpec) string {
@@ -95,6 +97,12 @@ func IPSetName(ipVersion int, spec IPSetSpec) string {
 			return prefix + ipsetMasqPoolsSuffix
 		}
 		return prefix + ipsetAllPoolsSuffix
+	case IPSetService, IPSetServicePorts:
+		p := prefix + "sva:"
+		if spec.Kind == IPSetServicePorts {
+			p = prefix + "svc:"
+		}
+		return p + hashOf("service\x00"+spec.Service)[:MaxIPSetName-len(p)]
 	case IPSetNamedPort:
 		id := "named\x00" + strings.ToLower(spec.Protocol) + "\x00" + spec.PortName + "\x00" +
 			canonicalSelector(spec.Selector) + "\x00" + nsSelectorKey(spec.NamespaceSelector)

@@ -126,7 +126,7 @@ func (r *renderer) ipset(spec IPSetSpec) string {
 		return n
 	}
 	asked := spec
-	if spec.Kind != IPSetPools {
+	if spec.Kind == IPSetSelector || spec.Kind == IPSetNamedPort {
 		spec.Selector = canonicalSelector(spec.Selector)
 		if spec.NamespaceSelector != "" {
 			spec.NamespaceSelector = canonicalSelector(spec.NamespaceSelector)

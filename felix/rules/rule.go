@@ -45,12 +45,6 @@ func (r *renderer) policyRule(rule *api.Rule, ns string) []iptables.Rule {
 	default:
 		return nil
 	}
-	// Matches we cannot express (services, service account label
-	// selectors) fail closed: a Deny rule ignores them and so denies more;
-	// any other rule is left out and so allows less.
-	if hasUnsupported(rule) && rule.Action != api.ActionDeny {
-		return nil
-	}
 	var slots [][]string
 	add := func(frags ...string) {
 		for _, f := range frags {
@@ -101,16 +95,6 @@ func (r *renderer) policyRule(rule *api.Rule, ns string) []iptables.Rule {
 	return r.emit(alts, extra, rule.Action)
 }
 
-// hasUnsupported reports matches the renderer cannot express.
-func hasUnsupported(rule *api.Rule) bool {
-	for _, e := range []*api.EntityRule{&rule.Source, &rule.Destination} {
-		if e.Services != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // entity renders one side of a rule: slots of alternatives (a slot with
 // several entries is an "any of"), extra negated nets (each a match whose
 // packets are excluded), and ok false when the side can never match.
@@ -130,6 +114,24 @@ func (r *renderer) entity(e *api.EntityRule, src bool, ns string, protoNum uint8
 	} else if len(notNets) > 0 {
 		slots = append(slots, []string{"! " + flag + " " + notNets[0]})
 		extra = prefixAll(flag+" ", notNets[1:])
+	}
+
+	// A Kubernetes Service (validation allows no selector or net beside
+	// it): as a source its endpoints' addresses, as a destination its
+	// endpoints' addresses with their ports. The namespace defaults to the
+	// policy's.
+	if sv := e.Services; sv != nil {
+		svcNS := sv.Namespace
+		if svcNS == "" {
+			svcNS = ns
+		}
+		if src {
+			name := r.ipset(IPSetSpec{Kind: IPSetService, Service: svcNS + "/" + sv.Name})
+			slots = append(slots, []string{"-m set --match-set " + name + " src"})
+		} else {
+			name := r.ipset(IPSetSpec{Kind: IPSetServicePorts, Service: svcNS + "/" + sv.Name})
+			slots = append(slots, []string{"-m set --match-set " + name + " dst,dst"})
+		}
 	}
 
 	// Selectors: a namespaced policy's selectors only see its namespace,

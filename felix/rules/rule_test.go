@@ -10,7 +10,8 @@ import (
 
 // symbolic replaces IP set names in s by a readable form of their spec:
 // {sel} or {sel | ns nsSel} for selectors, {tcp:name @ sel} for named
-// ports, so expected rules can be reviewed by eye.
+// ports, {svc ns/name} and {svc+ports ns/name} for services, so expected
+// rules can be reviewed by eye.
 func symbolic(s string, sets []IPSetSpec) string {
 	for _, set := range sets {
 		var sym string
@@ -27,6 +28,10 @@ func symbolic(s string, sets []IPSetSpec) string {
 				sym += " | ns " + set.NamespaceSelector
 			}
 			sym += "}"
+		case IPSetService:
+			sym = "{svc " + set.Service + "}"
+		case IPSetServicePorts:
+			sym = "{svc+ports " + set.Service + "}"
 		default:
 			continue
 		}
@@ -166,11 +171,22 @@ var featureCases = []struct {
 		Source: api.EntityRule{ServiceAccounts: &api.ServiceAccountMatch{Names: []string{"b", "a"}}}},
 		lines(`-m set --match-set {projectcalico.org/serviceaccount in {"a", "b"} && projectcalico.org/namespace == "prod"} src `+setAcc, retAcc)},
 
-	// Matches we cannot render fail closed.
-	{"services: allow left out", 4, "", api.Rule{Action: allow, Protocol: proto("TCP"),
-		Destination: api.EntityRule{Services: &api.ServiceMatch{Name: "kube-dns", Namespace: "kube-system"}}}, ""},
-	{"services: deny broadened", 4, "", api.Rule{Action: deny, Protocol: proto("TCP"),
-		Destination: api.EntityRule{Services: &api.ServiceMatch{Name: "kube-dns", Namespace: "kube-system"}}}, lines("-p tcp -j DROP")},
+	// Services: a source matches the endpoints' addresses, a destination
+	// their address,protocol:port entries; the namespace defaults to the
+	// policy's.
+	{"destination services: addresses with ports", 4, "", api.Rule{Action: allow,
+		Destination: api.EntityRule{Services: &api.ServiceMatch{Name: "kube-dns", Namespace: "kube-system"}}},
+		lines(`-m set --match-set {svc+ports kube-system/kube-dns} dst,dst `+setAcc, retAcc)},
+	{"destination services with a protocol, deny", 6, "", api.Rule{Action: deny, Protocol: proto("UDP"),
+		Destination: api.EntityRule{Services: &api.ServiceMatch{Name: "kube-dns", Namespace: "kube-system"}}},
+		lines(`-p udp -m set --match-set {svc+ports kube-system/kube-dns} dst,dst -j DROP`)},
+	{"source services default to the policy's namespace, ports still apply", 4, "prod", api.Rule{Action: allow, Protocol: proto("TCP"),
+		Source:      api.EntityRule{Services: &api.ServiceMatch{Name: "web"}},
+		Destination: api.EntityRule{Ports: portList("80")}},
+		lines(`-p tcp -m set --match-set {svc prod/web} src -m multiport --dports 80 `+setAcc, retAcc)},
+	{"source services in another namespace", 4, "prod", api.Rule{Action: deny,
+		Source: api.EntityRule{Services: &api.ServiceMatch{Name: "web", Namespace: "shop"}}},
+		lines(`-m set --match-set {svc shop/web} src -j DROP`)},
 }
 
 func TestRuleFeatures(t *testing.T) {

@@ -136,8 +136,12 @@ func (f *fieldErrs) rule(path string, r *Rule) {
 	if seen[4] && seen[6] {
 		f.add(path, "", "mixes IPv4 and IPv6 networks")
 	}
-	if r.Destination.Services != nil && (len(r.Destination.Ports) > 0 || len(r.Destination.NotPorts) > 0) {
-		f.add(path+".destination.ports", "", "cannot be combined with destination services")
+	// A destination service brings its own ports (Calico's rule).
+	if r.Destination.Services != nil && len(r.Destination.Ports) > 0 {
+		f.add(path+".destination.ports", "", "cannot be combined with destination services (the service's ports apply)")
+	}
+	if r.Destination.Services != nil && len(r.Destination.NotPorts) > 0 {
+		f.add(path+".destination.notPorts", "", "cannot be combined with destination services (the service's ports apply)")
 	}
 	if h := r.HTTP; h != nil {
 		f.http(path+".http", h)

@@ -19,7 +19,7 @@ import (
 
 // FieldProblem is one field set to a value this agent does not honour.
 type FieldProblem struct {
-	Field  string // "spec.ingress[0].destination.services"
+	Field  string // "spec.ingress[0].http"
 	Value  string // the value as JSON text (strings unquoted)
 	Report bool   // logged and counted, not refused at write
 }
@@ -51,7 +51,6 @@ func report(path string, ok ...string) refusal {
 // refusals is the table of unsupported fields by kind.
 var refusals = map[string][]refusal{
 	ruleKind: {
-		never("source.services"), never("destination.services"),
 		never("http"),
 	},
 	"IPPool": {

@@ -57,6 +57,10 @@ var enforced = map[string]string{
 	"Rule.destination.selector": "TestRuleFeatures", "Rule.destination.notSelector": "TestRuleFeatures",
 	"Rule.destination.namespaceSelector": "TestRuleFeatures", "Rule.destination.ports": "TestRuleFeatures",
 	"Rule.destination.notPorts": "TestRuleFeatures", "Rule.destination.serviceAccounts.names": "TestRuleFeatures",
+	// Services (k8s/controller/services.go publishes the endpoints,
+	// felix/calc/services.go makes the sets, felix/rules matches them).
+	"Rule.source.services.name": "TestPolicyServicesTraffic", "Rule.source.services.namespace": "TestPolicyServicesTraffic",
+	"Rule.destination.services.name": "TestPolicyServicesTraffic", "Rule.destination.services.namespace": "TestPolicyServicesTraffic",
 
 	"IPPool.spec.assignmentMode":                  "TestPoolSelection",
 	"BGPPeer.spec.keepaliveTime":                  "TestDesiredPeersTimersPortAndSecrets",
@@ -407,7 +411,8 @@ func TestUnsupportedRefusedAtWrite(t *testing.T) {
 
 func TestUnsupportedNamesConcretePaths(t *testing.T) {
 	doc := `{"kind":"GlobalNetworkPolicy","metadata":{"name":"p"},"spec":{"serviceAccountSelector":"a == 'b'","applyOnForward":true,
-		"ingress":[{"action":"Allow"},{"action":"Allow","source":{"serviceAccounts":{"names":["x"],"selector":"role == 'db'"},"services":{"name":"web","namespace":"prod"}}}],
+		"ingress":[{"action":"Allow"},{"action":"Allow","source":{"serviceAccounts":{"names":["x"],"selector":"role == 'db'"}},"http":{"methods":["GET"]}},
+			{"action":"Allow","source":{"services":{"name":"web","namespace":"prod"}},"http":{"paths":[{"exact":"/a"}]}}],
 		"egress":[{"action":"Deny","destination":{"services":{"name":"kube-dns","namespace":"kube-system"}}}]}}`
 	r, err := Decode([]byte(doc))
 	if err != nil {
@@ -418,14 +423,14 @@ func TestUnsupportedNamesConcretePaths(t *testing.T) {
 		got = append(got, p.String())
 	}
 	want := []string{
-		`spec.egress[0].destination.services={"name":"kube-dns","namespace":"kube-system"}`,
-		`spec.ingress[1].source.services={"name":"web","namespace":"prod"}`,
+		`spec.ingress[1].http={"methods":["GET"]}`,
+		`spec.ingress[2].http={"paths":[{"exact":"/a"}]}`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Unsupported = %q\nwant %q", got, want)
 	}
 	err = r.Validate()
-	for _, f := range []string{"spec.egress[0].destination.services", "spec.ingress[1].source.services"} {
+	for _, f := range []string{"spec.ingress[1].http", "spec.ingress[2].http"} {
 		if err == nil || !strings.Contains(err.Error(), f+": ") {
 			t.Errorf("Validate does not refuse %s: %v", f, err)
 		}
