@@ -102,7 +102,7 @@ func IPSetName(ipVersion int, spec IPSetSpec) string {
 		if spec.Kind == IPSetServicePorts {
 			p = prefix + "svc:"
 		}
-		return p + hashOf("service\x00"+spec.Service)[:MaxIPSetName-len(p)]
+		return p + hashOf("service\x00" + spec.Service)[:MaxIPSetName-len(p)]
 	case IPSetNamedPort:
 		id := "named\x00" + strings.ToLower(spec.Protocol) + "\x00" + spec.PortName + "\x00" +
 			canonicalSelector(spec.Selector) + "\x00" + nsSelectorKey(spec.NamespaceSelector)
