@@ -120,7 +120,8 @@ func TestManifestRBACInKubeAPIServer(t *testing.T) {
 
 	t.Run("SubjectAccessReview", func(t *testing.T) {
 		type res struct{ group, resource string }
-		readable := []res{{"", "pods"}, {"", "namespaces"}, {"", "serviceaccounts"}, {"", "nodes"}, {"networking.k8s.io", "networkpolicies"}}
+		readable := []res{{"", "pods"}, {"", "namespaces"}, {"", "serviceaccounts"}, {"", "nodes"}, {"networking.k8s.io", "networkpolicies"},
+			{"discovery.k8s.io", "endpointslices"}}
 		for _, r := range readable {
 			for _, verb := range []string{"get", "list", "watch"} {
 				// Namespaced resources: in one namespace and across all.
@@ -141,6 +142,8 @@ func TestManifestRBACInKubeAPIServer(t *testing.T) {
 			{"create", "", "serviceaccounts", "kube-system"},
 			{"delete", "networking.k8s.io", "networkpolicies", "default"},
 			{"create", "networking.k8s.io", "networkpolicies", "default"},
+			{"create", "discovery.k8s.io", "endpointslices", "default"},
+			{"delete", "discovery.k8s.io", "endpointslices", "default"},
 			{"get", "", "secrets", "kube-system"},
 			{"list", "", "secrets", ""},
 			{"get", "", "configmaps", "kube-system"},
@@ -250,6 +253,10 @@ func TestManifestRBACInKubeAPIServer(t *testing.T) {
 			nps, err := kc.ListNetworkPolicies(ctx)
 			if err != nil || len(nps) != 1 {
 				t.Errorf("ListNetworkPolicies: %d, %v; want the one", len(nps), err)
+			}
+			// Services' endpoints, for rule services matches.
+			if _, err := kc.ListEndpointSlices(ctx); err != nil {
+				t.Errorf("ListEndpointSlices: %v", err)
 			}
 		})
 	}
