@@ -365,7 +365,7 @@ func TestManifestRBAC(t *testing.T) {
 	read := []string{"get", "list", "watch"}
 	want := map[string][]string{
 		"/pods": read, "/namespaces": read, "/serviceaccounts": read, "/nodes": read,
-		"networking.k8s.io/networkpolicies": read,
+		"networking.k8s.io/networkpolicies": read, "discovery.k8s.io/endpointslices": read,
 	}
 	for k := range got {
 		sort.Strings(got[k])
