@@ -17,11 +17,7 @@ import (
 // a gauge counts, per kind, the resources currently carrying any.
 //
 // What the agent does with such a resource is what it does with every
-// field it ignores; for policy the renderer fails closed where it can:
-// an Allow rule matching services or a service-account selector is left
-// out, a Deny rule with them is broadened (felix/rules hasUnsupported). A
-// policy's spec.serviceAccountSelector is NOT narrowed: the policy applies
-// to every endpoint its selector picks (docs/POLICY.md).
+// field it ignores: it acts as if the field were unset (docs/POLICY.md).
 type unsupportedTracker struct {
 	seen  map[string]string // key -> the fields last logged, joined
 	kinds map[string]string // key -> kind, for the gauge
