@@ -45,6 +45,13 @@ func (r *renderer) policyRule(rule *api.Rule, ns string) []iptables.Rule {
 	default:
 		return nil
 	}
+	// An http match (application layer policy) cannot be expressed here
+	// and is refused at write; in a rule another tool wrote it fails
+	// closed: a Deny rule ignores it and so denies more, any other rule is
+	// left out and so allows less.
+	if rule.HTTP != nil && rule.Action != api.ActionDeny {
+		return nil
+	}
 	var slots [][]string
 	add := func(frags ...string) {
 		for _, f := range frags {

@@ -72,6 +72,8 @@ var featureCases = []struct {
 		lines("-p tcp "+setPass, retPass)},
 	{"log", 4, "", api.Rule{Action: api.ActionLog, Protocol: proto("UDP")}, lines("-p udp " + logRule)},
 	{"unknown action left out", 4, "", api.Rule{Action: "Bogus"}, ""},
+	{"http match fails closed: allow left out", 4, "", api.Rule{Action: allow, HTTP: &api.HTTPMatch{Methods: []string{"GET"}}}, ""},
+	{"http match fails closed: deny ignores it", 4, "", api.Rule{Action: deny, HTTP: &api.HTTPMatch{Methods: []string{"GET"}}}, lines("-j DROP")},
 
 	// Protocols.
 	{"tcp", 4, "", api.Rule{Action: deny, Protocol: proto("TCP")}, lines("-p tcp -j DROP")},
