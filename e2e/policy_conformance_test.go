@@ -296,6 +296,16 @@ func TestPolicyConformance(t *testing.T) {
 		mustNS(t, n2.ns, "iptables", "-t", "nat", op, "PREROUTING", "-i", "eth0", "-d", n2.ip, "-p", "tcp", "--dport", "30080",
 			"-j", "DNAT", "--to-destination", hostPort(d.net.ip, 80))
 	}
+	// tracked counts node2's conntrack entries of TCP connections from
+	// node1 and its pods to node2's address and port.
+	tracked := func(port int) int {
+		n := 0
+		for _, src := range []*kpPod{a, cc, h1} {
+			out, _ := inNS(n2.ns, "conntrack", "-L", "-p", "tcp", "--orig-src", src.net.ip, "--orig-dst", n2.ip, "--orig-port-dst", fmt.Sprint(port))
+			n += strings.Count(out, "dport="+fmt.Sprint(port))
+		}
+		return n
+	}
 	withHosts := func(h pcHosts) func(from, to *kpPod, port int) bool { return h.allowed(peers, tiered) }
 	hostsOpen := pcHosts{heps: true, in: []int{80, 81}, out: true}
 
@@ -404,9 +414,20 @@ func TestPolicyConformance(t *testing.T) {
 			c.apply(hostPreDNAT)
 		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, preDNAT: true})},
 		{"doNotTrack host policy: TCP 82 to the hosts and its replies allowed untracked, past the normal policy", false, func() {
+			// Forget the tracked connections to node2:82 of the steps
+			// without host endpoints (the next step's check counts them).
+			_, _ = inNS(n2.ns, "conntrack", "-D", "-p", "tcp", "--orig-dst", n2.ip, "--orig-port-dst", "82")
 			c.apply(hostUntracked(true))
 		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, preDNAT: true, notrack: 2})},
 		{"doNotTrack without the reply rule: replies have no conntrack state and are dropped", false, func() {
+			// The previous step's connections from node1 to node2:82
+			// left no conntrack entry there; those to node2:80 did.
+			if n := tracked(82); n != 0 {
+				t.Errorf("untracked connections from node1 to %s:82 have %d conntrack entries", n2.ip, n)
+			}
+			if n := tracked(80); n == 0 {
+				t.Errorf("no conntrack entry for connections from node1 to %s:80 (the check cannot see entries)", n2.ip)
+			}
 			c.apply(hostUntracked(false))
 		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, preDNAT: true, notrack: 1})},
 		{"host endpoints, their policies and the NodePort rule deleted", false, func() {
