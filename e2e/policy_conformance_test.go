@@ -143,7 +143,8 @@ type pcHosts struct {
 	in       []int // TCP ports the hosts' normal policy lets in
 	out      bool  // the hosts' normal policy lets everything out
 	denyAll  bool  // a deny-all normal policy ahead of it
-	fwdNo81  bool  // applyOnForward: forwarded TCP 81 to pods denied, the rest to pods allowed
+	fwdNo81  bool  // applyOnForward ingress: forwarded TCP 81 to pods denied, the rest to pods allowed
+	outNo81  bool  // applyOnForward egress: TCP 81 out through eth0 denied, forwarded or the host's own
 	nodePort bool  // node2 DNATs TCP 30080 arriving on eth0 to y/d:80, as kube-proxy would
 	preDNAT  bool  // preDNAT: TCP 30080 allowed from x/a, denied from everyone else
 	notrack  int   // doNotTrack TCP 82 to the hosts: 0 none, 1 ingress only, 2 and its replies
@@ -164,10 +165,10 @@ type pcPeers struct {
 // host: defaultEndpointToHostAction Accept; host to its pods: never
 // policed) and between pods of one node never does. A connection between
 // nodes leaves from's node through its host endpoint (a host's own traffic:
-// normal egress policy; forwarded traffic: egress applyOnForward, none
-// here) and arrives on to's node's: doNotTrack and preDNAT policy see it
-// first, then normal policy if it is for the host, or applyOnForward
-// policy if it is forwarded to a pod (after DNAT), then the pod's policy.
+// normal egress policy; a pod's: egress applyOnForward policy, if any) and
+// arrives on to's node's: doNotTrack and preDNAT policy see it first, then
+// normal policy if it is for the host, or applyOnForward policy if it is
+// forwarded to a pod (after DNAT), then the pod's policy.
 // Failsafe TCP 22 is always open inbound; no port of the table is an
 // outbound failsafe port.
 func (h pcHosts) allowed(p pcPeers, wl func(from, to *kpPod, port int) bool) func(from, to *kpPod, port int) bool {
@@ -178,16 +179,20 @@ func (h pcHosts) allowed(p pcPeers, wl func(from, to *kpPod, port int) bool) fun
 		if p.node[from] == p.node[to] {
 			return true
 		}
-		if from.host && h.heps && (h.denyAll || !h.out) {
+		if from.host && h.heps && (h.denyAll || !h.out || (h.outNo81 && port == 81)) {
 			return false // the source host's egress
+		}
+		if !from.host && h.outNo81 && port == 81 {
+			return false // forwarded out through the source node's eth0
 		}
 		dst, dport := to, port
 		if h.nodePort && to == p.nodePort && port == 30080 {
 			dst, dport = p.nodePortTo, 80
 		}
 		if h.preDNAT && port == 30080 {
-			// An allow skips normal and forward policy; the pod's own
-			// policy still applies.
+			// An allow skips normal policy (no cell here depends on
+			// whether it skips forward policy too); the pod's own policy
+			// still applies.
 			return p.fromA(from) && (dst.host || wl(from, dst, dport))
 		}
 		if !dst.host {
@@ -278,6 +283,7 @@ func TestPolicyConformance(t *testing.T) {
 		{Action: api.ActionDeny, Protocol: protoTCP(), Destination: api.EntityRule{Selector: "has(app)", Ports: apiPorts(81)}},
 		{Action: api.ActionAllow, Destination: api.EntityRule{Selector: "has(app)"}},
 	}, nil), "forward")
+	hostForwardOut := hostKind(gnp("host-forward-out", 6, "has(hep)", nil, []api.Rule{tcpTo(api.ActionDeny, 81), {Action: api.ActionAllow}}), "forward")
 	hostPreDNAT := hostKind(gnp("host-nodeport", 5, "has(hep)", []api.Rule{
 		{Action: api.ActionAllow, Protocol: protoTCP(), Source: fromApp("a"), Destination: api.EntityRule{Ports: apiPorts(30080)}},
 		tcpTo(api.ActionDeny, 30080),
@@ -407,18 +413,21 @@ func TestPolicyConformance(t *testing.T) {
 		{"applyOnForward host policy: forwarded TCP 81 to pods denied, other forwarded traffic to pods allowed", false, func() {
 			c.apply(hostForward)
 		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true})},
+		{"applyOnForward egress host policy: TCP 81 out through eth0 denied, pods' forwarded and the hosts' own", false, func() {
+			c.apply(hostForwardOut)
+		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, outNo81: true})},
 		{"NodePort-style DNAT on node2 (eth0 TCP 30080 to y/d:80): forwarded, so the hosts' normal policy no longer sees it", false, func() {
 			nodePort("-A")
-		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true})},
+		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, outNo81: true, nodePort: true})},
 		{"preDNAT host policy on the port before DNAT: TCP 30080 allowed from x/a only (NodePort and pods)", false, func() {
 			c.apply(hostPreDNAT)
-		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, preDNAT: true})},
+		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, outNo81: true, nodePort: true, preDNAT: true})},
 		{"doNotTrack host policy: TCP 82 to the hosts and its replies allowed untracked, past the normal policy", false, func() {
 			// Forget the tracked connections to node2:82 of the steps
 			// without host endpoints (the next step's check counts them).
 			_, _ = inNS(n2.ns, "conntrack", "-D", "-p", "tcp", "--orig-dst", n2.ip, "--orig-port-dst", "82")
 			c.apply(hostUntracked(true))
-		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, preDNAT: true, notrack: 2})},
+		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, outNo81: true, preDNAT: true, notrack: 2})},
 		{"doNotTrack without the reply rule: replies have no conntrack state and are dropped", false, func() {
 			// The previous step's connections from node1 to node2:82
 			// left no conntrack entry there; those to node2:80 did.
@@ -429,9 +438,9 @@ func TestPolicyConformance(t *testing.T) {
 				t.Errorf("no conntrack entry for connections from node1 to %s:80 (the check cannot see entries)", n2.ip)
 			}
 			c.apply(hostUntracked(false))
-		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, preDNAT: true, notrack: 1})},
+		}, withHosts(pcHosts{heps: true, in: []int{80, 81}, out: true, fwdNo81: true, nodePort: true, outNo81: true, preDNAT: true, notrack: 1})},
 		{"host endpoints, their policies and the NodePort rule deleted", false, func() {
-			for _, name := range []string{"host-in", "host-forward", "host-nodeport", "host-untracked"} {
+			for _, name := range []string{"host-in", "host-forward", "host-forward-out", "host-nodeport", "host-untracked"} {
 				c.remove("GlobalNetworkPolicy", "", name)
 			}
 			c.remove("HostEndpoint", "", n1.name+"-eth0")
