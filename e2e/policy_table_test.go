@@ -11,20 +11,40 @@ import (
 
 // The truth table of TCP connections shared by the conformance tests
 // (TestK8sNetworkPolicyConformance, TestPolicyConformance): every ordered
-// pair of distinct pods on every port, evaluated from a rule, probed all at
-// once, and drawn as a table when it does not match.
+// pair of distinct peers (pods, and nodes' host namespaces) on every port,
+// evaluated from a rule, probed all at once, and drawn as a table when it
+// does not match.
 
-// kpPod is a pod of a truth table, wired by the CNI plugin.
+// kpPod is a peer of a truth table: a pod wired by the CNI plugin or, with
+// host set, a node's host namespace listening on the node's address.
 type kpPod struct {
 	namespace, name string
 	http            int // the number its container port "http" names
+	host            bool
 	net             pod
 }
 
-func (p *kpPod) String() string { return p.namespace + "/" + p.name }
+// String is "namespace/name" for a pod, the node's name for a host.
+func (p *kpPod) String() string {
+	if p.host {
+		return p.name
+	}
+	return p.namespace + "/" + p.name
+}
+
+// kpHost is node nd's host namespace as a peer: it listens on the node's
+// address on every one of ports, and its probes start in the node's
+// namespace (so they leave with the node's address).
+func kpHost(t testing.TB, nd *clusterNode, ports []int) *kpPod {
+	t.Helper()
+	for _, port := range ports {
+		listenPeer(t, nd.ns, hostPort(nd.ip, port))
+	}
+	return &kpPod{name: nd.name, host: true, net: pod{ns: nd.ns, ip: nd.ip}}
+}
 
 // kpTable is the truth table of TCP connections between every ordered pair
-// of distinct pods on every one of ports.
+// of distinct peers on every one of ports.
 type kpTable struct {
 	pods  []*kpPod
 	ports []int
@@ -113,27 +133,34 @@ func kpWord(allowed bool) string {
 // render draws cells as a table, marking those that differ from want.
 func (tab *kpTable) render(cells, want []bool) string {
 	var b strings.Builder
-	colW := len(tab.ports) * 3
-	fmt.Fprintf(&b, "%-8s", "")
+	rowW, portW := 8, 3
+	for _, p := range tab.pods {
+		rowW = max(rowW, len(p.String()))
+	}
+	for _, p := range tab.ports {
+		portW = max(portW, len(fmt.Sprint(p))+1)
+	}
+	colW := len(tab.ports) * portW
+	fmt.Fprintf(&b, "%-*s", rowW, "")
 	for _, to := range tab.pods {
 		fmt.Fprintf(&b, " %-*s", colW, to.String())
 	}
-	fmt.Fprintf(&b, "\n%-8s", "")
+	fmt.Fprintf(&b, "\n%-*s", rowW, "")
 	for range tab.pods {
 		b.WriteString(" ")
 		for _, p := range tab.ports {
-			fmt.Fprintf(&b, "%-3d", p)
+			fmt.Fprintf(&b, "%-*d", portW, p)
 		}
 	}
 	b.WriteString("\n")
 	i := 0
 	for _, from := range tab.pods {
-		fmt.Fprintf(&b, "%-8s", from.String())
+		fmt.Fprintf(&b, "%-*s", rowW, from.String())
 		for _, to := range tab.pods {
 			b.WriteString(" ")
 			for range tab.ports {
 				if from == to {
-					b.WriteString("-  ")
+					fmt.Fprintf(&b, "%-*s", portW, "-")
 					continue
 				}
 				s := "X"
@@ -143,7 +170,7 @@ func (tab *kpTable) render(cells, want []bool) string {
 				if cells[i] != want[i] {
 					s += "!"
 				}
-				fmt.Fprintf(&b, "%-3s", s)
+				fmt.Fprintf(&b, "%-*s", portW, s)
 				i++
 			}
 		}
