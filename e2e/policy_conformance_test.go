@@ -270,6 +270,11 @@ func TestPolicyConformance(t *testing.T) {
 	// allow-80 and allow-81: TCP 80 and 81 from anyone.
 	tiered := func(from, to *kpPod, port int) bool { return !is(to, "x/b") || port == 80 || port == 81 }
 
+	svcToD := gnp("svc-to-d", 10, `app == "d"`, []api.Rule{{Action: api.ActionAllow,
+		Source: api.EntityRule{Services: &api.ServiceMatch{Name: "web", Namespace: "x"}}}}, nil)
+	svcFromC := gnp("svc-from-c", 10, `app == "c"`, nil, []api.Rule{{Action: api.ActionAllow,
+		Destination: api.EntityRule{Services: &api.ServiceMatch{Name: "db", Namespace: "x"}}}})
+
 	// Host endpoints: each node's eth0, its address as expectedIPs (so
 	// rules can select the hosts), labelled hep.
 	hep := func(nd *clusterNode) *api.HostEndpoint {
@@ -447,9 +452,43 @@ func TestPolicyConformance(t *testing.T) {
 			c.remove("HostEndpoint", "", n2.name+"-eth0")
 			nodePort("-D")
 		}, tiered},
-		// The next step (a Service match, rule services) goes here: the
-		// table is tiered's, with no host endpoint.
+		// Service matches (rule services): the endpoints are published as
+		// the Kubernetes controller publishes them from EndpointSlices
+		// (PublishServiceEndpoints; the nodes cannot reach a kube-apiserver,
+		// TestPolicyServicesTraffic covers the controller's side).
+		{"source.services x/web (endpoints x/a) is all y/d accepts (and its own host node2)", false, func() {
+			PublishServiceEndpoints(t, c.cl, "x", "web", ServiceSlice{Name: "web-1", Addresses: []string{a.net.ip}, Ports: []int{80}})
+			c.apply(svcToD)
+		}, func(from, to *kpPod, port int) bool {
+			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "x/a") || is(from, "node2"))
+		}},
+		{"x/web's endpoints change to y/c: y/d follows", false, func() {
+			PublishServiceEndpoints(t, c.cl, "x", "web", ServiceSlice{Name: "web-1", Addresses: []string{cc.net.ip}, Ports: []int{80}})
+		}, func(from, to *kpPod, port int) bool {
+			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "y/c") || is(from, "node2"))
+		}},
+		{"x/web's endpoints withdrawn: its match matches nothing, y/d accepts only node2", false, func() {
+			PublishServiceEndpoints(t, c.cl, "x", "web")
+		}, func(from, to *kpPod, port int) bool {
+			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "node2"))
+		}},
+		{"destination.services x/db (x/b TCP 81) is all y/c may send to", false, func() {
+			PublishServiceEndpoints(t, c.cl, "x", "db", ServiceSlice{Name: "db-1", Addresses: []string{b.net.ip}, Ports: []int{81}})
+			c.apply(svcFromC)
+		}, func(from, to *kpPod, port int) bool {
+			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "node2")) &&
+				(!is(from, "y/c") || (is(to, "x/b") && port == 81))
+		}},
+		{"x/db's endpoint port changes to 80: y/c follows", false, func() {
+			PublishServiceEndpoints(t, c.cl, "x", "db", ServiceSlice{Name: "db-1", Addresses: []string{b.net.ip}, Ports: []int{80}})
+		}, func(from, to *kpPod, port int) bool {
+			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "node2")) &&
+				(!is(from, "y/c") || (is(to, "x/b") && port == 80))
+		}},
 		{"t2 emptied and deleted: t1's Passes reach the profiles, which allow", false, func() {
+			c.remove("GlobalNetworkPolicy", "", "svc-to-d")
+			c.remove("GlobalNetworkPolicy", "", "svc-from-c")
+			PublishServiceEndpoints(t, c.cl, "x", "db")
 			c.remove("GlobalNetworkPolicy", "", "allow-80")
 			c.remove("GlobalNetworkPolicy", "", "allow-81")
 			c.remove("Tier", "", "t2")
