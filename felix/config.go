@@ -14,6 +14,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// spec.nodeName); when set the Node is registered with a k8s orchRef,
 	// which lets the controller remove it once the Kubernetes node is gone.
 	K8sNodeRef string
+	// DefaultPools are created at start when their family has no pool
+	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: bootstrap.go).
+	DefaultPools []*api.IPPool
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -110,6 +114,10 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
+	var err error
+	if c.DefaultPools, err = parseDefaultPools(getenv); err != nil {
+		return c, err
+	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			c.EtcdEndpoints = append(c.EtcdEndpoints, e)

@@ -67,6 +67,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := retry(ctx, func() error { return c.EnsureDefaultTiers(ctx) }); err != nil {
 		return err
 	}
+	if err := retry(ctx, func() error { return ensureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
+		return err
+	}
 	v4, v6, err := nodeAddrs(cfg)
 	if err != nil {
 		return err
