@@ -12,7 +12,8 @@
 // election so that only one instance writes at a time.
 //
 // Files: controller.go (loop), watch.go (watches to wake-ups),
-// resources.go (profiles and policies), podlabels.go, gc.go (deleted pods),
+// resources.go (profiles and policies), podlabels.go, nodelabels.go
+// (Kubernetes node labels onto Calico Nodes), gc.go (deleted pods),
 // gcnodes.go (deleted nodes), elect.go (leader election).
 package controller
 
@@ -137,6 +138,9 @@ func (c *Controller) syncGroups(ctx context.Context, gs group) error {
 	if gs&groupPods != 0 {
 		errs = append(errs, c.syncPodLabels(ctx))
 	}
+	if gs&groupNodeLabels != 0 {
+		errs = append(errs, c.syncNodeLabels(ctx)) // nodelabels.go
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,7 +149,7 @@ func (c *Controller) syncGroups(ctx context.Context, gs group) error {
 // fails is left as it is; the others go ahead.
 func (c *Controller) Sync(ctx context.Context) error {
 	return errors.Join(
-		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods),
+		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods|groupNodeLabels),
 		c.collectPods(ctx),
 		c.collectNodes(ctx),
 	)

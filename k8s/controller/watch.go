@@ -24,6 +24,7 @@ var watches = []struct {
 	{k8s.WatchServiceAccounts, groupProfiles},
 	{k8s.WatchNetworkPolicies, groupPolicies},
 	{k8s.WatchPods, groupPods},
+	{k8s.WatchNodes, groupNodeLabels},
 }
 
 // Watch restart backoff: a watch that fails, or ends sooner than
