@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -202,10 +201,9 @@ func hostLinks() ([]linkMTU, error) {
 	out := make([]linkMTU, 0, len(links))
 	for _, l := range links {
 		a := l.Attrs()
-		// Up as Felix counts it: operationally up, or unknown state with
-		// the link administratively up (tunnels, dummies).
-		up := a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown && a.Flags&net.FlagUp != 0
-		out = append(out, linkMTU{Name: a.Name, MTU: a.MTU, Up: up})
+		// Up as Felix counts it: operationally up (a link whose state is
+		// unknown or down, such as a fresh cloud NIC, is skipped).
+		out = append(out, linkMTU{Name: a.Name, MTU: a.MTU, Up: a.OperState == netlink.OperUp})
 	}
 	return out, nil
 }
