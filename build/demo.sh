@@ -65,7 +65,9 @@ done
 
 start_node() {
 	local i=$1; shift
-	in_ns "n$i" "$BIN/calico-node" --nodename "node$i" --ip "$NET.$i/24" \
+	# The first node creates the pods' pool (default-ipv4-ippool, NAT outgoing
+	# on) from CALICO_IPV4POOL_CIDR, as calico-node does (docs/BOOTSTRAP.md).
+	in_ns "n$i" env CALICO_IPV4POOL_CIDR=10.244.0.0/16 "$BIN/calico-node" --nodename "node$i" --ip "$NET.$i/24" \
 		--lib-dir "$STATE/n$i/lib" --run-dir "$STATE/n$i/run" --health-addr 127.0.0.1:9099 \
 		--metrics-addr 127.0.0.1:9091 "$@" >"$STATE/n$i/agent.log" 2>&1 &
 	echo $! >"$STATE/n$i/agent.pid"
@@ -87,9 +89,8 @@ wait_ready 1
 for i in 2 3; do start_node "$i" --etcd-endpoints "$ETCD"; done
 for i in 2 3; do wait_ready "$i"; done
 
-say "an IP pool for the pods"
-printf 'apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: demo-pool}\nspec: {cidr: 10.244.0.0/16, natOutgoing: true}\n' |
-	ctl apply -f -
+say "the IP pool node1 created on first start from CALICO_IPV4POOL_CIDR"
+ctl get ippools
 
 say "one pod per node through the CNI plugin"
 declare -A POD_IP

@@ -206,16 +206,3 @@ func (c *NetConf) NodeName() (string, error) {
 	}
 	return h, nil
 }
-
-// EffectiveMTU is mtu, else what calico-node wrote in <lib>/mtu, else 1500.
-func (c *NetConf) EffectiveMTU() int {
-	if c.MTU > 0 {
-		return c.MTU
-	}
-	if b, err := os.ReadFile(filepath.Join(c.libDir(), "mtu")); err == nil {
-		if m, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && m >= 68 {
-			return m
-		}
-	}
-	return 1500
-}

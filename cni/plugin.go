@@ -63,6 +63,10 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		return err
 	}
 
+	mtu, err := s.conf.PodMTU() // cni/mtu.go: netconf mtu, else <lib>/mtu
+	if err != nil {
+		return err
+	}
 	addrs, release, err := s.allocateAddrs(ctx, a, id, kp)
 	if err != nil {
 		return err
@@ -74,7 +78,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 
-	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: s.conf.EffectiveMTU(),
+	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: mtu,
 		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
 	if kp != nil {
 		w.podMAC = kp.mac

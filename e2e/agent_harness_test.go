@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -52,14 +53,24 @@ func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
 }
 
 // startAgentIn runs calico-node inside namespace n with its state under
-// stateDir and waits until it reports ready.
+// stateDir and waits until it reports ready. Tests make their own pools
+// (often after the agents start), so the harness turns off the default
+// pools calico-node would otherwise create (NO_DEFAULT_POOLS=true).
 func startAgentIn(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, extra ...string) *agentProc {
+	t.Helper()
+	return startAgentEnv(t, n, node, etcdEndpoint, stateDir, []string{"NO_DEFAULT_POOLS=true"}, extra...)
+}
+
+// startAgentEnv is startAgentIn with env added to the test's environment
+// instead of NO_DEFAULT_POOLS=true.
+func startAgentEnv(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, env []string, extra ...string) *agentProc {
 	t.Helper()
 	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)), done: make(chan error, 1)}
 	args := append([]string{"node", "--nodename", node, "--etcd-endpoints", etcdEndpoint,
 		"--lib-dir", stateDir + "/lib", "--run-dir", stateDir + "/run", "--health-addr", a.health,
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--resync-interval", "3s"}, extra...)
 	a.cmd = exec.Command(binary, args...)
+	a.cmd.Env = append(os.Environ(), env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
 	done, err := startIn(n, a.cmd)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
 
@@ -55,6 +56,11 @@ type Config struct {
 	// spec.nodeName); when set the Node is registered with a k8s orchRef,
 	// which lets the controller remove it once the Kubernetes node is gone.
 	K8sNodeRef string
+	// DefaultPools are created at start when their family has no pool
+	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: bootstrap.go).
+	DefaultPools []*api.IPPool
+	// mtu is --mtu with the Felix MTU variables (mtu.go).
+	mtu mtuSettings
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -88,7 +94,7 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.IPAutodetectionMethod, "ip-autodetection-method", env("IP_AUTODETECTION_METHOD", "first-found"), "first-found, interface=REGEX, can-reach=ADDR or cidr=CIDR [IP_AUTODETECTION_METHOD]")
 	fs.StringVar(&c.IP6AutodetectionMethod, "ip6-autodetection-method", env("IP6_AUTODETECTION_METHOD", "first-found"), "as --ip-autodetection-method, for IPv6 [IP6_AUTODETECTION_METHOD]")
 	asn := fs.Uint32("as", uint32(envInt(getenv, "AS", 0)), "this node's AS number (default: the cluster's) [AS]")
-	fs.IntVar(&c.MTU, "mtu", envInt(getenv, "FELIX_MTU", 1500), "pod interface MTU written for the CNI plugin [FELIX_MTU]")
+	fs.IntVar(&c.MTU, "mtu", envInt(getenv, "FELIX_MTU", 0), "pod interface MTU written for the CNI plugin; 0 detects it from the host interfaces and pools (docs/BOOTSTRAP.md) [FELIX_MTU]")
 	fs.StringVar(&c.LibDir, "lib-dir", env("CALICO_LIB_DIR", "/var/lib/calico"), "node state directory (nodename, mtu files) [CALICO_LIB_DIR]")
 	fs.StringVar(&c.RunDir, "run-dir", env("CALICO_RUN_DIR", "/var/run/calico"), "runtime directory (status socket, locks) [CALICO_RUN_DIR]")
 	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ":9099"), "health endpoint address; empty disables [FELIX_HEALTHADDR]")
@@ -110,6 +116,14 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
+	var err error
+	if c.DefaultPools, err = parseDefaultPools(getenv); err != nil {
+		return c, err
+	}
+	c.mtu.Override = c.MTU
+	if err := parseMTUEnv(getenv, &c.mtu); err != nil {
+		return c, err
+	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			c.EtcdEndpoints = append(c.EtcdEndpoints, e)

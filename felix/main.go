@@ -67,6 +67,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := retry(ctx, func() error { return c.EnsureDefaultTiers(ctx) }); err != nil {
 		return err
 	}
+	if err := retry(ctx, func() error { return ensureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
+		return err
+	}
 	v4, v6, err := nodeAddrs(cfg)
 	if err != nil {
 		return err
@@ -74,7 +77,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := registerNode(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
-	if err := writeNodeFiles(cfg.LibDir, cfg.NodeName, cfg.MTU); err != nil {
+	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu) // <lib-dir>/mtu (mtu.go)
+	var mtu int
+	if err := retry(ctx, func() (err error) { mtu, err = mw.update(ctx); return err }); err != nil {
+		return err
+	}
+	go mw.run(ctx)
+	if err := writeNodeFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
@@ -93,7 +102,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 	if cfg.Libnetwork {
-		stop, err := serveLibnetwork(ctx, c, cfg.NodeName, cfg.MTU, cfg.LibnetworkSocketDir)
+		stop, err := serveLibnetwork(ctx, c, cfg.NodeName, mtu, cfg.LibnetworkSocketDir)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,8 @@
 //
 // Files: controller.go (loop), watch.go (watches to wake-ups),
 // resources.go (profiles and policies), podlabels.go, services.go (service
-// endpoints), gc.go (deleted pods),
+// endpoints), nodelabels.go (Kubernetes node labels onto Calico Nodes),
+// gc.go (deleted pods),
 // gcnodes.go (deleted nodes), elect.go (leader election).
 package controller
 
@@ -146,6 +147,9 @@ func (c *Controller) syncGroups(ctx context.Context, gs group) error {
 	if gs&groupServices != 0 {
 		errs = append(errs, c.syncServices(ctx))
 	}
+	if gs&groupNodeLabels != 0 {
+		errs = append(errs, c.syncNodeLabels(ctx)) // nodelabels.go
+	}
 	return errors.Join(errs...)
 }
 
@@ -154,7 +158,7 @@ func (c *Controller) syncGroups(ctx context.Context, gs group) error {
 // fails is left as it is; the others go ahead.
 func (c *Controller) Sync(ctx context.Context) error {
 	return errors.Join(
-		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods|groupServices),
+		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods|groupServices|groupNodeLabels),
 		c.collectPods(ctx),
 		c.collectNodes(ctx),
 	)

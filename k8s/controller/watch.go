@@ -25,6 +25,7 @@ var watches = []struct {
 	{k8s.WatchNetworkPolicies, groupPolicies},
 	{k8s.WatchPods, groupPods},
 	{k8s.WatchEndpointSlices, groupServices},
+	{k8s.WatchNodes, groupNodeLabels},
 }
 
 // Watch restart backoff: a watch that fails, or ends sooner than

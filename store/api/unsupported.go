@@ -97,7 +97,7 @@ var refusals = map[string][]refusal{
 		never("spec.iptablesFilterDenyAction", "Drop"), never("spec.iptablesMarkMask"),
 		never("spec.natOutgoingAddress"), never("spec.natPortRange"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
-		never("spec.interfaceExclude"), never("spec.mtuIfacePattern"), never("spec.routeTableRange"),
+		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"), never("spec.removeExternalRoutes"), never("spec.deviceRouteProtocol"),
 		never("spec.healthEnabled"), never("spec.healthHost"), never("spec.healthPort", "9099"),
 		never("spec.prometheusMetricsEnabled"), never("spec.prometheusMetricsHost"),

@@ -124,6 +124,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.failsafeOutboundHostPorts":   "TestFailsafeDefaults",
 	"FelixConfiguration.spec.ipForwarding":                "TestDataplaneIPForwarding",
 	"FelixConfiguration.spec.floatingIPs":                 "TestPolicyTrafficFloatingIP",
+	"FelixConfiguration.spec.mtuIfacePattern":             "TestMTUFromHostInterfaces",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
