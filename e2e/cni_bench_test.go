@@ -91,7 +91,11 @@ type cniVariant struct {
 	name, prefix string
 	l            *libcni.NetworkConfigList
 	countAgent   bool
+	cfg          *libcni.CNIConfig // where libcni finds the plugins
 }
+
+// parallelRounds is how many parallel bursts each variant runs.
+const parallelRounds = 3
 
 // execFloor is the CPU of exec'ing a static Go program that does nothing:
 // the floor under any Go CNI plugin's CPU per call on this machine.
@@ -144,6 +148,8 @@ func measureAll(b *testing.B, e *cniEnv, vs []cniVariant, pods, parallel int, ag
 			rts[j] = append(rts[j], &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%s%06d", v.prefix, i), NetNS: newNS(b).Path(), IfName: "eth0"})
 		}
 	}
+	orig := e.cfg
+	defer func() { e.cfg = orig }()
 	idle := func() time.Duration {
 		if agent == nil {
 			return 0
@@ -154,6 +160,7 @@ func measureAll(b *testing.B, e *cniEnv, vs []cniVariant, pods, parallel int, ag
 		floor.run(b)
 		for j, v := range vs {
 			a0 := idle()
+			e.cfg = v.cfg
 			c0, t0 := childCPU(), time.Now()
 			if _, err := e.add(v.l, rts[j][i]); err != nil {
 				b.Fatalf("%s ADD %d: %v", v.name, i, err)
@@ -177,6 +184,7 @@ func measureAll(b *testing.B, e *cniEnv, vs []cniVariant, pods, parallel int, ag
 	for i := 0; i < pods; i++ {
 		for j, v := range vs {
 			idle()
+			e.cfg = v.cfg
 			t0 := time.Now()
 			if err := e.del(v.l, rts[j][i]); err != nil {
 				b.Fatalf("%s DEL: %v", v.name, err)
@@ -184,28 +192,40 @@ func measureAll(b *testing.B, e *cniEnv, vs []cniVariant, pods, parallel int, ag
 			runs[j].del = append(runs[j].del, time.Since(t0))
 		}
 	}
-	for j, v := range vs {
-		par := make([]*libcni.RuntimeConf, parallel)
-		for i := range par {
-			par[i] = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%spar%04d", v.prefix, i), NetNS: newNS(b).Path(), IfName: "eth0"}
-		}
-		idle()
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for _, rt := range par {
-			wg.Add(1)
-			go func(rt *libcni.RuntimeConf) {
-				defer wg.Done()
-				if _, err := e.add(v.l, rt); err != nil {
-					b.Errorf("%s parallel ADD: %v", v.name, err)
+	// Parallel bursts, interleaved too: each variant's burst in turn,
+	// parallelRounds times; the median burst counts.
+	bursts := make([][]time.Duration, len(vs))
+	for round := 0; round < parallelRounds; round++ {
+		for j, v := range vs {
+			par := make([]*libcni.RuntimeConf, parallel)
+			for i := range par {
+				par[i] = &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%spar%d-%04d", v.prefix, round, i), NetNS: newNS(b).Path(), IfName: "eth0"}
+			}
+			idle()
+			e.cfg = v.cfg
+			var wg sync.WaitGroup
+			t0 := time.Now()
+			for _, rt := range par {
+				wg.Add(1)
+				go func(rt *libcni.RuntimeConf) {
+					defer wg.Done()
+					if _, err := e.add(v.l, rt); err != nil {
+						b.Errorf("%s parallel ADD: %v", v.name, err)
+					}
+				}(rt)
+			}
+			wg.Wait()
+			bursts[j] = append(bursts[j], time.Since(t0))
+			idle()
+			for _, rt := range par {
+				if err := e.del(v.l, rt); err != nil {
+					b.Errorf("%s DEL after the burst: %v", v.name, err)
 				}
-			}(rt)
+			}
 		}
-		wg.Wait()
-		runs[j].parallel = time.Since(t0)
-		for _, rt := range par {
-			_ = e.del(v.l, rt)
-		}
+	}
+	for j := range runs {
+		runs[j].parallel = quantile(bursts[j], .5)
 	}
 	return runs
 }
@@ -213,7 +233,10 @@ func measureAll(b *testing.B, e *cniEnv, vs []cniVariant, pods, parallel int, ag
 // warm runs one ADD and DEL of each variant (page cache, first block
 // claim) before measuring.
 func warm(b *testing.B, e *cniEnv, vs []cniVariant) {
+	orig := e.cfg
+	defer func() { e.cfg = orig }()
 	for _, v := range vs {
+		e.cfg = v.cfg
 		rt := &libcni.RuntimeConf{ContainerID: "warm-" + v.prefix, NetNS: newNS(b).Path(), IfName: "eth0"}
 		if _, err := e.add(v.l, rt); err != nil {
 			b.Fatalf("warm-up %s: %v", v.name, err)
@@ -224,22 +247,38 @@ func warm(b *testing.B, e *cniEnv, vs []cniVariant) {
 	}
 }
 
-func logRuns(b *testing.B, title string, runs []cniRun) {
-	b.Logf("\n%s\n%-20s %9s %9s %9s %9s %10s %9s %9s %9s %9s", title, "plugin", "ADD p50", "ADD p99", "DEL p50", "DEL p99",
-		"50 par.", "CPU/ADD", "client", "serving", "dataplane")
-	for _, r := range runs {
-		b.Logf("%-20s %7.1fms %7.1fms %7.1fms %7.1fms %8.0fms %7.1fms %7.1fms %7.1fms %7.1fms", r.name,
-			millis(r.p(r.add, .5)), millis(r.p(r.add, .99)), millis(r.p(r.del, .5)), millis(r.p(r.del, .99)),
-			millis(r.parallel), millis(r.cpuPerAdd), millis(r.client), millis(r.serve), millis(r.dataplane))
+// table is the figures of both phases in one log call (a benchmark's log
+// is cut after 10 lines unless -v).
+func table(pods, parallel int, floor *execFloor, phases map[string][]cniRun, order []string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d pods each, interleaved (times in ms); exec of an empty static Go program: %.1f ms CPU (%d runs)\n", pods, millis(floor.perRun()), floor.n)
+	fmt.Fprintf(&sb, "%-8s %-20s %8s %8s %8s %8s %8s %8s %8s %8s %9s\n", "agent", "plugin", "ADD p50", "ADD p99", "DEL p50", "DEL p99",
+		fmt.Sprintf("%d par.", parallel), "CPU/ADD", "client", "serving", "dataplane")
+	for _, ph := range order {
+		for _, r := range phases[ph] {
+			fmt.Fprintf(&sb, "%-8s %-20s %8.1f %8.1f %8.1f %8.1f %8.0f %8.1f %8.1f %8.1f %9.1f\n", ph, r.name,
+				millis(r.p(r.add, .5)), millis(r.p(r.add, .99)), millis(r.p(r.del, .5)), millis(r.p(r.del, .99)),
+				millis(r.parallel), millis(r.cpuPerAdd), millis(r.client), millis(r.serve), millis(r.dataplane))
+		}
 	}
-	o, p := runs[0], runs[1]
-	b.Logf("%s / %s: ADD p50 %.2fx, DEL p50 %.2fx, %d parallel ADDs %.2fx, CPU per ADD %.2fx", o.name, p.name,
-		float64(o.p(o.add, .5))/float64(p.p(p.add, .5)), float64(o.p(o.del, .5))/float64(p.p(p.del, .5)),
-		o.parallelN, float64(o.parallel)/float64(p.parallel), float64(o.cpuPerAdd)/float64(p.cpuPerAdd))
+	for _, ph := range order {
+		runs := phases[ph]
+		p := runs[len(runs)-1]
+		fmt.Fprintf(&sb, "%s, against %s:", ph, p.name)
+		for i, o := range runs[:len(runs)-1] {
+			if i > 0 {
+				sb.WriteString(";")
+			}
+			fmt.Fprintf(&sb, " %s ADD p50 %.2fx, DEL p50 %.2fx, parallel %.2fx, CPU per ADD %.2fx", o.name,
+				float64(o.p(o.add, .5))/float64(p.p(p.add, .5)), float64(o.p(o.del, .5))/float64(p.p(p.del, .5)),
+				float64(o.parallel)/float64(p.parallel), float64(o.cpuPerAdd)/float64(p.cpuPerAdd))
+		}
+		sb.WriteString("\n")
+	}
+	return strings.TrimSuffix(sb.String(), "\n")
 }
 
-func reportRuns(b *testing.B, key string, runs []cniRun) {
-	o, p := runs[0], runs[1]
+func reportRuns(b *testing.B, key string, o, p cniRun) {
 	b.ReportMetric(millis(o.p(o.add, .5)), key+"-add-p50-ms")
 	b.ReportMetric(millis(o.p(o.del, .5)), key+"-del-p50-ms")
 	b.ReportMetric(millis(o.parallel), key+"-50par-ms")
@@ -257,10 +296,16 @@ func reportRuns(b *testing.B, key string, runs []cniRun) {
 // in-process). The agent's CPU for each ADD (serving it, then programming
 // the new endpoint) is added to the plugin's; an empty static Go program
 // exec'd once per round prices the floor under any exec'd Go plugin.
+// CNI_BENCH_BASELINE names an older build of the binary to run in-process
+// in the second phase too (e.g. from before the fast path);
+// CNI_BENCH_PODS and CNI_BENCH_PARALLEL shorten a trial run.
 func BenchmarkCNI(b *testing.B) {
 	pods, parallel := 300, 50
 	if n := os.Getenv("CNI_BENCH_PODS"); n != "" {
 		pods, _ = strconv.Atoi(n)
+	}
+	if n := os.Getenv("CNI_BENCH_PARALLEL"); n != "" {
+		parallel, _ = strconv.Atoi(n)
 	}
 	e := newCNIEnv(b, 20)
 	referencePlugins(b, e.bin)
@@ -271,7 +316,7 @@ func BenchmarkCNI(b *testing.B) {
 	ours := e.conflist("1.0.0", "bench", e.calicoPlugin("node1", ""))
 	ptp := e.conflist("1.0.0", "ptp", fmt.Sprintf(`{"type":"ptp","ipam":{"type":"host-local","subnet":"10.111.0.0/16","dataDir":%q}}`, e.state+"/hl"))
 
-	withAgent := []cniVariant{{"calico via agent", "ours", ours, true}, {"ptp+host-local", "ptp", ptp, false}}
+	withAgent := []cniVariant{{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}
 	warm(b, e, withAgent)
 	r1 := measureAll(b, e, withAgent, pods, parallel, agent, floor)
 	if served := agent.servedCalls(); served < 2*pods {
@@ -282,15 +327,28 @@ func BenchmarkCNI(b *testing.B) {
 		b.Fatal("the stopped agent left its socket behind")
 	}
 
-	stopped := []cniVariant{{"calico in-process", "inpr", ours, false}, {"ptp+host-local", "ptp2", ptp, false}}
+	stopped := []cniVariant{{"calico in-process", "inpr", ours, false, e.cfg}, {"ptp+host-local", "ptp2", ptp, false, e.cfg}}
+	if base := os.Getenv("CNI_BENCH_BASELINE"); base != "" {
+		// An older build of the binary, e.g. from before the fast path,
+		// for "no slower than before" in the same run.
+		dir := b.TempDir()
+		for _, name := range []string{"calico", "calico-ipam"} {
+			if err := os.Symlink(base, filepath.Join(dir, name)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cfg := libcni.NewCNIConfigWithCacheDir([]string{dir}, e.cache, nil)
+		stopped = slices.Insert(stopped, 1, cniVariant{"baseline in-process", "base", ours, false, cfg})
+	}
 	warm(b, e, stopped)
 	r2 := measureAll(b, e, stopped, pods, parallel, nil, floor)
 
-	b.Logf("\n%d pods each, interleaved; exec of an empty static Go program: %.1f ms CPU (%d runs)", pods, millis(floor.perRun()), floor.n)
-	logRuns(b, "calico-node running", r1)
-	logRuns(b, "calico-node stopped", r2)
-	reportRuns(b, "agent", r1)
-	reportRuns(b, "inproc", r2)
+	b.Log(table(pods, parallel, floor, map[string][]cniRun{"running": r1, "stopped": r2}, []string{"running", "stopped"}))
+	reportRuns(b, "agent", r1[0], r1[len(r1)-1])
+	reportRuns(b, "inproc", r2[0], r2[len(r2)-1])
+	if len(r2) == 3 {
+		reportRuns(b, "baseline", r2[1], r2[2])
+	}
 	b.ReportMetric(millis(r1[0].client), "agent-client-cpu/add-ms")
 	b.ReportMetric(millis(r1[0].serve), "agent-serve-cpu/add-ms")
 	b.ReportMetric(millis(r1[0].dataplane), "agent-dataplane-cpu/add-ms")
