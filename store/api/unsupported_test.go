@@ -99,6 +99,15 @@ var enforced = map[string]string{
 	"IPPool.spec.blockSize":    "TestAutoAssignClaimsBlockInCalicoLayout",
 	"IPPool.spec.nodeSelector": "TestPoolSelection",
 	"IPPool.spec.allowedUses":  "TestPoolSelection",
+	"IPPool.spec.vxlanMode":    "TestOverlayCrossSubnet",
+
+	// VXLAN (docs/OVERLAY.md).
+	"Node.spec.ipv4VXLANTunnelAddr":        "TestTunnelAddrLifecycle",
+	"Node.spec.vxlanTunnelMACAddr":         "TestOverlayDesiredAlways",
+	"FelixConfiguration.spec.vxlanEnabled": "TestOverlayFelixConfig",
+	"FelixConfiguration.spec.vxlanPort":    "TestVXLANDeviceKernel",
+	"FelixConfiguration.spec.vxlanVNI":     "TestVXLANDeviceKernel",
+	"FelixConfiguration.spec.vxlanMTU":     "TestVXLANDeviceKernel",
 
 	"BGPPeer.spec.node":                           "TestDesiredPeersPeerIPReverse",
 	"BGPPeer.spec.nodeSelector":                   "TestDesiredPeersPeerSelectorReverse",
