@@ -99,7 +99,7 @@ var enforced = map[string]string{
 	"IPPool.spec.blockSize":    "TestAutoAssignClaimsBlockInCalicoLayout",
 	"IPPool.spec.nodeSelector": "TestPoolSelection",
 	"IPPool.spec.allowedUses":  "TestPoolSelection",
-	"IPPool.spec.vxlanMode":    "TestOverlayCrossSubnet",
+	"IPPool.spec.vxlanMode":    "TestOverlayVXLANTwoSubnets",
 
 	// VXLAN (docs/OVERLAY.md).
 	"Node.spec.ipv4VXLANTunnelAddr":        "TestTunnelAddrLifecycle",
