@@ -5,6 +5,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +148,39 @@ func tcpEcho(n ns.NetNS, addr string) func() error {
 			return nil
 		})
 	}
+}
+
+// vxlanInputCounts reads the node's cali-INPUT packet counters of the
+// VXLAN rules: accepted from known nodes, dropped from others.
+func (nd *clusterNode) vxlanInputCounts() (accepted, dropped int) {
+	t := nd.c.t
+	t.Helper()
+	for _, l := range strings.Split(mustNS(t, nd.ns, "iptables", "-t", "filter", "-L", "cali-INPUT", "-v", "-x", "-n"), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || !strings.Contains(l, "dpt:4789") {
+			continue
+		}
+		n, _ := strconv.Atoi(f[0])
+		switch {
+		case f[2] == "ACCEPT" && strings.Contains(l, "cali40all-vxlan-net"):
+			accepted += n
+		case f[2] == "DROP":
+			dropped += n
+		}
+	}
+	return accepted, dropped
+}
+
+// sendUDP sends one datagram from namespace n to addr.
+func sendUDP(t testing.TB, n ns.NetNS, addr string) {
+	t.Helper()
+	mustDo(t, n, func() error {
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_, err = conn.Write([]byte("not a calico node"))
+		return err
+	})
 }

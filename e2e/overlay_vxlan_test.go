@@ -15,7 +15,8 @@ import (
 // (CALICO_NETWORKING_BACKEND=vxlan), so only VXLAN carries pod traffic
 // across nodes, with routes computed from IPAM blocks and Nodes.
 //   - vxlanMode Always: every pair of pods reaches each other (ping, TCP)
-//     and the router sees UDP 4789 between every pair of nodes;
+//     and the router sees UDP 4789 between every pair of nodes; VXLAN from
+//     an address that is no node's is dropped;
 //   - CrossSubnet, switched live: the same-subnet pair goes direct (no UDP
 //     4789 at all), the cross-subnet pairs through the tunnel;
 //   - back to Always: the same-subnet pair is encapsulated again;
@@ -90,6 +91,19 @@ func TestOverlayVXLANTwoSubnets(t *testing.T) {
 			t.Errorf("Always: the router saw no UDP 4789 from %s to %s", p.a.name, p.b.name)
 		}
 	}
+	// VXLAN is accepted from Calico nodes only: the router's own address
+	// is not one.
+	acc, drop := n1.vxlanInputCounts()
+	if acc == 0 {
+		t.Errorf("node1 accepted no VXLAN packets from known nodes (drop counter %d)", drop)
+	}
+	sendUDP(t, c.br, n1.ip+":4789")
+	eventually(t, 5*time.Second, "VXLAN from a non-node dropped", func() error {
+		if _, d := n1.vxlanInputCounts(); d <= drop {
+			return fmt.Errorf("node1's drop counter stayed at %d", d)
+		}
+		return nil
+	})
 	tun3 := c.tunnelAddr("node3")
 	eventually(t, 5*time.Second, "node1's route to node3's block", routeIs(n1, pods[2], "via "+tun3+" dev vxlan.calico proto 80 onlink"))
 

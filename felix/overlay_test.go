@@ -1,11 +1,13 @@
 package felix
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/iptables"
 )
 
 // Routes learned over BGP inside a VXLAN pool are not programmed (the
@@ -46,5 +48,51 @@ func TestAddOverlayBGPRoutes(t *testing.T) {
 	}
 	if d := des.VXLAN.Device; d == nil || d.Name != "vxlan.calico" || d.Addr != addr("10.65.0.1") || len(des.VXLAN.Peers) != 1 {
 		t.Errorf("device %+v peers %v", d, des.VXLAN.Peers)
+	}
+}
+
+// With VXLAN on, the IP set of node addresses exists and cali-INPUT first
+// accepts the VXLAN port from it and drops it from others; the rendered
+// chains are not changed in place. With VXLAN off, nothing is added.
+func TestVXLANInputFilter(t *testing.T) {
+	rendered := []iptables.Chain{{Name: "cali-INPUT", Rules: []iptables.Rule{{Match: "-i cali+", Action: "-g cali-wl-to-host"}}},
+		{Name: "cali-OUTPUT"}, {Name: "cali-FORWARD"}}
+	orig := fmt.Sprint(rendered)
+	mk := func() dataplane.Desired {
+		return dataplane.Desired{IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
+			Tables: map[int]map[string][]iptables.Chain{4: {"filter": rendered}}}
+	}
+	ov := calc.OverlayDesired{Enabled: true, Port: 4790,
+		NodeAddrs: []netip.Addr{netip.MustParseAddr("10.0.1.1"), netip.MustParseAddr("10.0.2.3")}}
+	des := mk()
+	addOverlay(&des, ov, nil)
+	if got := des.IPSets["cali40all-vxlan-net"]; fmt.Sprint(got.Members) != "[10.0.1.1/32 10.0.2.3/32]" || got.Type != "hash:net" {
+		t.Errorf("node set %+v", got)
+	}
+	in := des.Tables[4]["filter"][0]
+	want := []string{
+		"-p udp -m udp --dport 4790 -m set --match-set cali40all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT",
+		"-p udp -m udp --dport 4790 -m addrtype --dst-type LOCAL -j DROP",
+		"-i cali+ -g cali-wl-to-host",
+	}
+	if len(in.Rules) != len(want) {
+		t.Fatalf("cali-INPUT %v", in.Rules)
+	}
+	for i, r := range in.Rules {
+		if got := r.Match + " " + r.Action; got != want[i] {
+			t.Errorf("cali-INPUT rule %d: %q, want %q", i, got, want[i])
+		}
+	}
+	if out := des.Tables[4]["filter"][1]; len(out.Rules) != 1 || out.Rules[0].Action != "-j ACCEPT" {
+		t.Errorf("cali-OUTPUT %v", out.Rules)
+	}
+	if fmt.Sprint(rendered) != orig {
+		t.Errorf("the rendered chains were changed in place: %v", rendered)
+	}
+	ov.Enabled = false
+	des = mk()
+	addOverlay(&des, ov, nil)
+	if _, ok := des.IPSets["cali40all-vxlan-net"]; ok || len(des.Tables[4]["filter"][0].Rules) != 1 {
+		t.Errorf("VXLAN off, yet set %v, cali-INPUT %v", des.IPSets, des.Tables[4]["filter"][0].Rules)
 	}
 }

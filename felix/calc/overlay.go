@@ -99,6 +99,7 @@ type OverlayDesired struct {
 	// Enabled: VXLAN is on (some pool encapsulates, or vxlanEnabled is
 	// true). A node without a tunnel address still has no device.
 	Enabled bool
+	Port    int // the VXLAN UDP port (when Enabled)
 	Device  VXLANDeviceConfig
 	VTEPs   []VTEP // sorted by node
 	Routes  map[netip.Prefix]OverlayRoute
@@ -231,6 +232,7 @@ func (o *Overlay) Desired() OverlayDesired {
 		d.EncapPools = nil
 		return d
 	}
+	d.Port = port
 	self, selfOK := o.vtep(o.node)
 	if selfOK {
 		d.Device = VXLANDeviceConfig{VNI: vni, Port: port, MTU: mtu, Addr: self.Addr, MAC: self.MAC, Parent: self.NodeIP}
