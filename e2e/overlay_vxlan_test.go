@@ -19,7 +19,8 @@ import (
 //     an address that is no node's is dropped;
 //   - CrossSubnet, switched live: the same-subnet pair goes direct (no UDP
 //     4789 at all), the cross-subnet pairs through the tunnel;
-//   - back to Always: the same-subnet pair is encapsulated again;
+//   - back to Always: the same-subnet pair is encapsulated again; an agent
+//     restart keeps a tunnelled flow up; a policy denies across the tunnel;
 //   - a deleted node: the others drop its routes, neighbour and FDB entry;
 //   - Never: tunnel addresses released and the device removed.
 func TestOverlayVXLANTwoSubnets(t *testing.T) {
@@ -138,6 +139,32 @@ func TestOverlayVXLANTwoSubnets(t *testing.T) {
 			t.Errorf("Always again: no UDP 4789 from %s to %s", p.a.name, p.b.name)
 		}
 	}
+
+	// An agent restart keeps a flow through the tunnel up.
+	pg := startPinger(t, pods[0].ns, pods[2].ip+":7000", 50*time.Millisecond, 2*time.Second)
+	<-pg.first
+	n1.agent.stop()
+	n1.start()
+	eventually(t, 10*time.Second, "node1 resynced after its restart", routeIs(n1, pods[2], "dev vxlan.calico"))
+	if err := pg.stop(); err != nil {
+		t.Errorf("a TCP flow node1 -> node3 broke while node1's agent restarted: %v", err)
+	}
+
+	// A policy denies across the tunnel as it does without one.
+	k, _ := api.LookupKind("GlobalNetworkPolicy")
+	gnp := k.NewObject().(*api.GlobalNetworkPolicy)
+	gnp.Metadata.Name = "deny-node3-pods"
+	order := 1.0
+	gnp.Spec.Order, gnp.Spec.Selector, gnp.Spec.Types = &order, "all()", []api.PolicyType{api.PolicyTypeIngress}
+	gnp.Spec.Ingress = []api.Rule{{Action: api.ActionDeny}}
+	if _, err := c.cl.CreateResource(ctxBG, gnp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "deny across the tunnel", unreachable(pods[0].ns, pods[2].ip))
+	if _, err := c.cl.DeleteResource(ctxBG, k, "", gnp.Metadata.Name, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "allowed again across the tunnel", reachable(pods[0].ns, pods[2].ip))
 
 	// node3 goes: the others drop its route, neighbour and FDB entry.
 	n3.agent.stop()
