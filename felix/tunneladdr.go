@@ -16,19 +16,29 @@ import (
 	"github.com/calico-aio/calico-aio/store/selector"
 )
 
-// Calico's IPAM handle and allocation type of a node's IPv4 VXLAN tunnel
-// address (calico-node -allocate-tunnel-addrs writes the same).
-const (
-	vxlanTunnelHandlePrefix = "vxlan-tunnel-addr-"
-	vxlanTunnelAttrType     = "vxlanTunnelAddress"
-)
+// tunnelFamily is one family of VXLAN tunnel address: Calico's IPAM handle
+// prefix and allocation type (calico-node -allocate-tunnel-addrs writes
+// the same) and the Node fields that hold it and the VTEP MAC.
+type tunnelFamily struct {
+	v6           bool
+	handlePrefix string
+	attrType     string
+	fields       func(*api.Node) (addr, mac *string)
+	mac          func(*api.Node, string) string
+}
 
-func vxlanTunnelHandle(node string) string { return vxlanTunnelHandlePrefix + node }
+var tunnelFamilies = []tunnelFamily{
+	{false, "vxlan-tunnel-addr-", "vxlanTunnelAddress",
+		func(n *api.Node) (*string, *string) { return &n.Spec.IPv4VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddr }, calc.NodeVTEPMAC},
+	{true, "vxlan-v6-tunnel-addr-", "vxlanV6TunnelAddress",
+		func(n *api.Node) (*string, *string) { return &n.Spec.IPv6VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddrV6 }, calc.NodeVTEPMACV6},
+}
 
-// vxlanTunnelPools are the pools this node's VXLAN tunnel address may come
-// from: enabled IPv4 pools with VXLAN on that select the node and allow
-// Tunnel use, as CIDRs, sorted. None means the node needs no address.
-func vxlanTunnelPools(node *api.Node, pools []*api.IPPool) []string {
+// vxlanTunnelPools are the pools this node's VXLAN tunnel address of a
+// family may come from: enabled pools of the family with VXLAN on that
+// select the node and allow Tunnel use, as CIDRs, sorted. None means the
+// node needs no address of that family.
+func vxlanTunnelPools(node *api.Node, pools []*api.IPPool, v6 bool) []string {
 	var labels map[string]string
 	if node != nil {
 		labels = node.Metadata.Labels
@@ -36,7 +46,7 @@ func vxlanTunnelPools(node *api.Node, pools []*api.IPPool) []string {
 	var out []string
 	for _, p := range pools {
 		pfx, err := p.Prefix()
-		if err != nil || !pfx.Addr().Is4() || p.Spec.Disabled || !p.Spec.VXLANMode.Enabled() {
+		if err != nil || pfx.Addr().Is6() != v6 || p.Spec.Disabled || !p.Spec.VXLANMode.Enabled() {
 			continue
 		}
 		uses := p.Spec.AllowedUses
@@ -69,9 +79,10 @@ func inPools(addr netip.Addr, cidrs []string) bool {
 	return false
 }
 
-// tunnelAddrs keeps this node's VXLAN tunnel address: allocated from IPAM
-// while a pool it may use encapsulates, written with the VTEP MAC on its
-// Node, released when none does. It runs beside the agent's loop (it does
+// tunnelAddrs keeps this node's VXLAN tunnel addresses (IPv4 and IPv6):
+// each allocated from IPAM while a pool of its family the node may use
+// encapsulates, written with its VTEP MAC on the Node, released when none
+// does. It runs beside the agent's loop (it does
 // datastore I/O, no kernel I/O); the loop kicks it when pools or this node
 // change, and it repeats each resync.
 type tunnelAddrs struct {
@@ -139,31 +150,35 @@ func (t *tunnelAddrs) reconcile(ctx context.Context) error {
 		for _, o := range objs {
 			pools = append(pools, o.(*api.IPPool))
 		}
-		eligible := vxlanTunnelPools(n, pools)
-		addr, err := t.address(ctx, n, eligible)
-		if err != nil {
-			return err
+		changed := false
+		var wants []string
+		for _, fam := range tunnelFamilies {
+			addr, err := t.address(ctx, fam, vxlanTunnelPools(n, pools, fam.v6))
+			if err != nil {
+				return err
+			}
+			want, mac := "", ""
+			if addr.IsValid() {
+				want, mac = addr.String(), fam.mac(n, t.node)
+			}
+			a, m := fam.fields(n)
+			if *a != want || *m != mac {
+				*a, *m, changed = want, mac, true
+			}
+			wants = append(wants, want)
 		}
-		mac := ""
-		if addr.IsValid() {
-			mac = calc.NodeVTEPMAC(n, t.node)
-		}
-		want := ""
-		if addr.IsValid() {
-			want = addr.String()
-		}
-		if n.Spec.IPv4VXLANTunnelAddr == want && n.Spec.VXLANTunnelMACAddr == mac {
+		if !changed {
 			return nil
 		}
-		n.Spec.IPv4VXLANTunnelAddr, n.Spec.VXLANTunnelMACAddr = want, mac
 		_, err = t.c.UpdateResource(ctx, n)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("writing node %s spec.ipv4VXLANTunnelAddr %q: %w", t.node, want, err)
+			return fmt.Errorf("writing node %s VXLAN tunnel addresses %q: %w", t.node, wants, err)
 		}
-		slog.Info("VXLAN tunnel address", "node", t.node, "address", want, "mac", mac)
+		slog.Info("VXLAN tunnel addresses", "node", t.node, "ipv4", wants[0], "ipv6", wants[1],
+			"mac", n.Spec.VXLANTunnelMACAddr, "macV6", n.Spec.VXLANTunnelMACAddrV6)
 		return nil
 	}
 	return fmt.Errorf("writing node %s tunnel address: too many conflicts", t.node)
@@ -173,22 +188,16 @@ func (t *tunnelAddrs) reconcile(ctx context.Context) error {
 // allocating or releasing in IPAM as needed. An address the handle holds
 // in an eligible pool is kept (across restarts); one outside them is
 // released first.
-func (t *tunnelAddrs) address(ctx context.Context, n *api.Node, eligible []string) (netip.Addr, error) {
-	handle := vxlanTunnelHandle(t.node)
+func (t *tunnelAddrs) address(ctx context.Context, fam tunnelFamily, eligible []string) (netip.Addr, error) {
+	handle := fam.handlePrefix + t.node
 	held, err := t.ipam.IPsByHandle(ctx, handle)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("reading IPAM handle %s: %w", handle, err)
 	}
-	var v4 []netip.Addr
-	for _, a := range held {
-		if a.Is4() {
-			v4 = append(v4, a)
-		}
+	if len(eligible) > 0 && len(held) == 1 && held[0].Is6() == fam.v6 && inPools(held[0], eligible) {
+		return held[0], nil
 	}
-	if len(eligible) > 0 && len(v4) == 1 && inPools(v4[0], eligible) {
-		return v4[0], nil
-	}
-	if len(v4) > 0 {
+	if len(held) > 0 {
 		freed, err := t.ipam.ReleaseByHandle(ctx, handle)
 		if err != nil {
 			return netip.Addr{}, fmt.Errorf("releasing IPAM handle %s: %w", handle, err)
@@ -198,15 +207,20 @@ func (t *tunnelAddrs) address(ctx context.Context, n *api.Node, eligible []strin
 	if len(eligible) == 0 {
 		return netip.Addr{}, nil
 	}
-	got, err := t.ipam.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: handle, Node: t.node,
-		Attrs: map[string]string{ipam.AttrType: vxlanTunnelAttrType}, IPv4Pools: eligible, Use: api.IPPoolAllowedUseTunnel})
+	req := ipam.AutoAssignArgs{Num4: 1, HandleID: handle, Node: t.node,
+		Attrs: map[string]string{ipam.AttrType: fam.attrType}, IPv4Pools: eligible, Use: api.IPPoolAllowedUseTunnel}
+	if fam.v6 {
+		req.Num4, req.Num6, req.IPv4Pools, req.IPv6Pools = 0, 1, nil, eligible
+	}
+	got, err := t.ipam.AutoAssign(ctx, req)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("allocating a VXLAN tunnel address for node %s from %v: %w", t.node, eligible, err)
+		return netip.Addr{}, fmt.Errorf("allocating a VXLAN tunnel address (%s) for node %s from %v: %w", handle, t.node, eligible, err)
 	}
-	if len(got.IPv4) != 1 {
-		return netip.Addr{}, fmt.Errorf("allocating a VXLAN tunnel address for node %s: got %v", t.node, got.IPv4)
+	addrs := got.Addrs()
+	if len(addrs) != 1 {
+		return netip.Addr{}, fmt.Errorf("allocating a VXLAN tunnel address (%s) for node %s: got %v", handle, t.node, addrs)
 	}
-	return got.IPv4[0].Addr(), nil
+	return addrs[0], nil
 }
 
 // tunnelKick says whether an update can change this node's tunnel address.

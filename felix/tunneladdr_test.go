@@ -31,9 +31,12 @@ func TestVXLANTunnelPools(t *testing.T) {
 		mk("tunnelonly", "10.7.0.0/16", api.VXLANModeAlways, "", api.IPPoolAllowedUseTunnel),
 		mk("v6", "fd00:1::/48", api.VXLANModeAlways, ""),
 	}
-	got := vxlanTunnelPools(node, pools)
+	got := vxlanTunnelPools(node, pools, false)
 	if want := []string{"10.1.0.0/16", "10.2.0.0/16", "10.7.0.0/16"}; !slices.Equal(got, want) {
-		t.Fatalf("eligible pools %v, want %v", got, want)
+		t.Fatalf("eligible IPv4 pools %v, want %v", got, want)
+	}
+	if got := vxlanTunnelPools(node, pools, true); !slices.Equal(got, []string{"fd00:1::/48"}) {
+		t.Fatalf("eligible IPv6 pools %v", got)
 	}
 }
 
@@ -74,14 +77,15 @@ func TestTunnelAddrLifecycle(t *testing.T) {
 		}
 	}
 	a := ipam.New(cl)
-	handle := func() []netip.Addr {
+	handleOf := func(h string) []netip.Addr {
 		t.Helper()
-		got, err := a.IPsByHandle(ctx, "vxlan-tunnel-addr-n1")
+		got, err := a.IPsByHandle(ctx, h)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got
 	}
+	handle := func() []netip.Addr { return handleOf("vxlan-tunnel-addr-n1") }
 	reconcile()
 	if n := getNode(); n.Spec.IPv4VXLANTunnelAddr != "" || len(handle()) != 0 {
 		t.Fatalf("no pool encapsulates, yet tunnel address %q, handle %v", n.Spec.IPv4VXLANTunnelAddr, handle())
@@ -139,6 +143,41 @@ func TestTunnelAddrLifecycle(t *testing.T) {
 	moved, _ := netip.ParseAddr(getNode().Spec.IPv4VXLANTunnelAddr)
 	if !netip.MustParsePrefix("10.66.0.0/16").Contains(moved) || !slices.Equal(handle(), []netip.Addr{moved}) {
 		t.Fatalf("after the pool lost Tunnel use: address %s, handle %v; want one in 10.66.0.0/16", moved, handle())
+	}
+
+	// An IPv6 pool encapsulates: the IPv6 tunnel address and MAC too.
+	put(pool("vx6", "fd00:65::/64", api.VXLANModeAlways))
+	reconcile()
+	n6 := getNode()
+	a6, err := netip.ParseAddr(n6.Spec.IPv6VXLANTunnelAddr)
+	if err != nil || !netip.MustParsePrefix("fd00:65::/64").Contains(a6) || n6.Spec.VXLANTunnelMACAddrV6 != calc.DerivedVTEPMAC("n1-v6") ||
+		!slices.Equal(handleOf("vxlan-v6-tunnel-addr-n1"), []netip.Addr{a6}) || n6.Spec.IPv4VXLANTunnelAddr != moved.String() {
+		t.Fatalf("IPv6 pool: node %+v, v6 handle %v", n6.Spec, handleOf("vxlan-v6-tunnel-addr-n1"))
+	}
+	checkAttrs := func(addr netip.Addr, handle, typ string) {
+		t.Helper()
+		blocks, err := a.ListBlocks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks {
+			for _, al := range b.Allocations() {
+				if al.Addr == addr {
+					if al.Handle != handle || al.Attrs[ipam.AttrNode] != "n1" || al.Attrs[ipam.AttrType] != typ {
+						t.Fatalf("allocation %+v, want handle %s, node n1, type %s", al, handle, typ)
+					}
+					return
+				}
+			}
+		}
+		t.Fatalf("%s not allocated", addr)
+	}
+	checkAttrs(a6, "vxlan-v6-tunnel-addr-n1", "vxlanV6TunnelAddress")
+	put(pool("vx6", "fd00:65::/64", api.VXLANModeNever))
+	reconcile()
+	if n := getNode(); n.Spec.IPv6VXLANTunnelAddr != "" || n.Spec.VXLANTunnelMACAddrV6 != "" || len(handleOf("vxlan-v6-tunnel-addr-n1")) != 0 ||
+		n.Spec.IPv4VXLANTunnelAddr != moved.String() {
+		t.Fatalf("IPv6 pool off: node %+v", n.Spec)
 	}
 
 	// No pool encapsulates: released and cleared.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,8 +16,9 @@ import (
 const (
 	DefaultVXLANVNI  = 4096
 	DefaultVXLANPort = 4789
-	// VXLANDevice is the IPv4 VXLAN interface.
-	VXLANDevice = "vxlan.calico"
+	// VXLANDevice and VXLANDeviceV6 are the IPv4 and IPv6 VXLAN interfaces.
+	VXLANDevice   = "vxlan.calico"
+	VXLANDeviceV6 = "vxlan-v6.calico"
 )
 
 // Overlay is the part of the datastore VXLAN needs: nodes (their addresses,
@@ -68,11 +70,12 @@ func (o *Overlay) Apply(u Update) {
 	}
 }
 
-// VXLANDeviceConfig is the desired IPv4 VXLAN device. Zero Addr means no
-// device (VXLAN off, or this node has no tunnel address yet).
+// VXLANDeviceConfig is a desired VXLAN device. Zero Addr means no device
+// (VXLAN off, or this node has no tunnel address of the family yet).
 type VXLANDeviceConfig struct {
+	Name      string
 	VNI, Port int
-	MTU       int        // 0: the parent interface's MTU minus 50
+	MTU       int        // 0: the parent interface's MTU minus the overhead
 	Addr      netip.Addr // this node's tunnel address
 	MAC       string
 	Parent    netip.Addr // this node's address: the source of the UDP packets
@@ -94,27 +97,34 @@ type OverlayRoute struct {
 	Tunnel bool
 }
 
-// OverlayDesired is the desired overlay state.
-type OverlayDesired struct {
-	// Enabled: VXLAN is on (some pool encapsulates, or vxlanEnabled is
-	// true). A node without a tunnel address still has no device.
+// OverlayFamily is the desired overlay of one IP family.
+type OverlayFamily struct {
+	// Enabled: VXLAN is on for the family (one of its pools encapsulates,
+	// or vxlanEnabled is true). A node without a tunnel address of the
+	// family still has no device.
 	Enabled bool
-	Port    int // the VXLAN UDP port (when Enabled)
 	Device  VXLANDeviceConfig
 	VTEPs   []VTEP // sorted by node
-	Routes  map[netip.Prefix]OverlayRoute
-	// EncapPools are the IPv4 pools with VXLAN on: routes learned over
+	// EncapPools are the family's pools with VXLAN on: routes learned over
 	// BGP inside them are not programmed (as Calico's BIRD rejects them),
 	// the overlay routes are.
 	EncapPools []netip.Prefix
-	// NodeAddrs are every node's IPv4 address: the only sources VXLAN
-	// packets are accepted from.
+	// NodeAddrs are every node's address of the family: the only sources
+	// VXLAN packets are accepted from.
 	NodeAddrs []netip.Addr
 }
 
-// felixVXLAN reads vxlanEnabled, vxlanVNI, vxlanPort and vxlanMTU:
-// "default" overlaid by "node.<name>". enabled is nil when unset.
-func (o *Overlay) felixVXLAN() (enabled *bool, vni, port, mtu int) {
+// OverlayDesired is the desired overlay state.
+type OverlayDesired struct {
+	V4, V6 OverlayFamily
+	Port   int                           // the VXLAN UDP port
+	Routes map[netip.Prefix]OverlayRoute // both families
+}
+
+// felixVXLAN reads vxlanEnabled, vxlanVNI, vxlanPort, vxlanMTU and
+// vxlanMTUV6: "default" overlaid by "node.<name>". enabled is nil when
+// unset.
+func (o *Overlay) felixVXLAN() (enabled *bool, vni, port, mtu, mtu6 int) {
 	vni, port = DefaultVXLANVNI, DefaultVXLANPort
 	for _, name := range []string{"default", "node." + o.node} {
 		f, ok := o.felixCfgs[name]
@@ -134,21 +144,24 @@ func (o *Overlay) felixVXLAN() (enabled *bool, vni, port, mtu int) {
 		if s.VXLANMTU != nil {
 			mtu = *s.VXLANMTU
 		}
+		if s.VXLANMTUV6 != nil {
+			mtu6 = *s.VXLANMTUV6
+		}
 	}
-	return enabled, vni, port, mtu
+	return enabled, vni, port, mtu, mtu6
 }
 
-// vxlanPool is an IPv4 pool with VXLAN on.
+// vxlanPool is a pool with VXLAN on.
 type vxlanPool struct {
 	prefix      netip.Prefix
 	crossSubnet bool
 }
 
-func (o *Overlay) vxlanPools() []vxlanPool {
+func (o *Overlay) vxlanPools(v6 bool) []vxlanPool {
 	var out []vxlanPool
 	for _, p := range o.pools {
 		pfx, err := p.Prefix()
-		if err != nil || !pfx.Addr().Is4() || !p.Spec.VXLANMode.Enabled() {
+		if err != nil || pfx.Addr().Is6() != v6 || !p.Spec.VXLANMode.Enabled() {
 			continue
 		}
 		out = append(out, vxlanPool{prefix: pfx, crossSubnet: p.Spec.VXLANMode == api.VXLANModeCrossSubnet})
@@ -166,84 +179,123 @@ func poolOf(pools []vxlanPool, p netip.Prefix) (vxlanPool, bool) {
 	return vxlanPool{}, false
 }
 
-// nodePrefix is a node's IPv4 address with its subnet mask.
-func nodePrefix(n *api.Node) (netip.Prefix, bool) {
-	if n == nil || n.Spec.BGP == nil || n.Spec.BGP.IPv4Address == "" {
+// nodePrefix is a node's address of the family with its subnet mask.
+func nodePrefix(n *api.Node, v6 bool) (netip.Prefix, bool) {
+	if n == nil || n.Spec.BGP == nil {
 		return netip.Prefix{}, false
 	}
-	p, err := api.ParseCIDROrIP(n.Spec.BGP.IPv4Address)
-	if err != nil || !p.Addr().Is4() {
+	s := n.Spec.BGP.IPv4Address
+	if v6 {
+		s = n.Spec.BGP.IPv6Address
+	}
+	if s == "" {
+		return netip.Prefix{}, false
+	}
+	p, err := api.ParseCIDROrIP(s)
+	if err != nil || p.Addr().Is6() != v6 {
 		return netip.Prefix{}, false
 	}
 	return p, true
 }
 
-// NodeVTEPMAC is a node's VTEP MAC: its vxlanTunnelMACAddr, else the one
-// Calico derives from the node name (first six bytes of the name's SHA-1,
+// NodeVTEPMAC is a node's IPv4 VTEP MAC: its vxlanTunnelMACAddr, else one
+// derived from the node name (first six bytes of the name's SHA-1,
 // locally administered, unicast), so every node computes the same.
 func NodeVTEPMAC(n *api.Node, name string) string {
-	if n != nil && n.Spec.VXLANTunnelMACAddr != "" {
-		if m, err := net.ParseMAC(n.Spec.VXLANTunnelMACAddr); err == nil {
+	return nodeMAC(n, name, false)
+}
+
+// NodeVTEPMACV6 is the IPv6 one: vxlanTunnelMACAddrV6, else derived from
+// "<name>-v6".
+func NodeVTEPMACV6(n *api.Node, name string) string {
+	return nodeMAC(n, name, true)
+}
+
+func nodeMAC(n *api.Node, name string, v6 bool) string {
+	set, seed := "", name
+	if n != nil {
+		set = n.Spec.VXLANTunnelMACAddr
+	}
+	if v6 {
+		seed = name + "-v6"
+		set = ""
+		if n != nil {
+			set = n.Spec.VXLANTunnelMACAddrV6
+		}
+	}
+	if set != "" {
+		if m, err := net.ParseMAC(set); err == nil {
 			return m.String()
 		}
 	}
-	return DerivedVTEPMAC(name)
+	return DerivedVTEPMAC(seed)
 }
 
-// DerivedVTEPMAC is the MAC derived from a node name.
+// DerivedVTEPMAC is the MAC derived from a name.
 func DerivedVTEPMAC(name string) string {
 	h := sha1.Sum([]byte(name))
 	h[0] = h[0]&0xfe | 0x02
 	return net.HardwareAddr(h[:6]).String()
 }
 
-func (o *Overlay) vtep(name string) (VTEP, bool) {
+func (o *Overlay) vtep(name string, v6 bool) (VTEP, bool) {
 	n := o.nodes[name]
 	if n == nil {
 		return VTEP{}, false
 	}
-	addr, err := netip.ParseAddr(n.Spec.IPv4VXLANTunnelAddr)
-	np, ok := nodePrefix(n)
-	if err != nil || !addr.Is4() || !ok {
+	tunnel := n.Spec.IPv4VXLANTunnelAddr
+	if v6 {
+		tunnel = n.Spec.IPv6VXLANTunnelAddr
+	}
+	addr, err := netip.ParseAddr(tunnel)
+	np, ok := nodePrefix(n, v6)
+	if err != nil || addr.Is6() != v6 || !ok {
 		return VTEP{}, false
 	}
-	return VTEP{Node: name, Addr: addr, MAC: NodeVTEPMAC(n, name), NodeIP: np.Addr()}, true
+	return VTEP{Node: name, Addr: addr, MAC: nodeMAC(n, name, v6), NodeIP: np.Addr()}, true
 }
 
 // Desired computes the desired overlay.
 func (o *Overlay) Desired() OverlayDesired {
-	d := OverlayDesired{Routes: map[netip.Prefix]OverlayRoute{}}
+	enabled, vni, port, mtu, mtu6 := o.felixVXLAN()
+	d := OverlayDesired{Routes: map[netip.Prefix]OverlayRoute{}, Port: port}
+	d.V4 = o.family(false, enabled, VXLANDeviceConfig{Name: VXLANDevice, VNI: vni, Port: port, MTU: mtu}, d.Routes)
+	d.V6 = o.family(true, enabled, VXLANDeviceConfig{Name: VXLANDeviceV6, VNI: vni, Port: port, MTU: mtu6}, d.Routes)
+	return d
+}
+
+// family computes one family's overlay and adds its routes.
+func (o *Overlay) family(v6 bool, enabled *bool, dev VXLANDeviceConfig, routes map[netip.Prefix]OverlayRoute) OverlayFamily {
+	var d OverlayFamily
 	for _, n := range o.nodes {
-		if p, ok := nodePrefix(n); ok {
+		if p, ok := nodePrefix(n, v6); ok {
 			d.NodeAddrs = append(d.NodeAddrs, p.Addr())
 		}
 	}
 	sort.Slice(d.NodeAddrs, func(i, j int) bool { return d.NodeAddrs[i].Less(d.NodeAddrs[j]) })
-	pools := o.vxlanPools()
-	for _, p := range pools {
-		d.EncapPools = append(d.EncapPools, p.prefix)
-	}
-	enabled, vni, port, mtu := o.felixVXLAN()
+	pools := o.vxlanPools(v6)
 	d.Enabled = len(pools) > 0
 	if enabled != nil {
 		d.Enabled = *enabled
 	}
 	if !d.Enabled {
-		d.EncapPools = nil
 		return d
 	}
-	d.Port = port
-	self, selfOK := o.vtep(o.node)
-	if selfOK {
-		d.Device = VXLANDeviceConfig{VNI: vni, Port: port, MTU: mtu, Addr: self.Addr, MAC: self.MAC, Parent: self.NodeIP}
+	for _, p := range pools {
+		d.EncapPools = append(d.EncapPools, p.prefix)
 	}
-	mySubnet, _ := nodePrefix(o.nodes[o.node])
+	self, selfOK := o.vtep(o.node, v6)
+	if selfOK {
+		dev.Addr, dev.MAC, dev.Parent = self.Addr, self.MAC, self.NodeIP
+		d.Device = dev
+	}
+	mySubnet, _ := nodePrefix(o.nodes[o.node], v6)
 	vteps := map[string]VTEP{}
 	for name := range o.nodes {
 		if name == o.node {
 			continue
 		}
-		if v, ok := o.vtep(name); ok {
+		if v, ok := o.vtep(name, v6); ok {
 			vteps[name] = v
 			d.VTEPs = append(d.VTEPs, v)
 		}
@@ -258,11 +310,11 @@ func (o *Overlay) Desired() OverlayDesired {
 			return
 		}
 		if pool.crossSubnet && mySubnet.IsValid() && mySubnet.Masked().Contains(v.NodeIP) {
-			d.Routes[dst] = OverlayRoute{Via: v.NodeIP}
+			routes[dst] = OverlayRoute{Via: v.NodeIP}
 			return
 		}
 		if selfOK {
-			d.Routes[dst] = OverlayRoute{Via: v.Addr, Tunnel: true}
+			routes[dst] = OverlayRoute{Via: v.Addr, Tunnel: true}
 		}
 	}
 	keys := make([]string, 0, len(o.blocks))
@@ -274,7 +326,7 @@ func (o *Overlay) Desired() OverlayDesired {
 	for _, k := range keys {
 		b := o.blocks[k]
 		pfx, err := b.Prefix()
-		if err != nil || !pfx.Addr().Is4() {
+		if err != nil || pfx.Addr().Is6() != v6 {
 			continue
 		}
 		pool, ok := poolOf(pools, pfx)
@@ -283,11 +335,11 @@ func (o *Overlay) Desired() OverlayDesired {
 		}
 		host := b.Host()
 		route(pfx, host, pool)
-		// Addresses held by another node than the block's: a /32 each
-		// (after every block route, so they win over nothing but refine).
+		// Addresses held by another node than the block's: a host route
+		// each, after every block route.
 		for _, al := range (ipam.BlockInfo{Prefix: pfx, Block: b}).Allocations() {
 			if owner := al.Attrs[ipam.AttrNode]; owner != "" && owner != host {
-				dst := netip.PrefixFrom(al.Addr, 32)
+				dst := netip.PrefixFrom(al.Addr, al.Addr.BitLen())
 				borrowed = append(borrowed, func() { route(dst, owner, pool) })
 			}
 		}
@@ -301,7 +353,7 @@ func (o *Overlay) Desired() OverlayDesired {
 // Covers reports whether an encapsulating pool holds p: a route learned
 // over BGP for p must not replace the overlay's.
 func (d OverlayDesired) Covers(p netip.Prefix) bool {
-	for _, e := range d.EncapPools {
+	for _, e := range append(slices.Clone(d.V4.EncapPools), d.V6.EncapPools...) {
 		if e.Bits() <= p.Bits() && e.Contains(p.Addr()) {
 			return true
 		}

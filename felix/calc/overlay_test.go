@@ -44,25 +44,34 @@ func overlayFor(t *testing.T, ds datastore, seed uint64) string {
 
 func renderOverlay(d calc.OverlayDesired) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "enabled %v\n", d.Enabled)
-	if d.Device.Addr.IsValid() {
-		dv := d.Device
-		fmt.Fprintf(&b, "device vni %d port %d mtu %d addr %s mac %s parent %s\n", dv.VNI, dv.Port, dv.MTU, dv.Addr, dv.MAC, dv.Parent)
-	}
-	for _, v := range d.VTEPs {
-		fmt.Fprintf(&b, "vtep %s %s %s %s\n", v.Node, v.Addr, v.MAC, v.NodeIP)
-	}
-	var routes []string
-	for p, r := range d.Routes {
-		how := "via " + r.Via.String()
-		if r.Tunnel {
-			how += " dev vxlan.calico onlink"
+	family := func(f calc.OverlayFamily, routes bool) {
+		fmt.Fprintf(&b, "enabled %v\n", f.Enabled)
+		if f.Device.Addr.IsValid() {
+			dv := f.Device
+			fmt.Fprintf(&b, "device vni %d port %d mtu %d addr %s mac %s parent %s\n", dv.VNI, dv.Port, dv.MTU, dv.Addr, dv.MAC, dv.Parent)
 		}
-		routes = append(routes, fmt.Sprintf("route %s %s\n", p, how))
+		for _, v := range f.VTEPs {
+			fmt.Fprintf(&b, "vtep %s %s %s %s\n", v.Node, v.Addr, v.MAC, v.NodeIP)
+		}
+		if routes {
+			var rs []string
+			for p, r := range d.Routes {
+				how := "via " + r.Via.String()
+				if r.Tunnel {
+					how += " dev vxlan onlink"
+				}
+				rs = append(rs, fmt.Sprintf("route %s %s\n", p, how))
+			}
+			slices.Sort(rs)
+			b.WriteString(strings.Join(rs, ""))
+		}
+		fmt.Fprintf(&b, "encap %v nodes %v\n", f.EncapPools, f.NodeAddrs)
 	}
-	slices.Sort(routes)
-	b.WriteString(strings.Join(routes, ""))
-	fmt.Fprintf(&b, "encap %v nodes %v\n", d.EncapPools, d.NodeAddrs)
+	family(d.V4, true)
+	if d.V6.Enabled || len(d.V6.NodeAddrs) > 0 {
+		b.WriteString("v6 ")
+		family(d.V6, false)
+	}
 	return b.String()
 }
 
@@ -120,8 +129,8 @@ func TestOverlayDesiredAlways(t *testing.T) {
 device vni 4096 port 4789 mtu 0 addr 10.65.0.1 mac `+myMAC+` parent 10.0.1.1
 vtep node2 10.65.0.65 66:00:00:00:00:02 10.0.1.2
 vtep node3 10.65.0.129 66:00:00:00:00:03 10.0.2.3
-route 10.65.0.128/26 via 10.65.0.129 dev vxlan.calico onlink
-route 10.65.0.64/26 via 10.65.0.65 dev vxlan.calico onlink
+route 10.65.0.128/26 via 10.65.0.129 dev vxlan onlink
+route 10.65.0.64/26 via 10.65.0.65 dev vxlan onlink
 encap [10.65.0.0/16] nodes [10.0.1.1 10.0.1.2 10.0.2.3 10.0.2.4]
 `)
 	// A block moving to node3, a node losing its tunnel address, a
@@ -133,9 +142,9 @@ encap [10.65.0.0/16] nodes [10.0.1.1 10.0.1.2 10.0.2.3 10.0.2.4]
 device vni 4096 port 4789 mtu 0 addr 10.65.0.1 mac `+myMAC+` parent 10.0.1.1
 vtep node3 10.65.0.129 66:00:00:00:00:03 10.0.2.3
 vtep node4 10.65.0.193 `+calc.DerivedVTEPMAC("node4")+` 10.0.2.4
-route 10.65.0.128/26 via 10.65.0.129 dev vxlan.calico onlink
-route 10.65.0.192/26 via 10.65.0.193 dev vxlan.calico onlink
-route 10.65.0.64/26 via 10.65.0.129 dev vxlan.calico onlink
+route 10.65.0.128/26 via 10.65.0.129 dev vxlan onlink
+route 10.65.0.192/26 via 10.65.0.193 dev vxlan onlink
+route 10.65.0.64/26 via 10.65.0.129 dev vxlan onlink
 encap [10.65.0.0/16] nodes [10.0.1.1 10.0.2.3 10.0.2.4]
 `)
 }
@@ -153,9 +162,9 @@ vtep node2 10.65.0.65 66:00:00:00:00:02 10.0.1.2
 vtep node3 10.65.0.129 66:00:00:00:00:03 ` + node3 + `
 `
 	}
-	checkOverlay(t, ds, want("10.0.2.3")+`route 10.65.0.128/26 via 10.65.0.129 dev vxlan.calico onlink
+	checkOverlay(t, ds, want("10.0.2.3")+`route 10.65.0.128/26 via 10.65.0.129 dev vxlan onlink
 route 10.65.0.64/26 via 10.0.1.2
-route 10.65.0.69/32 via 10.65.0.129 dev vxlan.calico onlink
+route 10.65.0.69/32 via 10.65.0.129 dev vxlan onlink
 route 10.65.0.7/32 via 10.0.1.2
 encap [10.65.0.0/16] nodes [10.0.1.1 10.0.1.2 10.0.2.3 10.0.2.4]
 `)
@@ -195,10 +204,57 @@ func TestOverlayFelixConfig(t *testing.T) {
 }
 
 func TestOverlayCovers(t *testing.T) {
-	d := calc.OverlayDesired{EncapPools: []netip.Prefix{netip.MustParsePrefix("10.65.0.0/16")}}
-	for p, want := range map[string]bool{"10.65.1.0/26": true, "10.65.0.7/32": true, "10.0.0.0/8": false, "10.70.0.0/26": false} {
+	d := calc.OverlayDesired{V4: calc.OverlayFamily{EncapPools: []netip.Prefix{netip.MustParsePrefix("10.65.0.0/16")}},
+		V6: calc.OverlayFamily{EncapPools: []netip.Prefix{netip.MustParsePrefix("fd00:65::/64")}}}
+	for p, want := range map[string]bool{"10.65.1.0/26": true, "10.65.0.7/32": true, "10.0.0.0/8": false, "10.70.0.0/26": false,
+		"fd00:65::40/122": true, "fd00:65::/48": false} {
 		if got := d.Covers(netip.MustParsePrefix(p)); got != want {
 			t.Errorf("Covers(%s) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+func dualNode(name, addr, addr6, tunnel6 string) *api.Node {
+	n := overlayNode(name, addr, "", "")
+	n.Spec.BGP.IPv6Address, n.Spec.IPv6VXLANTunnelAddr = addr6, tunnel6
+	return n
+}
+
+// IPv6 VXLAN: its own device, VTEPs from ipv6VXLANTunnelAddr and the
+// nodes' IPv6 addresses, MACs from vxlanTunnelMACAddrV6 (else derived from
+// "<name>-v6"), vxlanMTUV6, /128 routes for borrowed addresses; the IPv4
+// side stays off when only the IPv6 pool encapsulates.
+func TestOverlayDesiredIPv6(t *testing.T) {
+	ds := datastore{}
+	ds.put(t, pool("v4", "10.65.0.0/16", false))
+	ds.put(t, vxlanPool("v6", "fd00:65::/64", api.VXLANModeAlways))
+	ds.put(t, dualNode(thisNode, "10.0.1.1/24", "fd51:1::1/64", "fd00:65::1"))
+	n2 := dualNode("node2", "10.0.2.2/24", "fd51:2::2/64", "fd00:65::41")
+	n2.Spec.VXLANTunnelMACAddrV6 = "66:00:00:00:06:02"
+	ds.put(t, n2)
+	ds.block(t, "fd00:65::/122", thisNode)
+	ds.block(t, "fd00:65::40/122", "node2")
+	ds.block(t, "10.65.0.64/26", "node2")
+	borrow(t, ds, "fd00:65::/122", 9, "node2")
+	mtu6 := 1400
+	fc := newObj("FelixConfiguration").(*api.FelixConfiguration)
+	fc.Metadata.Name = "default"
+	fc.Spec.VXLANMTUV6 = &mtu6
+	ds.put(t, fc)
+	checkOverlay(t, ds, `enabled false
+route fd00:65::40/122 via fd00:65::41 dev vxlan onlink
+route fd00:65::9/128 via fd00:65::41 dev vxlan onlink
+encap [] nodes [10.0.1.1 10.0.2.2]
+v6 enabled true
+device vni 4096 port 4789 mtu 1400 addr fd00:65::1 mac `+calc.DerivedVTEPMAC(thisNode+"-v6")+` parent fd51:1::1
+vtep node2 fd00:65::41 66:00:00:00:06:02 fd51:2::2
+encap [fd00:65::/64] nodes [fd51:1::1 fd51:2::2]
+`)
+	o := calc.NewOverlay(thisNode)
+	for _, k := range sortedKeys(ds) {
+		o.Apply(decode(t, k, ds[k]))
+	}
+	if name := o.Desired().V6.Device.Name; name != "vxlan-v6.calico" {
+		t.Errorf("IPv6 device %q", name)
 	}
 }

@@ -41,8 +41,11 @@ type VXLAN struct {
 	Peers  []VXLANPeer
 }
 
-// vxlanOverhead is what VXLAN over IPv4 adds to a packet.
-const vxlanOverhead = 50
+// vxlanOverhead is what VXLAN adds to a packet, over IPv4 and over IPv6.
+const (
+	vxlanOverhead   = 50
+	vxlanOverheadV6 = 70
+)
 
 // vxlanManager keeps the VXLAN device equal to the desired one.
 type vxlanManager struct {
@@ -52,16 +55,14 @@ type vxlanManager struct {
 	name    string // the device last desired (removed when none is)
 }
 
-func newVXLANManager() *vxlanManager { return &vxlanManager{dirty: true, name: "vxlan.calico"} }
+// newVXLANManager manages the device name (vxlan.calico, vxlan-v6.calico).
+func newVXLANManager(name string) *vxlanManager { return &vxlanManager{dirty: true, name: name} }
 
 // SetDesired records the desired state (no kernel I/O).
 func (m *vxlanManager) SetDesired(d VXLAN, inSync bool) {
 	sort.Slice(d.Peers, func(i, j int) bool { return d.Peers[i].Addr.Less(d.Peers[j].Addr) })
 	if !m.dirty && inSync == m.inSync && fmt.Sprint(d.Device, d.Peers) == fmt.Sprint(m.desired.Device, m.desired.Peers) {
 		return
-	}
-	if d.Device != nil && d.Device.Name != "" {
-		m.name = d.Device.Name
 	}
 	m.desired, m.inSync, m.dirty = d, inSync, true
 }
@@ -98,9 +99,17 @@ func (m *vxlanManager) apply() error {
 	return errors.Join(m.ensureAddr(l, dev), m.ensurePeers(l, dev))
 }
 
+// family is the netlink family of addr.
+func family(addr netip.Addr) int {
+	if addr.Is6() {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
+}
+
 // parentLink is the interface holding addr (nil when none does).
 func parentLink(addr netip.Addr) netlink.Link {
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := netlink.AddrList(nil, family(addr))
 	if err != nil {
 		return nil
 	}
@@ -122,11 +131,15 @@ func (m *vxlanManager) ensureLink(dev *VXLANDevice) (netlink.Link, error) {
 		return nil, fmt.Errorf("%s: MAC %q: %w", dev.Name, dev.MAC, err)
 	}
 	parent := parentLink(dev.Parent)
+	overhead := vxlanOverhead
+	if dev.Parent.Is6() {
+		overhead = vxlanOverheadV6
+	}
 	mtu := dev.MTU
 	if mtu == 0 {
-		mtu = 1500 - vxlanOverhead
+		mtu = 1500 - overhead
 		if parent != nil {
-			mtu = parent.Attrs().MTU - vxlanOverhead
+			mtu = parent.Attrs().MTU - overhead
 		}
 	}
 	want := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: dev.Name, HardwareAddr: mac, MTU: mtu},
@@ -174,19 +187,24 @@ func (m *vxlanManager) ensureLink(dev *VXLANDevice) (netlink.Link, error) {
 	return l, errors.Join(errs...)
 }
 
-// ensureAddr leaves exactly the tunnel address (/32) on the device.
+// ensureAddr leaves exactly the tunnel address (/32, /128) on the device
+// (and the kernel's IPv6 link-local address).
 func (m *vxlanManager) ensureAddr(l netlink.Link, dev *VXLANDevice) error {
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	addrs, err := netlink.AddrList(l, family(dev.Addr))
 	if err != nil {
 		return fmt.Errorf("%s: listing addresses: %w", dev.Name, err)
 	}
+	bits := dev.Addr.BitLen()
 	var errs []error
 	found := false
 	for _, a := range addrs {
 		ip, _ := netip.AddrFromSlice(a.IP)
 		ones, _ := a.Mask.Size()
-		if ip.Unmap() == dev.Addr && ones == 32 {
+		if ip.Unmap() == dev.Addr && ones == bits {
 			found = true
+			continue
+		}
+		if ip.IsLinkLocalUnicast() {
 			continue
 		}
 		if err := netlink.AddrDel(l, &a); err != nil {
@@ -194,7 +212,10 @@ func (m *vxlanManager) ensureAddr(l netlink.Link, dev *VXLANDevice) error {
 		}
 	}
 	if !found {
-		a := &netlink.Addr{IPNet: &net.IPNet{IP: dev.Addr.AsSlice(), Mask: net.CIDRMask(32, 32)}}
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: dev.Addr.AsSlice(), Mask: net.CIDRMask(bits, bits)}}
+		if dev.Addr.Is6() {
+			a.Flags = unix.IFA_F_NODAD
+		}
 		if err := netlink.AddrAdd(l, a); err != nil {
 			errs = append(errs, fmt.Errorf("%s: adding address %s: %w", dev.Name, dev.Addr, err))
 		}
@@ -217,7 +238,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 		wantFDB[mac.String()] = p.NodeIP
 	}
 	var errs []error
-	neighs, err := netlink.NeighList(idx, netlink.FAMILY_V4)
+	neighs, err := netlink.NeighList(idx, family(dev.Addr))
 	if err != nil {
 		return fmt.Errorf("%s: listing neighbours: %w", dev.Name, err)
 	}
@@ -229,7 +250,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 			haveNeigh[ip] = true
 			continue
 		}
-		if _, ok := wantNeigh[ip]; !ok {
+		if _, ok := wantNeigh[ip]; !ok && n.State&netlink.NUD_PERMANENT != 0 {
 			if err := netlink.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("%s: removing neighbour %s: %w", dev.Name, ip, err))
 			}
@@ -256,7 +277,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 			continue
 		}
 		mac, _ := net.ParseMAC(wantNeigh[ip])
-		n := &netlink.Neigh{LinkIndex: idx, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT, IP: ip.AsSlice(), HardwareAddr: mac}
+		n := &netlink.Neigh{LinkIndex: idx, Family: family(ip), State: netlink.NUD_PERMANENT, IP: ip.AsSlice(), HardwareAddr: mac}
 		if err := netlink.NeighSet(n); err != nil {
 			errs = append(errs, fmt.Errorf("%s: neighbour %s -> %s: %w", dev.Name, ip, mac, err))
 		}

@@ -15,22 +15,29 @@ import (
 // vxlanText renders the VXLAN device's kernel state in n: its link
 // details, addresses, neighbours, FDB and the routes over it.
 func vxlanText(t *testing.T, n ns.NetNS) string {
+	return vxlanTextOf(t, n, "vxlan.calico", "-4")
+}
+
+func vxlanTextOf(t *testing.T, n ns.NetNS, dev, fam string) string {
 	t.Helper()
 	var b strings.Builder
-	link := run(t, n, "ip", "-d", "-o", "link", "show", "dev", "vxlan.calico")
+	link := run(t, n, "ip", "-d", "-o", "link", "show", "dev", dev)
 	for _, re := range []string{`mtu \d+`, `state \S+`, `link/ether \S+`, `vxlan id \d+`, `local \S+`, `dev \S+`, `dstport \d+`, `nolearning`} {
 		b.WriteString(regexp.MustCompile(re).FindString(link) + "\n")
 	}
 	for _, cmd := range [][]string{
-		{"ip", "-4", "-o", "addr", "show", "dev", "vxlan.calico"},
-		{"ip", "neigh", "show", "dev", "vxlan.calico"},
-		{"bridge", "fdb", "show", "dev", "vxlan.calico"},
-		{"ip", "route", "show", "dev", "vxlan.calico"},
+		{"ip", fam, "-o", "addr", "show", "dev", dev, "scope", "global"},
+		{"ip", fam, "neigh", "show", "dev", dev, "nud", "permanent"},
+		{"bridge", "fdb", "show", "dev", dev},
+		{"ip", fam, "route", "show", "dev", dev},
 	} {
 		lines := strings.Split(strings.TrimSpace(run(t, n, cmd[0], cmd[1:]...)), "\n")
 		slices.Sort(lines) // the kernel's order is its hash's
 		for _, line := range lines {
-			if f := strings.Fields(line); len(f) > 3 && f[2] == "inet" {
+			if strings.Contains(line, "proto kernel") {
+				continue // the kernel's own routes for the device's addresses
+			}
+			if f := strings.Fields(line); len(f) > 3 && (f[2] == "inet" || f[2] == "inet6") {
 				line = f[3] // the address only
 			}
 			b.WriteString(strings.TrimSpace(line) + "\n")
@@ -46,11 +53,11 @@ func vxlanText(t *testing.T, n ns.NetNS) string {
 func TestVXLANDeviceKernel(t *testing.T) {
 	needKernel(t)
 	n := newKernelNS(t, wrapTools(t))
-	vm, rm := newVXLANManager(), newRouteManager(0)
+	vm, vm6, rm := newVXLANManager("vxlan.calico"), newVXLANManager("vxlan-v6.calico"), newRouteManager(0)
 	apply := func(v VXLAN, routes map[netip.Prefix]RouteTarget) {
 		t.Helper()
 		err := n.Do(func(ns.NetNS) error {
-			return errors.Join(applyOverlayAndRoutes(vm, rm, Desired{VXLAN: v, Routes: maps.Clone(routes), InSync: true})...)
+			return errors.Join(applyOverlayAndRoutes(vm, vm6, rm, Desired{VXLAN: v, Routes: maps.Clone(routes), InSync: true})...)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -122,5 +129,44 @@ nolearning
 	apply(VXLAN{}, nil)
 	if out := run(t, n, "ip", "-o", "link", "show"); strings.Contains(out, "vxlan.calico") {
 		t.Fatalf("vxlan.calico still present with no device desired:\n%s", out)
+	}
+}
+
+// The IPv6 device: vxlan-v6.calico over the node's IPv6 address, MTU the
+// parent's minus 70 (vxlanMTUV6 unset), the tunnel address as /128, IPv6
+// neighbours, FDB entries to IPv6 node addresses and onlink routes.
+func TestVXLANDeviceKernelIPv6(t *testing.T) {
+	needKernel(t)
+	n := newKernelNS(t, wrapTools(t))
+	vm, vm6, rm := newVXLANManager("vxlan.calico"), newVXLANManager("vxlan-v6.calico"), newRouteManager(0)
+	dev := &VXLANDevice{Name: "vxlan-v6.calico", VNI: 4096, Port: 4789, Addr: netip.MustParseAddr("fd00:65::1"),
+		MAC: "66:aa:00:00:06:01", Parent: netip.MustParseAddr("fd00:30::1")}
+	peer := VXLANPeer{Addr: netip.MustParseAddr("fd00:65::41"), MAC: "66:aa:00:00:06:02", NodeIP: netip.MustParseAddr("fd00:30::2")}
+	routes := map[netip.Prefix]RouteTarget{netip.MustParsePrefix("fd00:65::40/122"): {Iface: "vxlan-v6.calico",
+		Via: []netip.Addr{peer.Addr}, OnLink: true}}
+	if err := n.Do(func(ns.NetNS) error {
+		return errors.Join(applyOverlayAndRoutes(vm, vm6, rm, Desired{VXLANV6: VXLAN{Device: dev, Peers: []VXLANPeer{peer}},
+			Routes: routes, InSync: true})...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := `mtu 1430
+state UNKNOWN
+link/ether 66:aa:00:00:06:01
+vxlan id 4096
+local fd00:30::1
+dev uplink
+dstport 4789
+nolearning
+fd00:65::1/128
+fd00:65::41 lladdr 66:aa:00:00:06:02 PERMANENT
+66:aa:00:00:06:02 dst fd00:30::2 self permanent
+fd00:65::40/122 via fd00:65::41 proto 80 metric 1024 onlink pref medium
+`
+	if got := vxlanTextOf(t, n, "vxlan-v6.calico", "-6"); got != want {
+		t.Fatalf("IPv6 device:\n%s\ngot:\n%s", lineDiff(got, want), got)
+	}
+	if out := run(t, n, "ip", "-o", "link", "show"); strings.Contains(out, "vxlan.calico") {
+		t.Errorf("an IPv4 device without one desired:\n%s", out)
 	}
 }

@@ -149,11 +149,6 @@ func (p *IPPool) Validate() error {
 	if pfx.Addr().Is6() && pfx.Overlaps(linkLocalV6) {
 		f.add("spec.cidr", s.CIDR, "overlaps the IPv6 link-local range fe80::/10")
 	}
-	if pfx.Addr().Is6() && s.VXLANMode.Enabled() {
-		// IPv6 VXLAN (vxlan-v6.calico) is not built yet: refused, not ignored.
-		f.errs = append(f.errs, &FieldError{Field: "spec.vxlanMode", Value: string(s.VXLANMode),
-			Msg: "is not supported by this agent on an IPv6 pool (it would be stored and ignored); see docs/OVERLAY.md"})
-	}
 	if pfx.Addr().Is6() && s.IPIPMode.Enabled() {
 		f.add("spec.ipipMode", string(s.IPIPMode), "is not supported on an IPv6 pool")
 	}

@@ -103,6 +103,9 @@ var enforced = map[string]string{
 
 	// VXLAN (docs/OVERLAY.md).
 	"Node.spec.ipv4VXLANTunnelAddr":        "TestTunnelAddrLifecycle",
+	"Node.spec.ipv6VXLANTunnelAddr":        "TestTunnelAddrLifecycle",
+	"Node.spec.vxlanTunnelMACAddrV6":       "TestOverlayDesiredIPv6",
+	"FelixConfiguration.spec.vxlanMTUV6":   "TestOverlayDesiredIPv6",
 	"Node.spec.vxlanTunnelMACAddr":         "TestOverlayDesiredAlways",
 	"FelixConfiguration.spec.vxlanEnabled": "TestOverlayFelixConfig",
 	"FelixConfiguration.spec.vxlanPort":    "TestVXLANDeviceKernel",
