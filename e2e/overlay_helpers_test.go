@@ -184,3 +184,74 @@ func sendUDP(t testing.TB, n ns.NetNS, addr string) {
 		return err
 	})
 }
+
+// ip6Of is the node's IPv6 address in the two-subnet cluster:
+// fd51:<subnet>::<index>.
+func ip6Of(nd *clusterNode) string {
+	f := strings.Split(nd.ip, ".")
+	return fmt.Sprintf("fd51:%s::%d", f[2], nd.index)
+}
+
+// addIPv6 gives the router and every node an IPv6 address in their
+// subnet (fd51:<subnet>::/64) and the nodes a default IPv6 route via the
+// router.
+func (c *cluster) addIPv6() {
+	t := c.t
+	t.Helper()
+	for _, s := range []int{1, 2} {
+		mustNS(t, c.br, "ip", "-6", "addr", "add", fmt.Sprintf("fd51:%d::%s/64", s, bridgeIP), "dev", fmt.Sprintf("br%d", s), "nodad")
+	}
+	mustNS(t, c.br, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1") // it is a router
+	for _, nd := range c.nodes {
+		sub := strings.Split(nd.ip, ".")[2]
+		mustNS(t, nd.ns, "ip", "-6", "addr", "add", ip6Of(nd)+"/64", "dev", "eth0", "nodad")
+		mustNS(t, nd.ns, "ip", "-6", "route", "add", "default", "via", "fd51:"+sub+"::"+bridgeIP, "dev", "eth0")
+	}
+}
+
+// observeVXLAN6 is observeVXLAN for VXLAN over IPv6 between the nodes'
+// IPv6 addresses.
+func (c *cluster) observeVXLAN6(port int) {
+	t := c.t
+	t.Helper()
+	for _, fam := range []string{"bridge", "ip6"} {
+		mustNS(t, c.br, "nft", "add", "table", fam, "obs6")
+		mustNS(t, c.br, "nft", "add", "chain", fam, "obs6", "pass", "{ type filter hook forward priority 0; }")
+		for _, a := range c.nodes {
+			for _, b := range c.nodes {
+				if a != b {
+					mustNS(t, c.br, "nft", "add", "rule", fam, "obs6", "pass", "ip6", "saddr", ip6Of(a), "ip6", "daddr", ip6Of(b),
+						"udp", "dport", strconv.Itoa(port), "counter")
+				}
+			}
+		}
+	}
+}
+
+var nftCounter6 = regexp.MustCompile(`ip6 saddr (\S+) ip6 daddr (\S+) udp dport \d+ counter packets (\d+)`)
+
+// vxlanPackets6 is how many VXLAN-over-IPv6 packets the router has seen
+// from a to b.
+func (c *cluster) vxlanPackets6(a, b *clusterNode) int {
+	c.t.Helper()
+	n := 0
+	for _, fam := range []string{"bridge", "ip6"} {
+		for _, m := range nftCounter6.FindAllStringSubmatch(mustNS(c.t, c.br, "nft", "list", "table", fam, "obs6"), -1) {
+			if m[1] == ip6Of(a) && m[2] == ip6Of(b) {
+				v, _ := strconv.Atoi(m[3])
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+// tunnelAddr6 is the node's spec.ipv6VXLANTunnelAddr.
+func (c *cluster) tunnelAddr6(name string) string {
+	k, _ := api.LookupKind("Node")
+	r, err := c.cl.GetResource(ctxBG, k, "", name)
+	if err != nil {
+		return ""
+	}
+	return r.(*api.Node).Spec.IPv6VXLANTunnelAddr
+}
