@@ -31,6 +31,9 @@ type Overlay struct {
 	pools     map[string]*api.IPPool
 	blocks    map[string]*ipam.Block // by key
 	felixCfgs map[string]*api.FelixConfiguration
+	// last is the last result, valid until an update changes the input
+	// (the loop asks on every apply, the input changes far less often).
+	last *OverlayDesired
 }
 
 // NewOverlay makes an empty overlay state for a node.
@@ -42,6 +45,10 @@ func NewOverlay(node string) *Overlay {
 // Apply records one update.
 func (o *Overlay) Apply(u Update) {
 	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
+	switch u.Kind {
+	case "nodes", "ippools", "felixconfigurations", KindBlock:
+		o.last = nil
+	}
 	switch u.Kind {
 	case "nodes":
 		if n, ok := u.Resource.(*api.Node); ok && !u.Deleted {
@@ -255,8 +262,16 @@ func (o *Overlay) vtep(name string, v6 bool) (VTEP, bool) {
 	return VTEP{Node: name, Addr: addr, MAC: nodeMAC(n, name, v6), NodeIP: np.Addr()}, true
 }
 
-// Desired computes the desired overlay.
+// Desired computes the desired overlay (callers must not change it).
 func (o *Overlay) Desired() OverlayDesired {
+	if o.last == nil {
+		d := o.compute()
+		o.last = &d
+	}
+	return *o.last
+}
+
+func (o *Overlay) compute() OverlayDesired {
 	enabled, vni, port, mtu, mtu6 := o.felixVXLAN()
 	d := OverlayDesired{Routes: map[netip.Prefix]OverlayRoute{}, Port: port}
 	d.V4 = o.family(false, enabled, VXLANDeviceConfig{Name: VXLANDevice, VNI: vni, Port: port, MTU: mtu}, d.Routes)

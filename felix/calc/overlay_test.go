@@ -133,11 +133,19 @@ route 10.65.0.128/26 via 10.65.0.129 dev vxlan onlink
 route 10.65.0.64/26 via 10.65.0.65 dev vxlan onlink
 encap [10.65.0.0/16] nodes [10.0.1.1 10.0.1.2 10.0.2.3 10.0.2.4]
 `)
-	// A block moving to node3, a node losing its tunnel address, a
-	// node deleted: the routes follow.
+	// A block moving to node3, a node getting its tunnel address, a
+	// node deleted: the routes follow, also in an overlay fed only the
+	// changes.
+	inc := calc.NewOverlay(thisNode)
+	applyAllOverlay(inc, diff(t, datastore{}, ds))
+	before := ds.clone()
 	ds.block(t, "10.65.0.64/26", "node3")
 	ds.remove("Node", "", "node2")
 	ds.put(t, overlayNode("node4", "10.0.2.4/24", "10.65.0.193", ""))
+	applyAllOverlay(inc, diff(t, before, ds))
+	if got, want := renderOverlay(inc.Desired()), overlayFor(t, ds, 0); got != want {
+		t.Fatalf("incremental differs from fresh:\n%s", textDiff(got, want))
+	}
 	checkOverlay(t, ds, `enabled true
 device vni 4096 port 4789 mtu 0 addr 10.65.0.1 mac `+myMAC+` parent 10.0.1.1
 vtep node3 10.65.0.129 66:00:00:00:00:03 10.0.2.3
@@ -257,4 +265,11 @@ encap [fd00:65::/64] nodes [fd51:1::1 fd51:2::2]
 	if name := o.Desired().V6.Device.Name; name != "vxlan-v6.calico" {
 		t.Errorf("IPv6 device %q", name)
 	}
+}
+
+func applyAllOverlay(o *calc.Overlay, us []calc.Update) {
+	for _, u := range us {
+		o.Apply(u)
+	}
+	_ = o.Desired() // cached until the next update
 }
