@@ -153,16 +153,21 @@ func tcpEcho(n ns.NetNS, addr string) func() error {
 // vxlanInputCounts reads the node's cali-INPUT packet counters of the
 // VXLAN rules: accepted from known nodes, dropped from others.
 func (nd *clusterNode) vxlanInputCounts() (accepted, dropped int) {
+	return nd.vxlanInputCountsBy("iptables")
+}
+
+// vxlanInputCountsBy is vxlanInputCounts read with iptables or ip6tables.
+func (nd *clusterNode) vxlanInputCountsBy(tool string) (accepted, dropped int) {
 	t := nd.c.t
 	t.Helper()
-	for _, l := range strings.Split(mustNS(t, nd.ns, "iptables", "-t", "filter", "-L", "cali-INPUT", "-v", "-x", "-n"), "\n") {
+	for _, l := range strings.Split(mustNS(t, nd.ns, tool, "-t", "filter", "-L", "cali-INPUT", "-v", "-x", "-n"), "\n") {
 		f := strings.Fields(l)
 		if len(f) < 3 || !strings.Contains(l, "dpt:4789") {
 			continue
 		}
 		n, _ := strconv.Atoi(f[0])
 		switch {
-		case f[2] == "ACCEPT" && strings.Contains(l, "cali40all-vxlan-net"):
+		case f[2] == "ACCEPT" && strings.Contains(l, "all-vxlan-net"):
 			accepted += n
 		case f[2] == "DROP":
 			dropped += n

@@ -13,7 +13,8 @@ import (
 // IPv6 VXLAN across the two subnets with BGP off: dual-stack pods on every
 // pair of nodes reach each other over IPv6 (ping, TCP) through
 // vxlan-v6.calico, the router sees VXLAN over IPv6 between every pair of
-// nodes; with CrossSubnet the same-subnet pair carries none.
+// nodes, VXLAN over IPv6 is accepted only from nodes; with CrossSubnet the
+// same-subnet pair carries none.
 func TestOverlayVXLANIPv6TwoSubnets(t *testing.T) {
 	t.Setenv("CALICO_NETWORKING_BACKEND", "vxlan")
 	c := newTwoSubnetCluster(t, 1, 1, 2)
@@ -82,6 +83,17 @@ func TestOverlayVXLANIPv6TwoSubnets(t *testing.T) {
 			t.Errorf("Always: the router saw no VXLAN over IPv6 from %s to %s", p.a.name, p.b.name)
 		}
 	}
+	acc, drop := n1.vxlanInputCountsBy("ip6tables")
+	if acc == 0 {
+		t.Errorf("node1 accepted no VXLAN over IPv6 from known nodes (cali60all-vxlan-net)")
+	}
+	sendUDP(t, c.br, net.JoinHostPort(ip6Of(n1), "4789"))
+	eventually(t, 5*time.Second, "VXLAN over IPv6 from a non-node dropped", func() error {
+		if _, d := n1.vxlanInputCountsBy("ip6tables"); d <= drop {
+			return fmt.Errorf("node1's IPv6 drop counter stayed at %d", d)
+		}
+		return nil
+	})
 	eventually(t, 5*time.Second, "node1's IPv6 route to node3's block",
 		routeIs(n1, pods[2], "via "+c.tunnelAddr6("node3")+" dev vxlan-v6.calico proto 80"))
 
