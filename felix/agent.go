@@ -37,6 +37,8 @@ type agent struct {
 	ipv6        bool
 	bgpState    *bgpState
 	bgp         *bgpRunner // nil when BGP is off
+	overlay     *calc.Overlay
+	tunnels     *tunnelAddrs
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
@@ -47,6 +49,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		metrics: newMetrics(), status: newStatusReporter(c, cfg.NodeName),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
+		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
 	}
 }
 
@@ -54,6 +57,10 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 func (a *agent) fold(u calc.Update) {
 	a.state.Apply(u)
 	a.bgpState.apply(u)
+	a.overlay.Apply(u)
+	if tunnelKick(u, a.cfg.NodeName) {
+		a.tunnels.poke()
+	}
 	a.metrics.unsupported.observe(u)
 	a.metrics.updates.Inc()
 }
@@ -69,6 +76,7 @@ func (a *agent) loop(ctx context.Context) error {
 	heartbeat := time.NewTicker(5 * time.Second)
 	defer heartbeat.Stop()
 	a.health.beat()
+	go a.tunnels.run(ctx, a.cfg.ResyncInterval)
 	dirty := false
 	for {
 		select {
@@ -162,11 +170,7 @@ func (a *agent) apply(ctx context.Context) error {
 	for _, b := range d.Blackholes {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
-	for p, t := range a.extraRoutes {
-		if _, local := des.Routes[p]; !local {
-			des.Routes[p] = t
-		}
-	}
+	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
 	err := a.dp.Apply(des)
 	dpDone := time.Now()
 	a.metrics.applySeconds.Observe(time.Since(start).Seconds())

@@ -100,7 +100,8 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ":9099"), "health endpoint address; empty disables [FELIX_HEALTHADDR]")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ":9091"), "Prometheus metrics address; empty disables [FELIX_METRICSADDR]")
 	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 30*time.Second), "full kernel resync period [FELIX_RESYNC_INTERVAL]")
-	fs.BoolVar(&c.BGP, "bgp", env("CALICO_NETWORKING_BACKEND", "bird") != "none", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none disables]")
+	backend := env("CALICO_NETWORKING_BACKEND", "bird") // bird, vxlan (routes from the datastore only) or none
+	fs.BoolVar(&c.BGP, "bgp", backend != "none" && backend != "vxlan", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none or vxlan disables]")
 	fs.StringVar(&c.BGPSecretsDir, "bgp-secrets-dir", env("CALICO_BGP_SECRETS_DIR", "/etc/calico/bgp-secrets"), "BGP peer passwords, as <dir>/<secret>/<key> [CALICO_BGP_SECRETS_DIR]")
 	fs.StringVar(&c.LogLevel, "log-level", env("FELIX_LOGSEVERITYSCREEN", "info"), "debug, info, warning or error [FELIX_LOGSEVERITYSCREEN]")
 	fs.BoolVar(&c.Libnetwork, "libnetwork", strings.EqualFold(env("CALICO_LIBNETWORK_ENABLED", "false"), "true"), "serve Docker's network and IPAM driver (calico, calico-ipam) [CALICO_LIBNETWORK_ENABLED]")

@@ -22,7 +22,9 @@ type Desired struct {
 	// Forwarding is the host-wide IP forwarding (FelixConfiguration
 	// ipForwarding); its zero value turns IPv4 forwarding on.
 	Forwarding Forwarding
-	InSync     bool
+	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
+	VXLAN, VXLANV6 VXLAN
+	InSync         bool
 }
 
 // IPSet is one desired IP set.
@@ -56,6 +58,8 @@ type Dataplane struct {
 	routes  *routeManager
 	eps     *endpointManager
 	fwd     *forwardingManager
+	vxlan   *vxlanManager
+	vxlan6  *vxlanManager
 	lastErr error
 }
 
@@ -73,7 +77,7 @@ func New(cfg Config) *Dataplane {
 	return &Dataplane{
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
-		fwd: newForwardingManager(),
+		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
 	}
 }
 
@@ -135,10 +139,7 @@ func (d *Dataplane) Apply(des Desired) error {
 			errs = append(errs, fmt.Errorf("removing ipsets: %w", err))
 		}
 	}
-	d.routes.SetDesired(des.Routes, des.InSync)
-	if err := d.routes.Apply(); err != nil {
-		errs = append(errs, fmt.Errorf("routes: %w", err))
-	}
+	errs = append(errs, applyOverlayAndRoutes(d.vxlan, d.vxlan6, d.routes, des)...)
 	d.eps.SetDesired(des.Endpoints, des.InSync)
 	if err := d.eps.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("endpoints: %w", err))
@@ -176,13 +177,14 @@ func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
 
 // NeedsRetry reports whether the last apply left work undone.
 func (d *Dataplane) NeedsRetry() bool {
-	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.fwd.dirty
+	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.fwd.dirty || d.vxlan.dirty || d.vxlan6.dirty
 }
 
 // Resync makes the next Apply re-read everything from the kernel, so drift
 // made by others is repaired.
 func (d *Dataplane) Resync() {
 	d.routes.dirty = true
+	d.vxlan.dirty, d.vxlan6.dirty = true, true
 	d.eps.resyncAll()
 	d.fwd.resync()
 	for _, st := range d.tables {
@@ -193,4 +195,28 @@ func (d *Dataplane) Resync() {
 	if inv, ok := any(d.ipsets).(interface{ InvalidateCache() }); ok {
 		inv.InvalidateCache()
 	}
+}
+
+// applyOverlayAndRoutes programs the VXLAN devices before the routes that
+// go over them; a device change (a replaced device loses its routes) makes
+// the routes be read back.
+func applyOverlayAndRoutes(vm, vm6 *vxlanManager, rm *routeManager, des Desired) []error {
+	var errs []error
+	for _, x := range []struct {
+		m *vxlanManager
+		v VXLAN
+	}{{vm, des.VXLAN}, {vm6, des.VXLANV6}} {
+		x.m.SetDesired(x.v, des.InSync)
+		if x.m.dirty {
+			rm.dirty = true
+		}
+		if err := x.m.Apply(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", x.m.name, err))
+		}
+	}
+	rm.SetDesired(des.Routes, des.InSync)
+	if err := rm.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("routes: %w", err))
+	}
+	return errs
 }

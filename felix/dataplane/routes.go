@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
@@ -23,12 +24,17 @@ type RouteTarget struct {
 	Iface     string       // workload route: dev <iface> scope link
 	Blackhole bool         // an affine block's blackhole
 	Via       []netip.Addr // BGP-learned: next hops (several: ECMP)
+	// OnLink with Iface and one Via: an overlay route, via <vtep> dev
+	// <iface> onlink (protocol 80, as workload routes).
+	OnLink bool
 }
 
 func (t RouteTarget) String() string {
 	switch {
 	case t.Blackhole:
 		return "blackhole"
+	case t.OnLink && t.Iface != "" && len(t.Via) == 1:
+		return "via " + t.Via[0].String() + " dev " + t.Iface + " onlink"
 	case t.Iface != "":
 		return "dev " + t.Iface
 	}
@@ -120,6 +126,9 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				kr.target.Blackhole = true
 			case r.LinkIndex != 0 && r.Gw == nil && len(r.MultiPath) == 0:
 				kr.target.Iface = names[r.LinkIndex]
+			case r.LinkIndex != 0 && r.Gw != nil && r.Flags&unix.RTNH_F_ONLINK != 0:
+				a, _ := netip.AddrFromSlice(r.Gw)
+				kr.target = RouteTarget{Iface: names[r.LinkIndex], Via: []netip.Addr{a.Unmap()}, OnLink: true}
 			default:
 				if a, ok := netip.AddrFromSlice(r.Gw); ok {
 					kr.target.Via = append(kr.target.Via, a.Unmap())
@@ -227,6 +236,12 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 	switch {
 	case t.Blackhole:
 		r.Type, r.Protocol = syscall.RTN_BLACKHOLE, rtproto.Workload
+	case t.OnLink && t.Iface != "" && len(t.Via) == 1:
+		l, err := netlink.LinkByName(t.Iface)
+		if err != nil {
+			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
+		}
+		r.LinkIndex, r.Gw, r.Flags, r.Protocol = l.Attrs().Index, t.Via[0].AsSlice(), int(netlink.FLAG_ONLINK), rtproto.Workload
 	case t.Iface != "":
 		l, err := netlink.LinkByName(t.Iface)
 		if err != nil {

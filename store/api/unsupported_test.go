@@ -103,6 +103,18 @@ var enforced = map[string]string{
 	"IPPool.spec.blockSize":    "TestAutoAssignClaimsBlockInCalicoLayout",
 	"IPPool.spec.nodeSelector": "TestPoolSelection",
 	"IPPool.spec.allowedUses":  "TestPoolSelection",
+	"IPPool.spec.vxlanMode":    "TestOverlayVXLANTwoSubnets",
+
+	// VXLAN (docs/OVERLAY.md).
+	"Node.spec.ipv4VXLANTunnelAddr":        "TestTunnelAddrLifecycle",
+	"Node.spec.ipv6VXLANTunnelAddr":        "TestTunnelAddrLifecycle",
+	"Node.spec.vxlanTunnelMACAddrV6":       "TestOverlayDesiredIPv6",
+	"FelixConfiguration.spec.vxlanMTUV6":   "TestOverlayDesiredIPv6",
+	"Node.spec.vxlanTunnelMACAddr":         "TestOverlayDesiredAlways",
+	"FelixConfiguration.spec.vxlanEnabled": "TestOverlayFelixConfig",
+	"FelixConfiguration.spec.vxlanPort":    "TestVXLANDeviceKernel",
+	"FelixConfiguration.spec.vxlanVNI":     "TestVXLANDeviceKernel",
+	"FelixConfiguration.spec.vxlanMTU":     "TestVXLANDeviceKernel",
 
 	"BGPPeer.spec.node":                           "TestDesiredPeersPeerIPReverse",
 	"BGPPeer.spec.nodeSelector":                   "TestDesiredPeersPeerSelectorReverse",
