@@ -37,6 +37,10 @@ func TestParseDefaultPools(t *testing.T) {
 		{map[string]string{"CALICO_IPV4POOL_CIDR": "none", "CALICO_IPV6POOL_CIDR": "fd00:8::/64", "CALICO_IPV6POOL_NAT_OUTGOING": "true"},
 			[]string{"default-ipv6-ippool fd00:8::/64 block=122 ipip=Never vxlan=Never nat=true sel=all() uses=[Workload Tunnel]"}},
 		{map[string]string{"NO_DEFAULT_POOLS": "true", "CALICO_IPV4POOL_BLOCK_SIZE": "24"}, nil},
+		// VXLAN is honoured (docs/OVERLAY.md).
+		{map[string]string{"CALICO_IPV4POOL_VXLAN": "CrossSubnet", "CALICO_IPV6POOL_CIDR": "fd00:9::/48", "CALICO_IPV6POOL_VXLAN": "Always"}, []string{
+			"default-ipv4-ippool 192.168.0.0/16 block=26 ipip=Never vxlan=CrossSubnet nat=true sel=all() uses=[Workload Tunnel]",
+			"default-ipv6-ippool fd00:9::/48 block=122 ipip=Never vxlan=Always nat=false sel=all() uses=[Workload Tunnel]"}},
 		{map[string]string{"NO_DEFAULT_POOLS": "false"}, []string{"default-ipv4-ippool 192.168.0.0/16 block=26 ipip=Never vxlan=Never nat=true sel=all() uses=[Workload Tunnel]"}},
 	} {
 		pools, err := poolsFrom(t, tc.env)
@@ -74,10 +78,9 @@ func TestParseDefaultPoolsErrors(t *testing.T) {
 		{map[string]string{"CALICO_IPV4POOL_NODE_SELECTOR": "a ==="}, `CALICO_IPV4POOL_NODE_SELECTOR="a ===": spec.nodeSelector`},
 		{map[string]string{"NO_DEFAULT_POOLS": "yes please"}, `NO_DEFAULT_POOLS="yes please": must be true or false`},
 		{map[string]string{"NO_DEFAULT_POOLS": "true", "CALICO_IPV4POOL_CIDR": "10.0.0.0/16"}, `NO_DEFAULT_POOLS=true and CALICO_IPV4POOL_CIDR="10.0.0.0/16"`},
-		// Refused at write today (store/api/unsupported.go): VXLAN and
-		// IPIP are not implemented yet, so start-up fails naming the
-		// variable rather than storing a mode nothing acts on.
-		{map[string]string{"CALICO_IPV4POOL_VXLAN": "Always"}, `CALICO_IPV4POOL_VXLAN="Always": spec.vxlanMode is not supported by this agent`},
+		// Refused at write today (store/api/unsupported.go): IPIP is not
+		// implemented yet, so start-up fails naming the variable rather
+		// than storing a mode nothing acts on.
 		{map[string]string{"CALICO_IPV4POOL_IPIP": "CrossSubnet"}, `CALICO_IPV4POOL_IPIP="CrossSubnet": spec.ipipMode is not supported by this agent`},
 		{map[string]string{"CALICO_IPV4POOL_DISABLE_BGP_EXPORT": "true"}, `CALICO_IPV4POOL_DISABLE_BGP_EXPORT="true": spec.disableBGPExport is not supported`},
 	} {
