@@ -57,12 +57,16 @@ type Dataplane struct {
 	eps     *endpointManager
 	fwd     *forwardingManager
 	lastErr error
+	obs     iptables.Observer
 }
 
 // Config of the dataplane.
 type Config struct {
 	IPv6             bool
 	RouteGracePeriod time.Duration // before removing unknown routes on cali* interfaces
+	// Observer, when set, is told of every iptables and ipset command run
+	// (the agent's metrics).
+	Observer iptables.Observer
 }
 
 // New makes a dataplane; it touches nothing until Apply.
@@ -71,9 +75,9 @@ func New(cfg Config) *Dataplane {
 		cfg.RouteGracePeriod = 30 * time.Second
 	}
 	return &Dataplane{
-		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{}),
+		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
-		fwd: newForwardingManager(),
+		fwd: newForwardingManager(), obs: cfg.Observer,
 	}
 }
 
@@ -94,7 +98,7 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptabl
 	key := fmt.Sprintf("%d/%s", ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true}), hooks: strings.Join(sig, ",")}
+		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true, Observer: d.obs}), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
 	}
 	return st.t

@@ -1,0 +1,53 @@
+package felix
+
+import (
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// clusterCounts follows the datastore stream for Calico's cluster-wide
+// counts: nodes, workload endpoints and host endpoints (each with the node
+// it is on, so this host's host endpoints can be counted too). Pure; the
+// loop feeds it.
+type clusterCounts struct {
+	node      string
+	hosts     map[string]bool
+	workloads map[string]string // key -> node
+	hostEPs   map[string]string // key -> node
+}
+
+func newClusterCounts(node string) *clusterCounts {
+	return &clusterCounts{node: node, hosts: map[string]bool{}, workloads: map[string]string{}, hostEPs: map[string]string{}}
+}
+
+func (c *clusterCounts) observe(u calc.Update) {
+	switch u.Kind {
+	case "nodes":
+		if u.Deleted {
+			delete(c.hosts, u.Key)
+		} else {
+			c.hosts[u.Key] = true
+		}
+	case "workloadendpoints":
+		delete(c.workloads, u.Key)
+		if w, ok := u.Resource.(*api.WorkloadEndpoint); ok && !u.Deleted {
+			c.workloads[u.Key] = w.Spec.Node
+		}
+	case "hostendpoints":
+		delete(c.hostEPs, u.Key)
+		if h, ok := u.Resource.(*api.HostEndpoint); ok && !u.Deleted {
+			c.hostEPs[u.Key] = h.Spec.Node
+		}
+	}
+}
+
+// localHostEndpoints counts the host endpoints on this node.
+func (c *clusterCounts) localHostEndpoints() int {
+	n := 0
+	for _, node := range c.hostEPs {
+		if node == c.node {
+			n++
+		}
+	}
+	return n
+}
