@@ -69,7 +69,9 @@ func scrape(t *testing.T, m *metrics) promtest.Scrape {
 	return s
 }
 
-func resKey(plural, name string) string { return "/calico/resources/v3/projectcalico.org/" + plural + "/" + name }
+func resKey(plural, name string) string {
+	return "/calico/resources/v3/projectcalico.org/" + plural + "/" + name
+}
 
 func testWEP(node, pod, iface, ip string) calc.Update {
 	w := &api.WorkloadEndpoint{}

@@ -308,12 +308,12 @@ func (t *Table) read() (*savedTable, error) {
 			args = append(args, "--wait")
 		}
 		out, stderr, err := t.run(nil, t.save, args...)
-		t.observer.tell(Exec{Op: OpSave, IPVersion: t.ipVersion, Table: t.table, Err: err})
 		if err != nil && t.saveWait && waitRejected(stderr) {
 			t.saveWait = false // this iptables-save has no --wait; it takes no lock
 			try--
-			continue
+			continue // a probe of the binary, not a save: not observed
 		}
+		t.observer.tell(Exec{Op: OpSave, IPVersion: t.ipVersion, Table: t.table, Err: err})
 		if err != nil {
 			lastErr = fmt.Errorf("%s -t %s: %w: %s", t.save, t.table, err, bytes.TrimSpace(stderr))
 			continue
@@ -347,11 +347,11 @@ func (t *Table) write(input []byte) error {
 			args = append(args, "--wait")
 		}
 		_, stderr, err := t.run(input, t.restore, args...)
-		t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")), Err: err})
 		if err != nil && t.restWait && waitRejected(stderr) {
 			t.restWait = false
-			continue
+			continue // a probe of the binary, not a restore: not observed
 		}
+		t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")), Err: err})
 		if err != nil {
 			n := failedLine(stderr)
 			return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),
