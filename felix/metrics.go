@@ -37,6 +37,7 @@ type metrics struct {
 
 	// Cluster-wide counts.
 	clusterHosts, clusterWorkloads, clusterHostEndpoints prometheus.Gauge
+	clusterPolicies, clusterProfiles, clusterTiers       prometheus.Gauge
 	cluster                                              *clusterCounts
 
 	bgp         *bgpCollector
@@ -87,6 +88,9 @@ func newMetrics(node, journalDir string) *metrics {
 		clusterHosts:         gauge("felix_cluster_num_hosts", "Total number of Calico hosts in the cluster."),
 		clusterWorkloads:     gauge("felix_cluster_num_workload_endpoints", "Total number of workload endpoints cluster-wide."),
 		clusterHostEndpoints: gauge("felix_cluster_num_host_endpoints", "Total number of host endpoints cluster-wide."),
+		clusterPolicies:      gauge("felix_cluster_num_policies", "Total number of policies in the cluster."),
+		clusterProfiles:      gauge("felix_cluster_num_profiles", "Total number of profiles in the cluster."),
+		clusterTiers:         gauge("felix_cluster_num_tiers", "Total number of Calico tiers in the cluster."),
 		cluster:              newClusterCounts(node),
 
 		bgp:         newBGPCollector(node),
@@ -97,7 +101,7 @@ func newMetrics(node, journalDir string) *metrics {
 		m.localEndpoints, m.activePolicies, m.activeSelectors, m.ipsetsCalico,
 		m.restoreCalls, m.restoreErrors, m.saveCalls, m.saveErrors, m.linesExecuted, m.chains, m.rules,
 		m.ipsetCalls, m.ipsetErrors, m.ipsetLines,
-		m.clusterHosts, m.clusterWorkloads, m.clusterHostEndpoints,
+		m.clusterHosts, m.clusterWorkloads, m.clusterHostEndpoints, m.clusterPolicies, m.clusterProfiles, m.clusterTiers,
 		m.bgp, m.unsupported.gauge,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.ipam.register(m.reg)

@@ -53,6 +53,9 @@ func (a *agent) recordMetrics(d calc.Desired, des dataplane.Desired, took time.D
 	m.clusterHosts.Set(float64(len(m.cluster.hosts)))
 	m.clusterWorkloads.Set(float64(len(m.cluster.workloads)))
 	m.clusterHostEndpoints.Set(float64(len(m.cluster.hostEPs)))
+	m.clusterPolicies.Set(float64(len(m.cluster.policies)))
+	m.clusterProfiles.Set(float64(len(m.cluster.profiles)))
+	m.clusterTiers.Set(float64(len(m.cluster.tiers)))
 	m.ipam.set(a.cfg.NodeName, a.bgpState.blocks)
 	if a.bgp != nil {
 		if sp := a.bgp.published.Load(); sp != nil {

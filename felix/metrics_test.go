@@ -30,6 +30,9 @@ var calicoSeries = []struct{ name, typ, labels string }{
 	{"felix_cluster_num_hosts", "gauge", ""},
 	{"felix_cluster_num_workload_endpoints", "gauge", ""},
 	{"felix_cluster_num_host_endpoints", "gauge", ""},
+	{"felix_cluster_num_policies", "gauge", ""},
+	{"felix_cluster_num_profiles", "gauge", ""},
+	{"felix_cluster_num_tiers", "gauge", ""},
 	{"felix_int_dataplane_apply_time_seconds", "summary", ""},
 	{"felix_int_dataplane_failures", "counter", ""},
 	{"felix_resyncs_started", "counter", ""},
@@ -95,6 +98,11 @@ func testHEP(name, node string) calc.Update {
 	h.Metadata.Name = name
 	h.Spec.Node, h.Spec.InterfaceName = node, "eth9"
 	return calc.Update{Kind: "hostendpoints", Key: resKey("hostendpoints", name), Resource: h}
+}
+
+// testNamed is an update for a cluster-scoped resource r of kind plural.
+func testNamed(plural string, r api.Resource, name string) calc.Update {
+	return calc.Update{Kind: plural, Key: resKey(plural, name), Resource: r}
 }
 
 // testApply does what agent.apply does for metrics, without the kernel.
@@ -174,7 +182,9 @@ func TestMetricsScrape(t *testing.T) {
 		}
 	}
 	for _, u := range []calc.Update{testWEP("node1", "local", "cali0000000001", "10.65.0.2/32"), testHEP("eth9", "node1"),
-		{Kind: calc.KindBlock, Key: "/calico/ipam/v2/assignment/ipv4/block/10.65.0.0-26", Block: blk}} {
+		{Kind: calc.KindBlock, Key: "/calico/ipam/v2/assignment/ipv4/block/10.65.0.0-26", Block: blk},
+		testNamed("globalnetworkpolicies", &api.GlobalNetworkPolicy{}, "deny"), testNamed("profiles", &api.Profile{}, "kns.default"),
+		testNamed("tiers", &api.Tier{}, "security")} {
 		a.fold(u)
 	}
 	if err := os.MkdirAll(filepath.Join(lib, "pending-releases"), 0o755); err != nil {
@@ -205,6 +215,9 @@ func TestMetricsScrape(t *testing.T) {
 		{"felix_active_local_endpoints", nil, 2}, // the pod and the host endpoint
 		{"felix_cluster_num_workload_endpoints", nil, 2},
 		{"felix_cluster_num_host_endpoints", nil, 1},
+		{"felix_cluster_num_policies", nil, 1},
+		{"felix_cluster_num_profiles", nil, 1},
+		{"felix_cluster_num_tiers", nil, 1},
 		{"felix_int_dataplane_apply_time_seconds", nil, 2},
 		{"felix_resyncs_started", nil, 1},
 		{"felix_iptables_save_calls", nil, 2},
