@@ -118,3 +118,65 @@ func TestMetricsAgentScrape(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMetricsBGPSessions: two real calico-node processes in a BGP mesh.
+// Calico's bgp_* series report the established session and the routes
+// learned, ours the routes advertised; killing the peer moves the session
+// out of Established.
+func TestMetricsBGPSessions(t *testing.T) {
+	c := newCluster(t, 2, "10.239.0")
+	createPool(t, c.cl, "pool", "10.194.0.0/16", 26)
+	c.startAll()
+	c.waitMesh(1)
+	c.nodes[1].pod("net", "metrics-remote")
+	n1, n2 := c.nodes[0].agent, c.nodes[1].agent
+	established := func(s promtest.Scrape) float64 {
+		return s.Must("bgp_peers", "status", "Established", "ip_version", "IPv4", "instance", "node1")
+	}
+	eventually(t, 20*time.Second, "node1 reports the session and the learned block", func() error {
+		s, err := n1.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if got := s.LabelNames("bgp_peers"); len(got) != 1 || got[0] != "instance,ip_version,status" {
+			return fmt.Errorf("bgp_peers label sets %q", got)
+		}
+		if e, idle := established(s), s.Must("bgp_peers", "status", "Idle", "ip_version", "IPv4"); e != 1 || idle != 0 {
+			return fmt.Errorf("bgp_peers Established=%v Idle=%v, want 1, 0", e, idle)
+		}
+		if v := s.Must("bgp_routes_imported", "ip_version", "IPv4", "instance", "node1"); v < 1 {
+			return fmt.Errorf("bgp_routes_imported = %v, want node2's block", v)
+		}
+		if v := s.Must("bgp_route_updates_received", "ip_version", "IPv4"); v < 1 {
+			return fmt.Errorf("bgp_route_updates_received = %v", v)
+		}
+		if v := s.Must("felix_cluster_num_hosts"); v != 2 {
+			return fmt.Errorf("felix_cluster_num_hosts = %v, want 2", v)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, "node2 reports its advertised block", func() error {
+		s, err := n2.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if v := s.Must("calico_bgp_routes_advertised", "ip_version", "IPv4", "instance", "node2"); v < 1 {
+			return fmt.Errorf("calico_bgp_routes_advertised = %v, want node2's block", v)
+		}
+		if v := s.Must("calico_ipam_blocks", "ip_version", "4"); v != 1 {
+			return fmt.Errorf("calico_ipam_blocks = %v, want 1", v)
+		}
+		return nil
+	})
+	c.nodes[1].kill()
+	eventually(t, 30*time.Second, "node1 reports the session down", func() error {
+		s, err := n1.scrapeMetrics()
+		if err != nil {
+			return err
+		}
+		if e := established(s); e != 0 {
+			return fmt.Errorf("bgp_peers Established = %v after the peer was killed", e)
+		}
+		return nil
+	})
+}
