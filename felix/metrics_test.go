@@ -146,6 +146,16 @@ func TestMetricsScrape(t *testing.T) {
 			}
 		}
 	}
+	// Calico's quantiles, which its dashboard queries.
+	var qs []float64
+	for _, m := range before["felix_int_dataplane_apply_time_seconds"].GetMetric() {
+		for _, q := range m.GetSummary().GetQuantile() {
+			qs = append(qs, q.GetQuantile())
+		}
+	}
+	if len(qs) != 3 || qs[0] != 0.5 || qs[1] != 0.9 || qs[2] != 0.99 {
+		t.Errorf("apply time quantiles %v, want [0.5 0.9 0.99]", qs)
+	}
 	for _, c := range []struct {
 		name   string
 		labels []string
