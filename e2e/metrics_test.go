@@ -55,7 +55,7 @@ func TestMetricsAgentScrape(t *testing.T) {
 		"felix_cluster_num_hosts": "gauge", "felix_cluster_num_workload_endpoints": "gauge", "felix_cluster_num_host_endpoints": "gauge",
 		"felix_int_dataplane_apply_time_seconds": "summary", "felix_int_dataplane_failures": "counter", "felix_resyncs_started": "counter",
 		"felix_calc_graph_updates_processed": "counter",
-		"felix_iptables_restore_calls": "counter", "felix_iptables_restore_errors": "counter",
+		"felix_iptables_restore_calls":       "counter", "felix_iptables_restore_errors": "counter",
 		"felix_iptables_save_calls": "counter", "felix_iptables_save_errors": "counter",
 		"felix_iptables_chains": "gauge", "felix_iptables_rules": "gauge", "felix_iptables_lines_executed": "counter",
 		"felix_ipset_calls": "counter", "felix_ipset_errors": "counter", "felix_ipsets_calico": "gauge",
