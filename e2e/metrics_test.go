@@ -51,15 +51,29 @@ func TestMetricsAgentScrape(t *testing.T) {
 		return nil
 	})
 	for name, typ := range map[string]string{
-		"felix_active_local_endpoints": "gauge", "felix_active_local_policies": "gauge", "felix_active_local_selectors": "gauge",
-		"felix_cluster_num_hosts": "gauge", "felix_cluster_num_workload_endpoints": "gauge", "felix_cluster_num_host_endpoints": "gauge",
-		"felix_int_dataplane_apply_time_seconds": "summary", "felix_int_dataplane_failures": "counter", "felix_resyncs_started": "counter",
-		"felix_calc_graph_updates_processed": "counter",
-		"felix_iptables_restore_calls":       "counter", "felix_iptables_restore_errors": "counter",
-		"felix_iptables_save_calls": "counter", "felix_iptables_save_errors": "counter",
-		"felix_iptables_chains": "gauge", "felix_iptables_rules": "gauge", "felix_iptables_lines_executed": "counter",
-		"felix_ipset_calls": "counter", "felix_ipset_errors": "counter", "felix_ipsets_calico": "gauge",
-		"calico_ipam_blocks": "gauge", "calico_ipam_allocations_in_use": "gauge", "calico_cni_journal_pending": "gauge",
+		"felix_active_local_endpoints":           "gauge",
+		"felix_active_local_policies":            "gauge",
+		"felix_active_local_selectors":           "gauge",
+		"felix_cluster_num_hosts":                "gauge",
+		"felix_cluster_num_workload_endpoints":   "gauge",
+		"felix_cluster_num_host_endpoints":       "gauge",
+		"felix_int_dataplane_apply_time_seconds": "summary",
+		"felix_int_dataplane_failures":           "counter",
+		"felix_resyncs_started":                  "counter",
+		"felix_calc_graph_updates_processed":     "counter",
+		"felix_iptables_restore_calls":           "counter",
+		"felix_iptables_restore_errors":          "counter",
+		"felix_iptables_save_calls":              "counter",
+		"felix_iptables_save_errors":             "counter",
+		"felix_iptables_chains":                  "gauge",
+		"felix_iptables_rules":                   "gauge",
+		"felix_iptables_lines_executed":          "counter",
+		"felix_ipset_calls":                      "counter",
+		"felix_ipset_errors":                     "counter",
+		"felix_ipsets_calico":                    "gauge",
+		"calico_ipam_blocks":                     "gauge",
+		"calico_ipam_allocations_in_use":         "gauge",
+		"calico_cni_journal_pending":             "gauge",
 	} {
 		if got := before.Type(name); got != typ {
 			t.Errorf("%s: type %q, want %q", name, got, typ)
