@@ -112,3 +112,22 @@ func deleteEndpoint(ctx context.Context, cl *store.Client, ns, name, containerID
 	}
 	return err
 }
+
+// JournalBacklog counts the deletes journaled in dir and not yet replayed
+// (0 when dir does not exist). Read-only.
+func JournalBacklog(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal dir %s: %w", dir, err)
+	}
+	n := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && !e.IsDir() {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -42,15 +42,16 @@ type agent struct {
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
-	return &agent{
+	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
-		dp:      dataplane.New(dataplane.Config{IPv6: true}), // v6 tables emptied when there is no IPv6
 		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
-		metrics: newMetrics(), status: newStatusReporter(c, cfg.NodeName),
+		metrics: newMetrics(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
 	}
+	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
+	return a
 }
 
 // fold records one datastore update in every consumer.
@@ -61,8 +62,7 @@ func (a *agent) fold(u calc.Update) {
 	if tunnelKick(u, a.cfg.NodeName) {
 		a.tunnels.poke()
 	}
-	a.metrics.unsupported.observe(u)
-	a.metrics.updates.Inc()
+	a.metrics.observeUpdate(u)
 }
 
 // loop is the agent's single owner of kernel state: it folds datastore
@@ -99,6 +99,7 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case evs := <-a.bgpRoutes():
 			applyRouteEvents(a.extraRoutes, evs)
+			a.metrics.bgp.routeUpdates(evs)
 			dirty = true
 		case <-resync.C:
 			a.metrics.resyncs.Inc()
@@ -173,12 +174,8 @@ func (a *agent) apply(ctx context.Context) error {
 	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
 	err := a.dp.Apply(des)
 	dpDone := time.Now()
-	a.metrics.applySeconds.Observe(time.Since(start).Seconds())
-	a.metrics.localEndpoints.Set(float64(len(d.Endpoints)))
-	a.metrics.activePolicies.Set(float64(d.LocalPolicies))
-	a.metrics.ipsets.Set(float64(len(d.IPSets)))
+	a.recordMetrics(d, des, time.Since(start), err)
 	if err != nil {
-		a.metrics.applyErrors.Inc()
 		a.health.setReady(false)
 		return err
 	}

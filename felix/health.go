@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
@@ -79,37 +78,6 @@ func (h *health) handler() http.Handler {
 	return mux
 }
 
-// metrics are the agent's Prometheus series.
-type metrics struct {
-	reg            *prometheus.Registry
-	applySeconds   prometheus.Histogram
-	resyncs        prometheus.Counter
-	applyErrors    prometheus.Counter
-	localEndpoints prometheus.Gauge
-	activePolicies prometheus.Gauge
-	ipsets         prometheus.Gauge
-	updates        prometheus.Counter
-	unsupported    *unsupportedTracker
-}
-
-func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "felix_int_dataplane_apply_time_seconds",
-			Help: "Time to apply a batch of changes to the dataplane.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
-		resyncs:        prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_resyncs_started", Help: "Full kernel resyncs started."}),
-		applyErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_int_dataplane_failures", Help: "Dataplane applies that failed."}),
-		localEndpoints: prometheus.NewGauge(prometheus.GaugeOpts{Name: "felix_active_local_endpoints", Help: "Local workload endpoints."}),
-		activePolicies: prometheus.NewGauge(prometheus.GaugeOpts{Name: "felix_active_local_policies", Help: "Policies applied to local endpoints."}),
-		ipsets:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "felix_ipsets_calico", Help: "Calico IP sets programmed."}),
-		updates:        prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_calc_graph_updates_processed", Help: "Datastore updates processed."}),
-		unsupported:    newUnsupportedTracker(),
-	}
-	m.reg.MustRegister(m.applySeconds, m.resyncs, m.applyErrors, m.localEndpoints, m.activePolicies, m.ipsets, m.updates, m.unsupported.gauge,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	return m
-}
-
 // serve runs an HTTP server on addr until ctx ends ("" disables it).
 func serve(ctx context.Context, addr string, h http.Handler, name string) error {
 	if addr == "" {
@@ -131,12 +99,6 @@ func serve(ctx context.Context, addr string, h http.Handler, name string) error 
 	}()
 	slog.Info("serving", "server", name, "addr", l.Addr().String())
 	return nil
-}
-
-func metricsHandler(m *metrics) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	return mux
 }
 
 // watchEmbeddedEtcd makes the embedded member's alarms a readiness condition

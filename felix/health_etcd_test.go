@@ -34,7 +34,7 @@ func TestEmbeddedEtcdQuotaAlarmSurfaces(t *testing.T) {
 	}
 	defer cl.Close()
 
-	h, m := &health{maxGap: time.Hour}, newMetrics()
+	h, m := &health{maxGap: time.Hour}, newMetrics("test-node", "")
 	h.beat()
 	h.setReady(true)
 	watchEmbeddedEtcd(h, m, srv)

@@ -34,6 +34,8 @@ var ErrIPSetInUse = errors.New("ipset still in use by a kernel component")
 type IPSetsOptions struct {
 	IPVersion int    // 4: manage only cali40 sets; 6: only cali60; 0: both
 	Cmd       string // the ipset binary; default "ipset"
+	// Observer, when set, is told of every ipset save and restore run.
+	Observer Observer
 }
 
 type setSpec struct {
@@ -67,12 +69,13 @@ type IPSets struct {
 	saveTries int
 	retryWait time.Duration
 	writes    int // ipset commands run beyond the read-back, for tests
+	observer  Observer
 }
 
 // NewIPSets returns a driver with no desired sets. No I/O.
 func NewIPSets(opts IPSetsOptions) *IPSets {
 	s := &IPSets{cmd: opts.Cmd, desired: map[string]*setSpec{}, pending: map[string]struct{}{}, run: runCommand,
-		saveTries: 3, retryWait: 50 * time.Millisecond}
+		saveTries: 3, retryWait: 50 * time.Millisecond, observer: opts.Observer}
 	if s.cmd == "" {
 		s.cmd = "ipset"
 	}
@@ -258,6 +261,7 @@ func (s *IPSets) read() (map[string]*savedSet, error) {
 			time.Sleep(s.retryWait << (try - 1))
 		}
 		out, stderr, err := s.run(nil, s.cmd, "save")
+		s.observer.tell(Exec{Op: OpSave, IPSet: true, Err: err})
 		if err != nil {
 			lastErr = fmt.Errorf("%s save: %w: %s", s.cmd, err, bytes.TrimSpace(stderr))
 			continue
@@ -413,6 +417,7 @@ func (s *IPSets) restore(groups []group) error {
 		}
 		s.writes++
 		_, stderr, err := s.run(input.Bytes(), s.cmd, "-exist", "restore")
+		s.observer.tell(Exec{Op: OpRestore, IPSet: true, Lines: bytes.Count(input.Bytes(), []byte("\n")), Err: err})
 		if err == nil {
 			break
 		}

@@ -30,6 +30,8 @@ type TableOptions struct {
 	// SaveCmd and RestoreCmd override the binaries; the defaults are
 	// iptables-save/iptables-restore, or ip6tables-* for IPv6.
 	SaveCmd, RestoreCmd string
+	// Observer, when set, is told of every iptables-save and -restore run.
+	Observer Observer
 }
 
 // ApplyStats says what one Apply did.
@@ -84,6 +86,8 @@ type Table struct {
 	run       runFunc
 	saveTries int
 	retryWait time.Duration
+	ipVersion int
+	observer  Observer
 }
 
 // NewTable returns a driver for table ("filter", "nat", "mangle" or "raw")
@@ -97,6 +101,7 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 		saveWait: opts.LockWait, restWait: opts.LockWait,
 		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
+		ipVersion: ipVersion, observer: opts.Observer,
 	}
 	prefix := "iptables"
 	switch ipVersion {
@@ -306,8 +311,9 @@ func (t *Table) read() (*savedTable, error) {
 		if err != nil && t.saveWait && waitRejected(stderr) {
 			t.saveWait = false // this iptables-save has no --wait; it takes no lock
 			try--
-			continue
+			continue // a probe of the binary, not a save: not observed
 		}
+		t.observer.tell(Exec{Op: OpSave, IPVersion: t.ipVersion, Table: t.table, Err: err})
 		if err != nil {
 			lastErr = fmt.Errorf("%s -t %s: %w: %s", t.save, t.table, err, bytes.TrimSpace(stderr))
 			continue
@@ -343,8 +349,9 @@ func (t *Table) write(input []byte) error {
 		_, stderr, err := t.run(input, t.restore, args...)
 		if err != nil && t.restWait && waitRejected(stderr) {
 			t.restWait = false
-			continue
+			continue // a probe of the binary, not a restore: not observed
 		}
+		t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")), Err: err})
 		if err != nil {
 			n := failedLine(stderr)
 			return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),

@@ -61,12 +61,16 @@ type Dataplane struct {
 	vxlan   *vxlanManager
 	vxlan6  *vxlanManager
 	lastErr error
+	obs     iptables.Observer
 }
 
 // Config of the dataplane.
 type Config struct {
 	IPv6             bool
 	RouteGracePeriod time.Duration // before removing unknown routes on cali* interfaces
+	// Observer, when set, is told of every iptables and ipset command run
+	// (the agent's metrics).
+	Observer iptables.Observer
 }
 
 // New makes a dataplane; it touches nothing until Apply.
@@ -75,9 +79,10 @@ func New(cfg Config) *Dataplane {
 		cfg.RouteGracePeriod = 30 * time.Second
 	}
 	return &Dataplane{
-		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{}),
+		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
+		obs: cfg.Observer,
 	}
 }
 
@@ -98,7 +103,7 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptabl
 	key := fmt.Sprintf("%d/%s", ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true}), hooks: strings.Join(sig, ",")}
+		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true, Observer: d.obs}), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
 	}
 	return st.t
