@@ -150,7 +150,7 @@ func (w podWiring) addPodAddrs() error {
 		_ = writeSysctl("net/ipv6/conf/"+w.ifName+"/accept_dad", "0")
 	}
 	for _, a := range w.addrs {
-		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: hostPrefix(a)}); err != nil && !errors.Is(err, syscall.EEXIST) {
+		if err := netlink.AddrAdd(link, podAddr(a)); err != nil && !errors.Is(err, syscall.EEXIST) {
 			return fmt.Errorf("adding %s to %s: %w", a, w.ifName, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
@@ -218,8 +219,7 @@ func (w podWiring) configurePod() (string, error) {
 		}
 	}
 	for _, a := range w.addrs {
-		addr := &netlink.Addr{IPNet: hostPrefix(a)}
-		if err := netlink.AddrAdd(link, addr); err != nil {
+		if err := netlink.AddrAdd(link, podAddr(a)); err != nil {
 			return "", fmt.Errorf("adding %s to %s: %w", a, w.ifName, err)
 		}
 	}
@@ -260,6 +260,19 @@ func gatewayRoutes(idx int, v4, v6 bool) []*netlink.Route {
 
 func hostPrefix(a netip.Addr) *net.IPNet {
 	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
+}
+
+// podAddr is a workload address for its interface. An IPv6 one skips
+// duplicate address detection (IPAM made it unique): a tentative address
+// cannot be bound, so a pod that starts listening at once would fail with
+// "cannot assign requested address" for a second or so. The accept_dad
+// sysctl says the same, but only for addresses added after it took effect.
+func podAddr(a netip.Addr) *netlink.Addr {
+	addr := &netlink.Addr{IPNet: hostPrefix(a)}
+	if a.Is6() {
+		addr.Flags = unix.IFA_F_NODAD
+	}
+	return addr
 }
 
 // checkHostRoutes refuses a pod address that the host already routes to

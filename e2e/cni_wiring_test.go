@@ -58,6 +58,11 @@ func testCNIWiringDetails(t *testing.T, path cniPath) {
 	if !strings.Contains(addrs, v4+"/32") || !strings.Contains(addrs, v6+"/128") {
 		t.Errorf("pod addresses: %s", addrs)
 	}
+	// The IPv6 address is usable at once: no duplicate address detection,
+	// so never tentative (a listener could not bind it).
+	if a6 := mustNS(t, pod, "ip", "-o", "-6", "addr", "show", "dev", "eth0", "scope", "global"); !strings.Contains(a6, "nodad") || strings.Contains(a6, "tentative") {
+		t.Errorf("pod IPv6 address not marked nodad, or tentative: %s", a6)
+	}
 	podRoutes := mustNS(t, pod, "ip", "route")
 	for _, want := range []string{"default via 169.254.1.1 dev eth0", "169.254.1.1 dev eth0 scope link"} {
 		if !strings.Contains(podRoutes, want) {
