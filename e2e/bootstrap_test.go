@@ -66,12 +66,13 @@ func TestAgentBootstrap(t *testing.T) {
 		t.Errorf("pools after a restart with other variables: %q, want %q", got, want)
 	}
 
-	// Bad values stop start-up (exit 2), naming the variable. VXLAN is
-	// refused until the agent implements it (store/api/unsupported.go).
+	// Bad values stop start-up (exit 2), naming the variable, and so does
+	// a value the datastore refuses (store/api/unsupported.go).
 	for v, msg := range map[string]string{
-		"CALICO_IPV4POOL_BLOCK_SIZE=40": `CALICO_IPV4POOL_BLOCK_SIZE="40": must be between 20 and 32`,
-		"CALICO_IPV4POOL_VXLAN=Always":  `CALICO_IPV4POOL_VXLAN="Always": spec.vxlanMode is not supported by this agent`,
-		"FELIX_MTUIFACEPATTERN=(":       `FELIX_MTUIFACEPATTERN="("`,
+		"CALICO_IPV4POOL_BLOCK_SIZE=40":           `CALICO_IPV4POOL_BLOCK_SIZE="40": must be between 20 and 32`,
+		"CALICO_IPV4POOL_VXLAN=sometimes":         `CALICO_IPV4POOL_VXLAN="sometimes": must be Always, CrossSubnet or Never`,
+		"CALICO_IPV4POOL_DISABLE_BGP_EXPORT=true": `CALICO_IPV4POOL_DISABLE_BGP_EXPORT="true": spec.disableBGPExport is not supported`,
+		"FELIX_MTUIFACEPATTERN=(":                 `FELIX_MTUIFACEPATTERN="("`,
 	} {
 		cmd := exec.Command(binary, "node", "--nodename", "node2", "--etcd-endpoints", e.etcd.Endpoints()[0],
 			"--lib-dir", t.TempDir(), "--run-dir", t.TempDir(), "--health-addr", "", "--metrics-addr", "", "--bgp=false")
