@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -86,6 +87,7 @@ type Server struct {
 	etcd      *embed.Etcd
 	clientURL string
 	upkeep    upkeep
+	closed    sync.Once
 }
 
 // Start starts the member and waits until it serves clients or ctx ends.
@@ -171,10 +173,12 @@ func (s *Server) Endpoints() []string { return []string{s.clientURL} }
 // Err reports a fatal server error.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
 
-// Close stops the member.
+// Close stops the member; closing again does nothing.
 func (s *Server) Close() {
-	s.stopUpkeep()
-	s.etcd.Close()
+	s.closed.Do(func() {
+		s.stopUpkeep()
+		s.etcd.Close()
+	})
 }
 
 // FreeLoopbackURL returns an http URL on 127.0.0.1 with a port that was free

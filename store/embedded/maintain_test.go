@@ -30,7 +30,10 @@ func startMember(t *testing.T, c Config) (*Server, *clientv3.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Name, c.DataDir, c.ClientURL, c.PeerURL, c.NoFsync = "test", t.TempDir(), cu, pu, true
+	if c.DataDir == "" {
+		c.DataDir = t.TempDir()
+	}
+	c.Name, c.ClientURL, c.PeerURL, c.NoFsync = "test", cu, pu, true
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := Start(ctx, c)
@@ -165,24 +168,33 @@ func TestDefragShrinksFile(t *testing.T) {
 	}
 }
 
-// TestQuotaAlarm fills a tiny quota: writes fail with NOSPACE and the alarm
-// is raised; each check defragments, keeps the alarm while the live data is
-// too big, and once the data is deleted and compacted disarms it, and
-// writes work.
+// TestQuotaAlarm runs a member whose live data is over its quota (written
+// under a larger quota, then restarted with a tiny one): writes fail with
+// NOSPACE and the alarm is raised; each check defragments, keeps the alarm
+// while the live data is too big, and once the data is deleted and
+// compacted disarms it, and writes work. (Filling the tiny quota itself
+// does not make the live data too big: the file reaches the quota with a
+// varying share of it free.)
 func TestQuotaAlarm(t *testing.T) {
 	quota := 2 * mib
-	s, cl := startMember(t, Config{CompactionRetention: -1, DefragCheckInterval: -1, QuotaBackendBytes: quota})
+	dir := t.TempDir()
+	first, fcl := startMember(t, Config{DataDir: dir, CompactionRetention: -1, DefragCheckInterval: -1, QuotaBackendBytes: 4 * quota})
 	ctx := context.Background()
-	if st := s.Status(); st.Quota != quota || st.Alarm(AlarmNoSpace) {
-		t.Fatalf("fresh member %+v", st)
-	}
 	val := strings.Repeat("q", 64<<10)
-	var err error
-	for i := 0; i < 1000 && err == nil; i++ {
-		_, err = cl.Put(ctx, fmt.Sprintf("/fill/%04d", i), val)
+	for i := 0; i < 40; i++ { // 2.5 MiB of live data
+		if _, err := fcl.Put(ctx, fmt.Sprintf("/fill/%04d", i), val); err != nil {
+			t.Fatalf("filling under the large quota: %v", err)
+		}
 	}
-	if !errors.Is(err, rpctypes.ErrNoSpace) {
-		t.Fatalf("filling a %d-byte quota: %v, want %v", quota, err, rpctypes.ErrNoSpace)
+	_ = fcl.Close()
+	first.Close()
+
+	s, cl := startMember(t, Config{DataDir: dir, CompactionRetention: -1, DefragCheckInterval: -1, QuotaBackendBytes: quota})
+	if st := s.Status(); st.Quota != quota || st.Alarm(AlarmNoSpace) {
+		t.Fatalf("restarted member %+v", st)
+	}
+	if _, err := cl.Put(ctx, "/one-more", val); !errors.Is(err, rpctypes.ErrNoSpace) {
+		t.Fatalf("writing over a %d-byte quota: %v, want %v", quota, err, rpctypes.ErrNoSpace)
 	}
 	if st := s.Status(); !st.Alarm(AlarmNoSpace) {
 		t.Fatalf("after NOSPACE: %+v, want the alarm", st)
