@@ -116,6 +116,12 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.vxlanVNI":     "TestVXLANDeviceKernel",
 	"FelixConfiguration.spec.vxlanMTU":     "TestVXLANDeviceKernel",
 
+	// IP-in-IP (docs/OVERLAY.md).
+	"IPPool.spec.ipipMode":                "TestAddIPIPRoutes",
+	"Node.spec.bgp.ipv4IPIPTunnelAddr":    "TestIPIPTunnelAddrLifecycle",
+	"FelixConfiguration.spec.ipipEnabled": "TestOverlayIPIP",
+	"FelixConfiguration.spec.ipipMTU":     "TestOverlayIPIP",
+
 	"BGPPeer.spec.node":                           "TestDesiredPeersPeerIPReverse",
 	"BGPPeer.spec.nodeSelector":                   "TestDesiredPeersPeerSelectorReverse",
 	"BGPPeer.spec.peerIP":                         "TestDesiredPeersPeerIPReverse",
