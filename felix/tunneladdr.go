@@ -34,9 +34,13 @@ type tunnelFamily struct {
 
 var tunnelFamilies = []tunnelFamily{
 	{"vxlan", false, "vxlan-tunnel-addr-", "vxlanTunnelAddress", func(s api.IPPoolSpec) bool { return s.VXLANMode.Enabled() },
-		func(n *api.Node, _ string) (*string, *string) { return &n.Spec.IPv4VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddr }, calc.NodeVTEPMAC},
+		func(n *api.Node, _ string) (*string, *string) {
+			return &n.Spec.IPv4VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddr
+		}, calc.NodeVTEPMAC},
 	{"vxlanV6", true, "vxlan-v6-tunnel-addr-", "vxlanV6TunnelAddress", func(s api.IPPoolSpec) bool { return s.VXLANMode.Enabled() },
-		func(n *api.Node, _ string) (*string, *string) { return &n.Spec.IPv6VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddrV6 }, calc.NodeVTEPMACV6},
+		func(n *api.Node, _ string) (*string, *string) {
+			return &n.Spec.IPv6VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddrV6
+		}, calc.NodeVTEPMACV6},
 	{"ipip", false, "ipip-tunnel-addr-", "ipipTunnelAddress", func(s api.IPPoolSpec) bool { return s.IPIPMode.Enabled() },
 		ipipFields, nil},
 }
