@@ -121,6 +121,9 @@ var enforced = map[string]string{
 	"Node.spec.bgp.ipv4IPIPTunnelAddr":    "TestIPIPTunnelAddrLifecycle",
 	"FelixConfiguration.spec.ipipEnabled": "TestOverlayIPIP",
 	"FelixConfiguration.spec.ipipMTU":     "TestOverlayIPIP",
+	// Encapsulated packets from workloads (felix/rules).
+	"FelixConfiguration.spec.allowVXLANPacketsFromWorkloads": "TestEncapFromWorkloadsKernel",
+	"FelixConfiguration.spec.allowIPIPPacketsFromWorkloads":  "TestEncapFromWorkloads",
 
 	"BGPPeer.spec.node":                           "TestDesiredPeersPeerIPReverse",
 	"BGPPeer.spec.nodeSelector":                   "TestDesiredPeersPeerSelectorReverse",
