@@ -91,7 +91,7 @@ func TestIPIPInputFilter(t *testing.T) {
 	}
 	want := []string{
 		"-p 4 -m set --match-set cali40all-hosts-net src -m addrtype --dst-type LOCAL -j ACCEPT",
-		"-p 4 -m addrtype --dst-type LOCAL -j DROP",
+		"-p 4 -j DROP",
 		"-i cali+ -g cali-wl-to-host",
 	}
 	in := des.Tables[4]["filter"][0]
