@@ -198,6 +198,9 @@ func writeOne(ctx context.Context, c *store.Client, op writeOp, r api.Resource) 
 	case opReplace:
 		_, err = c.UpdateResource(ctx, r)
 	case opDelete:
+		if n, ok := r.(*api.Node); ok {
+			return deleteNode(ctx, c, n) // releases its IPAM too (node_delete.go)
+		}
 		_, err = c.DeleteObject(ctx, r)
 	}
 	return err

@@ -41,6 +41,12 @@ func TestParseDefaultPools(t *testing.T) {
 		{map[string]string{"CALICO_IPV4POOL_VXLAN": "CrossSubnet", "CALICO_IPV6POOL_CIDR": "fd00:9::/48", "CALICO_IPV6POOL_VXLAN": "Always"}, []string{
 			"default-ipv4-ippool 192.168.0.0/16 block=26 ipip=Never vxlan=CrossSubnet nat=true sel=all() uses=[Workload Tunnel]",
 			"default-ipv6-ippool fd00:9::/48 block=122 ipip=Never vxlan=Always nat=false sel=all() uses=[Workload Tunnel]"}},
+		// IP-in-IP is honoured too (docs/OVERLAY.md); IPv6 pools have none.
+		{map[string]string{"CALICO_IPV4POOL_IPIP": "CrossSubnet"}, []string{
+			"default-ipv4-ippool 192.168.0.0/16 block=26 ipip=CrossSubnet vxlan=Never nat=true sel=all() uses=[Workload Tunnel]"}},
+		{map[string]string{"CALICO_IPV4POOL_IPIP": "Always", "CALICO_IPV6POOL_CIDR": "fd00:9::/48"}, []string{
+			"default-ipv4-ippool 192.168.0.0/16 block=26 ipip=Always vxlan=Never nat=true sel=all() uses=[Workload Tunnel]",
+			"default-ipv6-ippool fd00:9::/48 block=122 ipip=Never vxlan=Never nat=false sel=all() uses=[Workload Tunnel]"}},
 		{map[string]string{"NO_DEFAULT_POOLS": "false"}, []string{"default-ipv4-ippool 192.168.0.0/16 block=26 ipip=Never vxlan=Never nat=true sel=all() uses=[Workload Tunnel]"}},
 	} {
 		pools, err := poolsFrom(t, tc.env)
@@ -78,10 +84,10 @@ func TestParseDefaultPoolsErrors(t *testing.T) {
 		{map[string]string{"CALICO_IPV4POOL_NODE_SELECTOR": "a ==="}, `CALICO_IPV4POOL_NODE_SELECTOR="a ===": spec.nodeSelector`},
 		{map[string]string{"NO_DEFAULT_POOLS": "yes please"}, `NO_DEFAULT_POOLS="yes please": must be true or false`},
 		{map[string]string{"NO_DEFAULT_POOLS": "true", "CALICO_IPV4POOL_CIDR": "10.0.0.0/16"}, `NO_DEFAULT_POOLS=true and CALICO_IPV4POOL_CIDR="10.0.0.0/16"`},
-		// Refused at write today (store/api/unsupported.go): IPIP is not
-		// implemented yet, so start-up fails naming the variable rather
-		// than storing a mode nothing acts on.
-		{map[string]string{"CALICO_IPV4POOL_IPIP": "CrossSubnet"}, `CALICO_IPV4POOL_IPIP="CrossSubnet": spec.ipipMode is not supported by this agent`},
+		// A pool may not encapsulate both ways (the IPPool validation).
+		{map[string]string{"CALICO_IPV4POOL_IPIP": "Always", "CALICO_IPV4POOL_VXLAN": "Always"}, `spec.vxlanMode`},
+		// Refused at write (store/api/unsupported.go): start-up fails
+		// naming the variable rather than storing a field nothing acts on.
 		{map[string]string{"CALICO_IPV4POOL_DISABLE_BGP_EXPORT": "true"}, `CALICO_IPV4POOL_DISABLE_BGP_EXPORT="true": spec.disableBGPExport is not supported`},
 	} {
 		_, err := poolsFrom(t, tc.env)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/internal/rtproto"
 	"github.com/calico-aio/calico-aio/iptables"
 )
 
@@ -18,7 +19,8 @@ var vxlanHostsSets = map[int]string{4: "cali40all-vxlan-net", 6: "cali60all-vxla
 // des (after local endpoint and blackhole routes, which win), then the
 // routes learned over BGP, except those inside a pool VXLAN carries: as
 // Calico's BIRD config rejects those for the kernel, the overlay's own
-// routes are the ones programmed.
+// routes are the ones programmed. Learned routes inside an IPIP pool go
+// over tunl0 (addIPIP).
 func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget) {
 	addVXLANFilter(des, 4, ov.V4, ov.Port)
 	addVXLANFilter(des, 6, ov.V6, ov.Port)
@@ -27,7 +29,9 @@ func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[neti
 		if _, local := des.Routes[p]; local {
 			continue
 		}
-		t := dataplane.RouteTarget{Via: []netip.Addr{r.Via}}
+		// A direct CrossSubnet route is the agent's own, computed from the
+		// datastore: the agent's protocol, not BGP's.
+		t := dataplane.RouteTarget{Via: []netip.Addr{r.Via}, Proto: rtproto.Workload}
 		if r.Tunnel {
 			t.Iface, t.OnLink = calc.VXLANDevice, true
 			if p.Addr().Is6() {
@@ -41,6 +45,7 @@ func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[neti
 			des.Routes[p] = t
 		}
 	}
+	addIPIP(des, ov.IPIP, learned)
 }
 
 // vxlanDevice is the dataplane's view of one family's device and peers.

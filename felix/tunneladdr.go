@@ -16,29 +16,59 @@ import (
 	"github.com/calico-aio/calico-aio/store/selector"
 )
 
-// tunnelFamily is one family of VXLAN tunnel address: Calico's IPAM handle
+// tunnelFamily is one kind of tunnel address: Calico's IPAM handle
 // prefix and allocation type (calico-node -allocate-tunnel-addrs writes
-// the same) and the Node fields that hold it and the VTEP MAC.
+// the same), which pools call for it, and the Node fields that hold it
+// and its MAC (IPIP has none).
 type tunnelFamily struct {
+	name         string
 	v6           bool
 	handlePrefix string
 	attrType     string
-	fields       func(*api.Node) (addr, mac *string)
-	mac          func(*api.Node, string) string
+	encap        func(api.IPPoolSpec) bool
+	// fields returns the Node's address and MAC fields; with want "" it
+	// may return scratch fields rather than create a missing parent.
+	fields func(n *api.Node, want string) (addr, mac *string)
+	mac    func(*api.Node, string) string // nil: no MAC
 }
 
 var tunnelFamilies = []tunnelFamily{
-	{false, "vxlan-tunnel-addr-", "vxlanTunnelAddress",
-		func(n *api.Node) (*string, *string) { return &n.Spec.IPv4VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddr }, calc.NodeVTEPMAC},
-	{true, "vxlan-v6-tunnel-addr-", "vxlanV6TunnelAddress",
-		func(n *api.Node) (*string, *string) { return &n.Spec.IPv6VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddrV6 }, calc.NodeVTEPMACV6},
+	{"vxlan", false, "vxlan-tunnel-addr-", "vxlanTunnelAddress", func(s api.IPPoolSpec) bool { return s.VXLANMode.Enabled() },
+		func(n *api.Node, _ string) (*string, *string) {
+			return &n.Spec.IPv4VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddr
+		}, calc.NodeVTEPMAC},
+	{"vxlanV6", true, "vxlan-v6-tunnel-addr-", "vxlanV6TunnelAddress", func(s api.IPPoolSpec) bool { return s.VXLANMode.Enabled() },
+		func(n *api.Node, _ string) (*string, *string) {
+			return &n.Spec.IPv6VXLANTunnelAddr, &n.Spec.VXLANTunnelMACAddrV6
+		}, calc.NodeVTEPMACV6},
+	{"ipip", false, "ipip-tunnel-addr-", "ipipTunnelAddress", func(s api.IPPoolSpec) bool { return s.IPIPMode.Enabled() },
+		ipipFields, nil},
+}
+
+// ipipFields are spec.bgp.ipv4IPIPTunnelAddr (spec.bgp made when an
+// address is to be written) and a scratch MAC.
+func ipipFields(n *api.Node, want string) (*string, *string) {
+	var none string
+	if n.Spec.BGP == nil {
+		if want == "" {
+			var empty string
+			return &empty, &none
+		}
+		n.Spec.BGP = &api.NodeBGPSpec{}
+	}
+	return &n.Spec.BGP.IPv4IPIPTunnelAddr, &none
 }
 
 // vxlanTunnelPools are the pools this node's VXLAN tunnel address of a
-// family may come from: enabled pools of the family with VXLAN on that
-// select the node and allow Tunnel use, as CIDRs, sorted. None means the
-// node needs no address of that family.
+// family may come from (tunnelPools for VXLAN).
 func vxlanTunnelPools(node *api.Node, pools []*api.IPPool, v6 bool) []string {
+	return tunnelPools(node, pools, v6, tunnelFamilies[0].encap)
+}
+
+// tunnelPools are the pools a tunnel address may come from: enabled pools
+// of the family with the encapsulation on that select the node and allow
+// Tunnel use, as CIDRs, sorted. None means the node needs no address.
+func tunnelPools(node *api.Node, pools []*api.IPPool, v6 bool, encap func(api.IPPoolSpec) bool) []string {
 	var labels map[string]string
 	if node != nil {
 		labels = node.Metadata.Labels
@@ -46,7 +76,7 @@ func vxlanTunnelPools(node *api.Node, pools []*api.IPPool, v6 bool) []string {
 	var out []string
 	for _, p := range pools {
 		pfx, err := p.Prefix()
-		if err != nil || pfx.Addr().Is6() != v6 || p.Spec.Disabled || !p.Spec.VXLANMode.Enabled() {
+		if err != nil || pfx.Addr().Is6() != v6 || p.Spec.Disabled || !encap(p.Spec) {
 			continue
 		}
 		uses := p.Spec.AllowedUses
@@ -79,7 +109,7 @@ func inPools(addr netip.Addr, cidrs []string) bool {
 	return false
 }
 
-// tunnelAddrs keeps this node's VXLAN tunnel addresses (IPv4 and IPv6):
+// tunnelAddrs keeps this node's tunnel addresses (VXLAN IPv4 and IPv6, IPIP):
 // each allocated from IPAM while a pool of its family the node may use
 // encapsulates, written with its VTEP MAC on the Node, released when none
 // does. It runs beside the agent's loop (it does
@@ -121,7 +151,7 @@ func (t *tunnelAddrs) run(ctx context.Context, resync time.Duration) {
 		}
 		if err := t.reconcile(ctx); err != nil {
 			wait = min(max(2*wait, 200*time.Millisecond), 5*time.Second)
-			slog.Warn("VXLAN tunnel address not reconciled; retrying", "err", err, "in", wait)
+			slog.Warn("tunnel addresses not reconciled; retrying", "err", err, "in", wait)
 			retry.Reset(wait)
 			continue
 		}
@@ -151,34 +181,40 @@ func (t *tunnelAddrs) reconcile(ctx context.Context) error {
 			pools = append(pools, o.(*api.IPPool))
 		}
 		changed := false
-		var wants []string
+		var wants []any
 		for _, fam := range tunnelFamilies {
-			addr, err := t.address(ctx, fam, vxlanTunnelPools(n, pools, fam.v6))
+			addr, err := t.address(ctx, fam, tunnelPools(n, pools, fam.v6, fam.encap))
 			if err != nil {
 				return err
 			}
 			want, mac := "", ""
 			if addr.IsValid() {
-				want, mac = addr.String(), fam.mac(n, t.node)
+				want = addr.String()
+				if fam.mac != nil {
+					mac = fam.mac(n, t.node)
+				}
 			}
-			a, m := fam.fields(n)
+			a, m := fam.fields(n, want)
 			if *a != want || *m != mac {
 				*a, *m, changed = want, mac, true
 			}
-			wants = append(wants, want)
+			wants = append(wants, fam.name, want)
 		}
 		if !changed {
 			return nil
+		}
+		if n.Spec.BGP != nil && *n.Spec.BGP == (api.NodeBGPSpec{}) {
+			n.Spec.BGP = nil // it held only the IPIP address
 		}
 		_, err = t.c.UpdateResource(ctx, n)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("writing node %s VXLAN tunnel addresses %q: %w", t.node, wants, err)
+			return fmt.Errorf("writing node %s tunnel addresses %v: %w", t.node, wants, err)
 		}
-		slog.Info("VXLAN tunnel addresses", "node", t.node, "ipv4", wants[0], "ipv6", wants[1],
-			"mac", n.Spec.VXLANTunnelMACAddr, "macV6", n.Spec.VXLANTunnelMACAddrV6)
+		slog.Info("tunnel addresses", append(append([]any{"node", t.node}, wants...),
+			"mac", n.Spec.VXLANTunnelMACAddr, "macV6", n.Spec.VXLANTunnelMACAddrV6)...)
 		return nil
 	}
 	return fmt.Errorf("writing node %s tunnel address: too many conflicts", t.node)
@@ -202,7 +238,7 @@ func (t *tunnelAddrs) address(ctx context.Context, fam tunnelFamily, eligible []
 		if err != nil {
 			return netip.Addr{}, fmt.Errorf("releasing IPAM handle %s: %w", handle, err)
 		}
-		slog.Info("released VXLAN tunnel address", "node", t.node, "addresses", freed)
+		slog.Info("released tunnel address", "node", t.node, "addresses", freed)
 	}
 	if len(eligible) == 0 {
 		return netip.Addr{}, nil
@@ -214,11 +250,11 @@ func (t *tunnelAddrs) address(ctx context.Context, fam tunnelFamily, eligible []
 	}
 	got, err := t.ipam.AutoAssign(ctx, req)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("allocating a VXLAN tunnel address (%s) for node %s from %v: %w", handle, t.node, eligible, err)
+		return netip.Addr{}, fmt.Errorf("allocating a tunnel address (%s) for node %s from %v: %w", handle, t.node, eligible, err)
 	}
 	addrs := got.Addrs()
 	if len(addrs) != 1 {
-		return netip.Addr{}, fmt.Errorf("allocating a VXLAN tunnel address (%s) for node %s: got %v", handle, t.node, addrs)
+		return netip.Addr{}, fmt.Errorf("allocating a tunnel address (%s) for node %s: got %v", handle, t.node, addrs)
 	}
 	return addrs[0], nil
 }

@@ -29,8 +29,8 @@ func TestUnsupportedFieldsLoggedOnceAndCounted(t *testing.T) {
 	tr := newUnsupportedTracker()
 	tr.log = slog.New(slog.NewTextHandler(&logs, nil))
 	key := "/calico/resources/v3/projectcalico.org/ippools/p"
-	bad := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","ipipMode":"Always"}}`)
-	worse := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","ipipMode":"Always","disableBGPExport":true}}`)
+	bad := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","disableBGPExport":true}}`)
+	worse := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16","disableBGPExport":true,"namespaceSelector":"all()"}}`)
 	good := decodeOrFail(t, `{"kind":"IPPool","metadata":{"name":"p"},"spec":{"cidr":"10.9.0.0/16"}}`)
 	up := func(r api.Resource, deleted bool) {
 		tr.observe(calc.Update{Kind: "ippools", Key: key, Resource: r, Deleted: deleted})
@@ -45,7 +45,7 @@ func TestUnsupportedFieldsLoggedOnceAndCounted(t *testing.T) {
 	if warnings() != 1 || count() != 1 {
 		t.Fatalf("after the same object twice: %d warnings, gauge %v; log:\n%s", warnings(), count(), logs.String())
 	}
-	if !strings.Contains(logs.String(), "spec.ipipMode") || !strings.Contains(logs.String(), "name=p") {
+	if !strings.Contains(logs.String(), "spec.disableBGPExport") || !strings.Contains(logs.String(), "name=p") {
 		t.Errorf("the warning names neither field nor resource:\n%s", logs.String())
 	}
 	up(worse, false)

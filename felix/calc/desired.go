@@ -204,6 +204,15 @@ func (s *State) rulesConfig() rules.Config {
 		if f.Spec.FailsafeOutboundHostPorts != nil {
 			cfg.FailsafeOutbound = protoPorts(*f.Spec.FailsafeOutboundHostPorts)
 		}
+		if f.Spec.VXLANPort != nil {
+			cfg.VXLANPort = *f.Spec.VXLANPort
+		}
+		if f.Spec.AllowVXLANPacketsFromWorkloads != nil {
+			cfg.AllowVXLANPacketsFromWorkloads = *f.Spec.AllowVXLANPacketsFromWorkloads
+		}
+		if f.Spec.AllowIPIPPacketsFromWorkloads != nil {
+			cfg.AllowIPIPPacketsFromWorkloads = *f.Spec.AllowIPIPPacketsFromWorkloads
+		}
 	}
 	return cfg
 }

@@ -126,6 +126,8 @@ type OverlayDesired struct {
 	V4, V6 OverlayFamily
 	Port   int                           // the VXLAN UDP port
 	Routes map[netip.Prefix]OverlayRoute // both families
+	// IPIP is IP-in-IP (IPv4 only): tunl0, and how BGP routes go over it.
+	IPIP IPIPDesired
 }
 
 // felixVXLAN reads vxlanEnabled, vxlanVNI, vxlanPort, vxlanMTU and
@@ -276,6 +278,7 @@ func (o *Overlay) compute() OverlayDesired {
 	d := OverlayDesired{Routes: map[netip.Prefix]OverlayRoute{}, Port: port}
 	d.V4 = o.family(false, enabled, VXLANDeviceConfig{Name: VXLANDevice, VNI: vni, Port: port, MTU: mtu}, d.Routes)
 	d.V6 = o.family(true, enabled, VXLANDeviceConfig{Name: VXLANDeviceV6, VNI: vni, Port: port, MTU: mtu6}, d.Routes)
+	d.IPIP = o.ipip()
 	return d
 }
 

@@ -24,7 +24,9 @@ type Desired struct {
 	Forwarding Forwarding
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
-	InSync         bool
+	// IPIP is tunl0 (ipip.go); nil takes its address off.
+	IPIP   *IPIPDevice
+	InSync bool
 }
 
 // IPSet is one desired IP set.
@@ -60,6 +62,7 @@ type Dataplane struct {
 	fwd     *forwardingManager
 	vxlan   *vxlanManager
 	vxlan6  *vxlanManager
+	ipip    *ipipManager
 	lastErr error
 	obs     iptables.Observer
 }
@@ -82,7 +85,7 @@ func New(cfg Config) *Dataplane {
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
-		obs: cfg.Observer,
+		ipip: newIPIPManager("tunl0"), obs: cfg.Observer,
 	}
 }
 
@@ -144,6 +147,14 @@ func (d *Dataplane) Apply(des Desired) error {
 			errs = append(errs, fmt.Errorf("removing ipsets: %w", err))
 		}
 	}
+	// tunl0 before the routes over it (a new device makes them re-read).
+	d.ipip.SetDesired(des.IPIP, des.InSync)
+	if d.ipip.dirty {
+		d.routes.dirty = true
+	}
+	if err := d.ipip.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", d.ipip.name, err))
+	}
 	errs = append(errs, applyOverlayAndRoutes(d.vxlan, d.vxlan6, d.routes, des)...)
 	d.eps.SetDesired(des.Endpoints, des.InSync)
 	if err := d.eps.Apply(); err != nil {
@@ -182,14 +193,14 @@ func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
 
 // NeedsRetry reports whether the last apply left work undone.
 func (d *Dataplane) NeedsRetry() bool {
-	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.fwd.dirty || d.vxlan.dirty || d.vxlan6.dirty
+	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.fwd.dirty || d.vxlan.dirty || d.vxlan6.dirty || d.ipip.dirty
 }
 
 // Resync makes the next Apply re-read everything from the kernel, so drift
 // made by others is repaired.
 func (d *Dataplane) Resync() {
 	d.routes.dirty = true
-	d.vxlan.dirty, d.vxlan6.dirty = true, true
+	d.vxlan.dirty, d.vxlan6.dirty, d.ipip.dirty = true, true, true
 	d.eps.resyncAll()
 	d.fwd.resync()
 	for _, st := range d.tables {

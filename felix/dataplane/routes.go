@@ -27,6 +27,23 @@ type RouteTarget struct {
 	// OnLink with Iface and one Via: an overlay route, via <vtep> dev
 	// <iface> onlink (protocol 80, as workload routes).
 	OnLink bool
+	// Proto overrides the route's protocol (rtproto.Workload or
+	// rtproto.BGP); 0 means by kind: Via alone is BGP's, the rest the
+	// agent's. A route the agent computes itself (a CrossSubnet direct
+	// route) carries the agent's; one learned over BGP put over a
+	// tunnel keeps BGP's.
+	Proto int
+}
+
+// protocol is the rtnetlink protocol the route is programmed with.
+func (t RouteTarget) protocol() int {
+	switch {
+	case t.Proto != 0:
+		return t.Proto
+	case !t.Blackhole && t.Iface == "":
+		return rtproto.BGP
+	}
+	return rtproto.Workload
 }
 
 func (t RouteTarget) String() string {
@@ -83,7 +100,7 @@ func sameRoutes(a, b map[netip.Prefix]RouteTarget) bool {
 		return false
 	}
 	for p, t := range a {
-		if u, ok := b[p]; !ok || !sameTarget(t, u) {
+		if u, ok := b[p]; !ok || !sameTarget(t, u) || t.protocol() != u.protocol() {
 			return false
 		}
 	}
@@ -194,7 +211,7 @@ func (m *routeManager) Apply() error {
 	for _, p := range keys {
 		want := m.desired[p]
 		have, exists := kernel[p]
-		if exists && sameTarget(have.target, want) && (have.proto == rtproto.Workload || have.proto == rtproto.BGP) {
+		if exists && sameTarget(have.target, want) && have.proto == want.protocol() {
 			continue
 		}
 		if exists && have.proto != rtproto.Workload && have.proto != rtproto.BGP && !strings.HasPrefix(have.target.Iface, "cali") {
@@ -235,21 +252,20 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 	r := &netlink.Route{Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}, Table: syscall.RT_TABLE_MAIN}
 	switch {
 	case t.Blackhole:
-		r.Type, r.Protocol = syscall.RTN_BLACKHOLE, rtproto.Workload
+		r.Type = syscall.RTN_BLACKHOLE
 	case t.OnLink && t.Iface != "" && len(t.Via) == 1:
 		l, err := netlink.LinkByName(t.Iface)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
-		r.LinkIndex, r.Gw, r.Flags, r.Protocol = l.Attrs().Index, t.Via[0].AsSlice(), int(netlink.FLAG_ONLINK), rtproto.Workload
+		r.LinkIndex, r.Gw, r.Flags = l.Attrs().Index, t.Via[0].AsSlice(), int(netlink.FLAG_ONLINK)
 	case t.Iface != "":
 		l, err := netlink.LinkByName(t.Iface)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
-		r.LinkIndex, r.Scope, r.Protocol = l.Attrs().Index, netlink.SCOPE_LINK, rtproto.Workload
+		r.LinkIndex, r.Scope = l.Attrs().Index, netlink.SCOPE_LINK
 	default:
-		r.Protocol = rtproto.BGP
 		if len(t.Via) == 1 {
 			r.Gw = t.Via[0].AsSlice()
 		} else {
@@ -258,6 +274,7 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 			}
 		}
 	}
+	r.Protocol = netlink.RouteProtocol(t.protocol())
 	var err error
 	if replace {
 		err = netlink.RouteReplace(r)

@@ -37,6 +37,12 @@ type Config struct {
 	// Packet mark bits, each a distinct single bit; zero means the default
 	// (0x10000, 0x20000, 0x40000).
 	MarkAccept, MarkPass, MarkScratch uint32
+	// VXLANPort is the UDP port workloads may not send VXLAN to (0: 4789).
+	VXLANPort int
+	// AllowVXLANPacketsFromWorkloads and AllowIPIPPacketsFromWorkloads
+	// (FelixConfiguration, default false) lift the drop of encapsulated
+	// packets a workload sends.
+	AllowVXLANPacketsFromWorkloads, AllowIPIPPacketsFromWorkloads bool
 }
 
 // Calico's default failsafe ports (FailsafeInboundHostPorts and

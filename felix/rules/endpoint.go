@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -38,8 +39,16 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: []iptables.Rule{clear}}
 	fw.Rules = append(fw.Rules, r.antiSpoof(ep)...)
 	fw.Rules = append(fw.Rules, conntrack...)
-	fw.Rules = append(fw.Rules, rule("-p udp -m udp --dport 4789", "-j DROP", "Drop VXLAN encapped packets originating in workloads"))
-	if c.IPVersion == 4 {
+	// Workloads may not send encapsulated packets (Calico's defaults),
+	// unless FelixConfiguration allows them.
+	if !c.AllowVXLANPacketsFromWorkloads {
+		port := c.VXLANPort
+		if port == 0 {
+			port = 4789
+		}
+		fw.Rules = append(fw.Rules, rule(fmt.Sprintf("-p udp -m udp --dport %d", port), "-j DROP", "Drop VXLAN encapped packets originating in workloads"))
+	}
+	if c.IPVersion == 4 && !c.AllowIPIPPacketsFromWorkloads {
 		fw.Rules = append(fw.Rules, rule("-p 4", "-j DROP", "Drop IPinIP encapped packets originating in workloads"))
 	}
 	fw.Rules = append(fw.Rules, r.verdictRules(DirEgress, ep.tiers(DirEgress), ep.Profiles)...)

@@ -80,6 +80,10 @@ type FelixConfigurationSpec struct {
 	BPFLogLevel            string  `json:"bpfLogLevel,omitempty"`
 	XDPEnabled             *bool   `json:"xdpEnabled,omitempty"`
 	FloatingIPs            *string `json:"floatingIPs,omitempty"`
+
+	// Workloads may not send VXLAN or IP-in-IP unless these say so.
+	AllowVXLANPacketsFromWorkloads *bool `json:"allowVXLANPacketsFromWorkloads,omitempty"`
+	AllowIPIPPacketsFromWorkloads  *bool `json:"allowIPIPPacketsFromWorkloads,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an

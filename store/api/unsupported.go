@@ -54,8 +54,7 @@ var refusals = map[string][]refusal{
 		never("http"),
 	},
 	"IPPool": {
-		// VXLAN is honoured (docs/OVERLAY.md); IP-in-IP is not yet.
-		never("spec.ipipMode", "Never"),
+		// VXLAN and IP-in-IP are honoured (docs/OVERLAY.md).
 		never("spec.disableBGPExport", "false"), never("spec.namespaceSelector"),
 	},
 	"BGPPeer": {
@@ -74,11 +73,11 @@ var refusals = map[string][]refusal{
 		never("spec.localWorkloadPeeringIPV4"), never("spec.localWorkloadPeeringIPV6"),
 		never("spec.programClusterRoutes", "Enabled"),
 	},
-	// The agent runs VXLAN but no IPIP or WireGuard; Calico's nodes
-	// record their tunnel addresses here, so these are reported, not
-	// refused.
+	// The agent runs VXLAN and IP-in-IP but no WireGuard; Calico's nodes
+	// record their WireGuard keys and addresses here, so that is
+	// reported, not refused.
 	"Node": {
-		report("spec.bgp.ipv4IPIPTunnelAddr"), report("spec.wireguard"),
+		report("spec.wireguard"),
 	},
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
 	// Issue #15 will honour many of these; until then a value other than
@@ -103,7 +102,6 @@ var refusals = map[string][]refusal{
 		never("spec.healthEnabled"), never("spec.healthHost"), never("spec.healthPort", "9099"),
 		never("spec.prometheusMetricsEnabled"), never("spec.prometheusMetricsHost"),
 		never("spec.prometheusMetricsPort", "9091"),
-		never("spec.ipipEnabled", "false"), never("spec.ipipMTU"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
 		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),

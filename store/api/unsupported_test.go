@@ -116,6 +116,15 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.vxlanVNI":     "TestVXLANDeviceKernel",
 	"FelixConfiguration.spec.vxlanMTU":     "TestVXLANDeviceKernel",
 
+	// IP-in-IP (docs/OVERLAY.md).
+	"IPPool.spec.ipipMode":                "TestAddIPIPRoutes",
+	"Node.spec.bgp.ipv4IPIPTunnelAddr":    "TestIPIPTunnelAddrLifecycle",
+	"FelixConfiguration.spec.ipipEnabled": "TestOverlayIPIP",
+	"FelixConfiguration.spec.ipipMTU":     "TestOverlayIPIP",
+	// Encapsulated packets from workloads (felix/rules).
+	"FelixConfiguration.spec.allowVXLANPacketsFromWorkloads": "TestEncapFromWorkloadsKernel",
+	"FelixConfiguration.spec.allowIPIPPacketsFromWorkloads":  "TestEncapFromWorkloads",
+
 	"BGPPeer.spec.node":                           "TestDesiredPeersPeerIPReverse",
 	"BGPPeer.spec.nodeSelector":                   "TestDesiredPeersPeerSelectorReverse",
 	"BGPPeer.spec.peerIP":                         "TestDesiredPeersPeerIPReverse",
