@@ -50,7 +50,7 @@ var poolVar = map[string]string{
 // parseDefaultPools reads the pool variables and returns the pools to
 // create when their family has none. Every bad value is an error naming its
 // variable; so is a value this agent would refuse to store (for now
-// CALICO_IPV4POOL_VXLAN or _IPIP other than Never: store/api/unsupported.go).
+// _DISABLE_BGP_EXPORT=true: store/api/unsupported.go).
 func parseDefaultPools(getenv func(string) string) ([]*api.IPPool, error) {
 	noDefault, err := envBool(getenv, "NO_DEFAULT_POOLS", false)
 	if err != nil {

@@ -190,8 +190,7 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 	waitFile("9000", "mtuIfacePattern ^eth2$")
 
 	// A pool this node uses that encapsulates takes the overhead off. The
-	// write path refuses IPIP today (store/api/unsupported.go), so the pool
-	// is stored as another Calico writer would.
+	// pools are stored raw, as another Calico writer would.
 	put := func(name, body string) {
 		t.Helper()
 		pk, _ := api.LookupKind("IPPool")
