@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 // Helpers for the overlay benchmarks (overlay_bench_test.go).
@@ -212,4 +214,40 @@ func (ev *routeEvents) wait(t testing.TB, p netip.Prefix, added bool) time.Time 
 			t.Fatalf("route %s not %s after 30s", p, map[bool]string{true: "added", false: "removed"}[added])
 		}
 	}
+}
+
+// newRoutedPair is two nodes in two subnets, 10.251.1.0/24 and
+// 10.251.2.0/24, each on a point-to-point veth to a router namespace that
+// knows only those subnets (newTwoSubnetCluster puts a bridge there
+// instead). A Linux bridge advertises no offloads for encapsulated packets
+// (hw_enc_features), so routing a VXLAN packet out of one makes the router
+// cut every 64 KB GSO packet into MTU-sized ones in software; a veth keeps
+// them whole as it keeps plain TCP's, so the two paths compare what the
+// nodes themselves do. etcd listens on the router's 10.251.1.254.
+func newRoutedPair(t testing.TB) *cluster {
+	t.Helper()
+	needRoot(t)
+	rt := newNS(t)
+	c := &cluster{t: t, br: rt, bin: cniBinDir(t), subnet: overlayNet + ".1"}
+	mustNS(t, rt, "ip", "link", "set", "lo", "up")
+	mustNS(t, rt, "sysctl", "-qw", "net.ipv4.ip_forward=1") // it is a router
+	for i := 1; i <= 2; i++ {
+		nd := &clusterNode{c: c, name: fmt.Sprintf("node%d", i), index: i, ns: newNS(t),
+			ip: fmt.Sprintf("%s.%d.%d", overlayNet, i, i), state: t.TempDir()}
+		gw := fmt.Sprintf("%s.%d.%s", overlayNet, i, bridgeIP)
+		peer := fmt.Sprintf("n%d", i)
+		mustNS(t, rt, "ip", "link", "add", peer, "type", "veth", "peer", "name", "eth0", "netns", nsName(nd.ns))
+		mustNS(t, rt, "ip", "addr", "add", gw+"/24", "dev", peer)
+		mustNS(t, rt, "ip", "link", "set", peer, "up")
+		mustNS(t, nd.ns, "ip", "addr", "add", nd.ip+"/24", "dev", "eth0")
+		mustNS(t, nd.ns, "ip", "link", "set", "eth0", "up")
+		mustNS(t, nd.ns, "ip", "route", "add", "default", "via", gw, "dev", "eth0")
+		freshHostForwarding(t, nd.ns)
+		nd.cfg = libcni.NewCNIConfigWithCacheDir([]string{c.bin}, t.TempDir(), nil)
+		c.nodes = append(c.nodes, nd)
+	}
+	c.etcd = storetest.StartEtcdIn(t, func(f func() error) error { return rt.Do(func(ns.NetNS) error { return f() }) },
+		overlayNet+".1."+bridgeIP)
+	c.cl = c.etcd.Client(t)
+	return c
 }
