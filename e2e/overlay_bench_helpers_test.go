@@ -85,8 +85,8 @@ func iperfRun(t testing.TB, n ns.NetNS, addr string, secs int) float64 {
 	return r.End.SumReceived.BitsPerSecond / 1e9
 }
 
-// median of xs (the lower middle for an even count).
-func median(xs []float64) float64 {
+// medianOf is the median of xs (the lower middle for an even count).
+func medianOf(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {

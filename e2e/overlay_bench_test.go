@@ -74,7 +74,7 @@ func BenchmarkOverlayVXLANThroughput(b *testing.B) {
 }
 
 func benchVXLANThroughput(b *testing.B, bridge bool) {
-	rounds, secs := benchRounds(b, 5), 4
+	rounds, secs := benchRounds(b, 7), 4
 	c := vxlanPair(b, bridge, func(c *cluster) { createVXLANPool(b, c, "vx", "10.131.0.0/16") })
 	n1, n2 := c.nodes[0], c.nodes[1]
 	p1, p2 := n1.pod("net", "bench-p1"), n2.pod("net", "bench-p2")
@@ -128,13 +128,13 @@ func benchVXLANThroughput(b *testing.B, bridge bool) {
 	}
 	devOut, _ := inNS(n1.ns, "ip", "-o", "link", "show", "vxlan.calico")
 	podOut, _ := inNS(p1.ns, "ip", "-o", "link", "show", "eth0")
-	hm, pm := median(host), median(pod)
+	hm, pm := medianOf(host), medianOf(pod)
 	b.Logf("%d interleaved rounds of %d s: host-to-host median %.2f Gbit/s, pod-to-pod over VXLAN median %.2f Gbit/s; ratio of medians %.2fx, median of per-round ratios %.2fx (target >= 0.85x); vxlan.calico MTU %s, pod MTU %s; node2's eth0 received %d bytes per packet during the pod runs",
-		rounds, secs, hm, pm, pm/hm, median(ratio), mtu(devOut), mtu(podOut), podBytes/max(podPkts, 1))
+		rounds, secs, hm, pm, pm/hm, medianOf(ratio), mtu(devOut), mtu(podOut), podBytes/max(podPkts, 1))
 	b.ReportMetric(hm, "host-Gbit/s")
 	b.ReportMetric(pm, "pod-vxlan-Gbit/s")
 	b.ReportMetric(pm/hm, "ratio")
-	b.ReportMetric(median(ratio), "round-ratio")
+	b.ReportMetric(medianOf(ratio), "round-ratio")
 }
 
 // BenchmarkOverlayVXLANConvergence: with BGP off, the time from a new

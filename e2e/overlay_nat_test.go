@@ -36,7 +36,7 @@ func TestOverlayVXLANNATOutgoing(t *testing.T) {
 	listenPeer(t, out, hostPort(outIP, 8080))
 
 	createPool(t, c.cl, "vx", "10.134.0.0/16", 26)
-	setPool(t, c, "vx", func(p *api.IPPool) { p.Spec.VXLANMode, p.Spec.NATOutgoing = api.VXLANModeAlways, true })
+	updateOverlayPool(t, c, "vx", func(p *api.IPPool) { p.Spec.VXLANMode, p.Spec.NATOutgoing = api.VXLANModeAlways, true })
 	c.observeVXLAN(4789)
 	c.startAll()
 	for _, nd := range c.nodes {
@@ -62,7 +62,7 @@ func TestOverlayVXLANNATOutgoing(t *testing.T) {
 		t.Errorf("the router saw no UDP 4789 from node1 to node2 while the pods talked: not through the tunnel")
 	}
 
-	setPool(t, c, "vx", func(p *api.IPPool) { p.Spec.NATOutgoing = false })
+	updateOverlayPool(t, c, "vx", func(p *api.IPPool) { p.Spec.NATOutgoing = false })
 	eventually(t, policyTimeout, "natOutgoing off: the outside cannot answer the pod", func() error {
 		if got, err := dialPeer(p1.ns, outside); err == nil {
 			return fmt.Errorf("the outside still answered, seeing %s", got)
@@ -70,12 +70,12 @@ func TestOverlayVXLANNATOutgoing(t *testing.T) {
 		return nil
 	})
 	sourceSeen(t, p1, hostPort(p2.ip, 8080), p1.ip, "natOutgoing off: pod to pod over the tunnel")
-	setPool(t, c, "vx", func(p *api.IPPool) { p.Spec.NATOutgoing = true })
+	updateOverlayPool(t, c, "vx", func(p *api.IPPool) { p.Spec.NATOutgoing = true })
 	sourceSeen(t, p1, outside, n1.ip, "natOutgoing on again: NATed to node1's address")
 }
 
-// setPool reads, changes and writes an IPPool.
-func setPool(t *testing.T, c *cluster, name string, change func(*api.IPPool)) {
+// updateOverlayPool reads, changes and writes an IPPool.
+func updateOverlayPool(t *testing.T, c *cluster, name string, change func(*api.IPPool)) {
 	t.Helper()
 	k, _ := api.LookupKind("IPPool")
 	r, err := c.cl.GetResource(context.Background(), k, "", name)
