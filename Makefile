@@ -9,7 +9,9 @@ LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
 TESTFLAGS ?= -timeout 15m
 # System packages the tests and the demo need, as "command:debian-package".
-SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2
+SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables
+# What only `make bench` needs on top.
+BENCHDEPS := iperf3:iperf3
 
 .PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean kube-apiserver
 
@@ -46,6 +48,7 @@ test-unit:
 
 ## bench: performance figures (see docs/PERFORMANCE.md).
 bench: deps build
+	@$(MAKE) --no-print-directory deps SYSDEPS='$(BENCHDEPS)'
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1 | tee bench.out
 
 ## demo: the main job: a 3-node cluster in network namespaces (see README).

@@ -6,6 +6,9 @@
 #   build/demo.sh          start it, show it working, leave it running
 #   build/demo.sh clean    stop everything and remove its namespaces
 #   DEMO_KEEP=0 build/demo.sh   show it and clean up at the end
+#   DEMO_ENCAP=vxlan build/demo.sh   nodes in two subnets joined by a router
+#       namespace that knows only those subnets, BGP off, pods' traffic
+#       across nodes in VXLAN (docs/OVERLAY.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
@@ -14,6 +17,17 @@ P=calico-demo           # namespace prefix
 NET=10.250.99           # node segment
 ETCD=http://$NET.1:2379
 NODES=(1 2 3)
+ENCAP=${DEMO_ENCAP:-}
+case "$ENCAP" in
+"" | none) ENCAP="" ;;
+vxlan) ;;
+*) echo "DEMO_ENCAP=$ENCAP: want vxlan (or unset)" >&2; exit 2 ;;
+esac
+NET2=10.250.98          # the second node subnet (DEMO_ENCAP=vxlan: node3)
+declare -A NODE_IP SUBNET
+for i in "${NODES[@]}"; do SUBNET[$i]=$NET; done
+[ -n "$ENCAP" ] && SUBNET[3]=$NET2
+for i in "${NODES[@]}"; do NODE_IP[$i]=${SUBNET[$i]}.$i; done
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
@@ -45,29 +59,43 @@ stop
 trap 'echo "demo failed; cleaning up" >&2; stop' ERR
 mkdir -p "$STATE"
 
-say "building the network: a bridge namespace and 3 node namespaces on $NET.0/24"
+if [ -z "$ENCAP" ]; then
+	say "building the network: a bridge namespace and 3 node namespaces on $NET.0/24"
+else
+	say "building the network: node1, node2 on $NET.0/24, node3 on $NET2.0/24, joined by a router namespace that knows only these two subnets (no pod routes, no BGP)"
+fi
 ip netns add "$P-br"
+in_ns br ip link set lo up
 in_ns br ip link add br0 type bridge
 in_ns br ip link set br0 up
-in_ns br ip link set lo up
+if [ -n "$ENCAP" ]; then
+	in_ns br ip link add br1 type bridge
+	in_ns br ip link set br1 up
+	in_ns br ip addr add "$NET.254/24" dev br0
+	in_ns br ip addr add "$NET2.254/24" dev br1
+	in_ns br sysctl -qw net.ipv4.ip_forward=1 # it is a router
+fi
 for i in "${NODES[@]}"; do
 	ip netns add "$P-n$i"
 	in_ns br ip link add "n$i" type veth peer name eth0 netns "$P-n$i"
-	in_ns br ip link set "n$i" master br0 up
+	if [ "${SUBNET[$i]}" = "$NET" ]; then in_ns br ip link set "n$i" master br0 up; else in_ns br ip link set "n$i" master br1 up; fi
 	in_ns "n$i" ip link set lo up
-	in_ns "n$i" ip addr add "$NET.$i/24" dev eth0
+	in_ns "n$i" ip addr add "${NODE_IP[$i]}/24" dev eth0
 	in_ns "n$i" ip link set eth0 up
-	in_ns "n$i" ip route add default via "$NET.254" dev eth0 onlink
+	in_ns "n$i" ip route add default via "${SUBNET[$i]}.254" dev eth0 onlink
 	# Forwarding off, as on a fresh host: calico-node turns it on.
 	in_ns "n$i" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
 	mkdir -p "$STATE/n$i"
 done
 
+# Encapsulated: BGP off, and the default pool encapsulates (docs/OVERLAY.md).
+ENCAP_ENV=()
+[ -n "$ENCAP" ] && ENCAP_ENV=(CALICO_NETWORKING_BACKEND=vxlan CALICO_IPV4POOL_VXLAN=Always)
 start_node() {
 	local i=$1; shift
 	# The first node creates the pods' pool (default-ipv4-ippool, NAT outgoing
 	# on) from CALICO_IPV4POOL_CIDR, as calico-node does (docs/BOOTSTRAP.md).
-	in_ns "n$i" env CALICO_IPV4POOL_CIDR=10.244.0.0/16 "$BIN/calico-node" --nodename "node$i" --ip "$NET.$i/24" \
+	in_ns "n$i" env CALICO_IPV4POOL_CIDR=10.244.0.0/16 "${ENCAP_ENV[@]}" "$BIN/calico-node" --nodename "node$i" --ip "${NODE_IP[$i]}/24" \
 		--lib-dir "$STATE/n$i/lib" --run-dir "$STATE/n$i/run" --health-addr 127.0.0.1:9099 \
 		--metrics-addr 127.0.0.1:9091 "$@" >"$STATE/n$i/agent.log" 2>&1 &
 	echo $! >"$STATE/n$i/agent.pid"
@@ -89,8 +117,13 @@ wait_ready 1
 for i in 2 3; do start_node "$i" --etcd-endpoints "$ETCD"; done
 for i in 2 3; do wait_ready "$i"; done
 
-say "the IP pool node1 created on first start from CALICO_IPV4POOL_CIDR"
-ctl get ippools
+if [ -z "$ENCAP" ]; then
+	say "the IP pool node1 created on first start from CALICO_IPV4POOL_CIDR"
+	ctl get ippools
+else
+	say "the IP pool node1 created on first start from CALICO_IPV4POOL_CIDR and CALICO_IPV4POOL_VXLAN=Always"
+	ctl get ippools -o wide
+fi
 
 say "one pod per node through the CNI plugin"
 declare -A POD_IP
@@ -111,21 +144,67 @@ ping_all() {
 		printf '  pod%s (node%s) -> pod%s (node%s) %-15s %s\n' "$i" "$i" "$j" "$j" "${POD_IP[$j]}" "$r"
 	done; done
 }
-converged() {
+converged() { # until every pod reaches every other (at most ~20 s)
+	local i j ok
 	for _ in $(seq 100); do
-		in_ns pod1 ping -c1 -W1 "${POD_IP[3]}" >/dev/null 2>&1 && in_ns pod3 ping -c1 -W1 "${POD_IP[2]}" >/dev/null 2>&1 && return 0
+		ok=1
+		for i in "${NODES[@]}"; do for j in "${NODES[@]}"; do
+			[ "$i" = "$j" ] || in_ns "pod$i" ping -c1 -W1 "${POD_IP[$j]}" >/dev/null 2>&1 || ok=0
+		done; done
+		[ "$ok" = 1 ] && return 0
 		sleep 0.2
 	done
 	return 0
 }
 
-say "pods ping across nodes (routes learned over BGP)"
+# observe_vxlan counts, in the router, UDP 4789 between every ordered pair of
+# nodes: bridged inside a subnet and routed between them.
+observe_vxlan() {
+	local fam i j
+	for fam in bridge ip; do
+		in_ns br nft add table "$fam" demo
+		in_ns br nft add chain "$fam" demo vxlan '{ type filter hook forward priority 0; }'
+		for i in "${NODES[@]}"; do for j in "${NODES[@]}"; do
+			[ "$i" = "$j" ] || in_ns br nft add rule "$fam" demo vxlan ip saddr "${NODE_IP[$i]}" ip daddr "${NODE_IP[$j]}" udp dport 4789 counter
+		done; done
+	done
+}
+vxlan_packets() { # packets the router saw from node $1 to node $2
+	in_ns br nft list ruleset | awk -v s="${NODE_IP[$1]}" -v d="${NODE_IP[$2]}" \
+		'$0 ~ "ip saddr " s " ip daddr " d " udp dport 4789 counter" { for (k = 1; k < NF; k++) if ($k == "packets") n += $(k + 1) } END { print n + 0 }'
+}
+
+if [ -z "$ENCAP" ]; then
+	say "pods ping across nodes (routes learned over BGP)"
+else
+	observe_vxlan
+	say "pods ping across nodes (VXLAN, BGP off: routes from the IPAM blocks in etcd)"
+fi
 converged
 ping_all
 for i in "${NODES[@]}"; do
 	echo "node$i: net.ipv4.ip_forward=$(in_ns "n$i" sysctl -n net.ipv4.ip_forward) (0 at start; calico-node turned it on)"
 done
-echo "routes node1 learned by BGP:"; in_ns n1 ip route show proto 81 | sed 's/^/  /'
+if [ -z "$ENCAP" ]; then
+	echo "routes node1 learned by BGP:"; in_ns n1 ip route show proto 81 | sed 's/^/  /'
+else
+	echo "node1's routes to the other nodes' blocks, through the tunnel (none learned by BGP: $(in_ns n1 ip route show proto 81 | wc -l)):"
+	in_ns n1 ip route show dev vxlan.calico | sed 's/^/  /'
+	echo "node1's VXLAN device and pod MTU (host 1500 less 50):"
+	dev=$(in_ns n1 ip -d -o link show vxlan.calico)
+	echo "  vxlan.calico: $(echo "$dev" | grep -o 'mtu [0-9]*' | head -1), $(echo "$dev" | grep -o 'vxlan id [0-9]* local [0-9.]* dev [^ ]*'), $(echo "$dev" | grep -o 'dstport [0-9]*')"
+	echo "  pod1's eth0: $(in_ns pod1 ip -o link show eth0 | grep -o 'mtu [0-9]*')"
+	echo "the router saw the pods' traffic encapsulated (UDP 4789 between node addresses):"
+	bad=0
+	for i in "${NODES[@]}"; do for j in "${NODES[@]}"; do
+		[ "$i" = "$j" ] && continue
+		n=$(vxlan_packets "$i" "$j")
+		[ "${SUBNET[$i]}" = "${SUBNET[$j]}" ] && how="same subnet, bridged" || how="across subnets, routed"
+		printf '  node%s %-13s -> node%s %-13s %4s packets  (%s)\n' "$i" "${NODE_IP[$i]}" "$j" "${NODE_IP[$j]}" "$n" "$how"
+		[ "$n" -gt 0 ] || bad=1
+	done; done
+	[ "$bad" = 0 ] || { echo "some node pair carried no VXLAN: the pods' traffic was not encapsulated" >&2; false; }
+fi
 
 say "a deny policy for pod3 (its network's profile would allow it)"
 printf 'apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: deny-pod3}\nspec:\n  selector: projectcalico.org/orchestrator == "cni"\n  ingress:\n  - action: Deny\n    destination: {nets: [%s/32]}\n  - action: Pass\n' "${POD_IP[3]}" |
