@@ -2,9 +2,9 @@ package ctl_test
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"github.com/calico-aio/calico-aio/internal/golden"
 	"io"
 	"net"
 	"net/netip"
@@ -18,7 +18,9 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/calico-aio/calico-aio/bgp"
+	"github.com/calico-aio/calico-aio/ctl"
 	"github.com/calico-aio/calico-aio/felix"
+	"github.com/calico-aio/calico-aio/internal/golden"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/ipam"
 )
@@ -201,5 +203,21 @@ func TestNodeDiagsWithNothingRunning(t *testing.T) {
 	files := readTarball(t, m[1])
 	if !strings.Contains(files["diagnostics/node-status.txt"], "Calico process is not running") || files["diagnostics/datastore/error.txt"] == "" {
 		t.Errorf("bundle does not say what was missing: %v", files)
+	}
+}
+
+// With no BGP speaker (backend none or vxlan), node status says what real
+// calicoctl says.
+func TestNodeStatusWithoutBGP(t *testing.T) {
+	runDir := t.TempDir()
+	fakeStatusSocket(t, runDir, felix.NodeStatus{Running: true})
+	var out, errb bytes.Buffer
+	code := ctl.Main([]string{"node", "status", "--run-dir", runDir},
+		ctl.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	if code != 0 {
+		t.Fatalf("node status: exit %d, stderr %s", code, errb.String())
+	}
+	if want := "Calico process is running.\n\nNone of the BGP backend processes (BIRD or GoBGP) are running.\n\n"; out.String() != want {
+		t.Errorf("node status:\n%q\nwant\n%q", out.String(), want)
 	}
 }

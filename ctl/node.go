@@ -39,7 +39,10 @@ func runNode(o IO, args []string) error {
 	}
 	fmt.Fprintln(o.Stdout, "Calico process is running.")
 	if !st.BGPEnabled {
-		fmt.Fprintln(o.Stdout, "\nBGP is disabled on this node (CALICO_NETWORKING_BACKEND=none).")
+		// Real calicoctl's words when no BGP daemon runs (backend none or
+		// vxlan).
+		fmt.Fprintln(o.Stdout, "\nNone of the BGP backend processes (BIRD or GoBGP) are running.")
+		fmt.Fprintln(o.Stdout)
 		return nil
 	}
 	for _, fam := range []struct {
