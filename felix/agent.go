@@ -39,10 +39,14 @@ type agent struct {
 	bgp         *bgpRunner // nil when BGP is off
 	overlay     *calc.Overlay
 	tunnels     *tunnelAddrs
+	// settings is the effective FelixConfiguration (settings.go); the
+	// calculation and the overlay see it as one "default" object.
+	settings *settingsLoader
+	logLevel *slog.LevelVar
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
-	return &agent{
+	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
 		dp:      dataplane.New(dataplane.Config{IPv6: true}), // v6 tables emptied when there is no IPv6
 		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
@@ -50,11 +54,26 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
+		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logLevel: cfg.logLevel,
 	}
+	if a.logLevel == nil {
+		a.logLevel = new(slog.LevelVar)
+	}
+	a.foldSettings() // the environment's values before any object arrives
+	return a
 }
 
 // fold records one datastore update in every consumer.
 func (a *agent) fold(u calc.Update) {
+	if u.Kind == "felixconfigurations" {
+		a.metrics.unsupported.observe(u)
+		a.metrics.updates.Inc()
+		if mine, changed := a.settings.apply(u); mine {
+			a.foldSettings()
+			a.settingsChanged(changed)
+		}
+		return
+	}
 	a.state.Apply(u)
 	a.bgpState.apply(u)
 	a.overlay.Apply(u)
@@ -63,6 +82,25 @@ func (a *agent) fold(u calc.Update) {
 	}
 	a.metrics.unsupported.observe(u)
 	a.metrics.updates.Inc()
+}
+
+// foldSettings hands the effective configuration to its consumers in the
+// loop: the calculation (endpoint-to-host action, failsafe ports, IP
+// forwarding) and the overlay (vxlan* fields) read it as the object
+// "default"; node.<name> never reaches them, its values are in it.
+func (a *agent) foldSettings() {
+	u := a.settings.effectiveUpdate()
+	a.state.Apply(u)
+	a.overlay.Apply(u)
+	a.logLevel.Set(slogLevel(a.settings.Current().LogSeverityScreen))
+}
+
+// settingsChanged logs what a FelixConfiguration change changed. Every
+// supported setting applies live: the values above reach the next apply.
+func (a *agent) settingsChanged(changed []string) {
+	if len(changed) > 0 {
+		slog.Info("configuration changed", "settings", changed)
+	}
 }
 
 // loop is the agent's single owner of kernel state: it folds datastore

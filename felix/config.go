@@ -5,6 +5,7 @@ package felix
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -61,6 +62,12 @@ type Config struct {
 	DefaultPools []*api.IPPool
 	// mtu is --mtu with the Felix MTU variables (mtu.go).
 	mtu mtuSettings
+	// felixEnv is the FELIX_* layer of the effective configuration
+	// (settings.go), with --log-level as logSeverityScreen.
+	felixEnv spec
+	// logLevel is the installed logger's level, which logSeverityScreen
+	// changes live (settings_log.go); nil when Main did not install one.
+	logLevel *slog.LevelVar
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -69,8 +76,20 @@ func (c Config) StoreConfig() store.Config {
 }
 
 // ParseFlags reads the agent's flags; every flag has an environment
-// variable used when the flag is not given.
+// variable used when the flag is not given. FELIX_* settings are looked up
+// by their upper-case names; Main passes the whole environment instead, so
+// any case works there.
 func ParseFlags(args []string, getenv func(string) string) (Config, error) {
+	var environ []string
+	for _, st := range settings {
+		if v := getenv(st.env); v != "" {
+			environ = append(environ, st.env+"="+v)
+		}
+	}
+	return parseFlags(args, getenv, environ)
+}
+
+func parseFlags(args []string, getenv func(string) string, environ []string) (Config, error) {
 	var c Config
 	var endpoints string
 	fs := pflag.NewFlagSet("calico-node", pflag.ContinueOnError)
@@ -103,7 +122,7 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	backend := env("CALICO_NETWORKING_BACKEND", "bird") // bird, vxlan (routes from the datastore only) or none
 	fs.BoolVar(&c.BGP, "bgp", backend != "none" && backend != "vxlan", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none or vxlan disables]")
 	fs.StringVar(&c.BGPSecretsDir, "bgp-secrets-dir", env("CALICO_BGP_SECRETS_DIR", "/etc/calico/bgp-secrets"), "BGP peer passwords, as <dir>/<secret>/<key> [CALICO_BGP_SECRETS_DIR]")
-	fs.StringVar(&c.LogLevel, "log-level", env("FELIX_LOGSEVERITYSCREEN", "info"), "debug, info, warning or error [FELIX_LOGSEVERITYSCREEN]")
+	fs.StringVar(&c.LogLevel, "log-level", "", "Trace, Debug, Info, Warning, Error or Fatal (any case); wins over FelixConfiguration logSeverityScreen [FELIX_LOGSEVERITYSCREEN]")
 	fs.BoolVar(&c.Libnetwork, "libnetwork", strings.EqualFold(env("CALICO_LIBNETWORK_ENABLED", "false"), "true"), "serve Docker's network and IPAM driver (calico, calico-ipam) [CALICO_LIBNETWORK_ENABLED]")
 	fs.StringVar(&c.LibnetworkSocketDir, "libnetwork-socket-dir", env("CALICO_LIBNETWORK_SOCKET_DIR", "/run/docker/plugins"), "Docker plugin socket directory [CALICO_LIBNETWORK_SOCKET_DIR]")
 	fs.StringVar(&c.KubeControllers, "kube-controllers-kubeconfig", env("CALICO_KUBE_CONTROLLERS_KUBECONFIG", ""), "run the Kubernetes policy controller (leader-elected) with this kubeconfig [CALICO_KUBE_CONTROLLERS_KUBECONFIG]")
@@ -124,6 +143,16 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	c.mtu.Override = c.MTU
 	if err := parseMTUEnv(getenv, &c.mtu); err != nil {
 		return c, err
+	}
+	if c.felixEnv, err = parseFelixEnv(environ); err != nil {
+		return c, err
+	}
+	if c.LogLevel != "" {
+		lvl, err := oneOf(logLevelNames...)(logLevelAlias(c.LogLevel))
+		if err != nil {
+			return c, fmt.Errorf("--log-level=%q: %w", c.LogLevel, err)
+		}
+		c.felixEnv.LogSeverityScreen = lvl
 	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {

@@ -1,0 +1,235 @@
+package felix
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// The effective Felix configuration (docs/CONFIGURATION.md). Each setting
+// is read, as in Calico, from the first of these that has a value:
+//
+//  1. the environment, FELIX_<FIELD> (the name case-insensitive);
+//  2. (Calico's config file: this agent has none);
+//  3. FelixConfiguration node.<nodename>;
+//  4. FelixConfiguration default;
+//  5. Calico's default.
+//
+// A bad environment value is a start-up error naming the variable. A bad
+// datastore value is refused at write by store/api validation; one another
+// tool wrote is logged and the next source is used instead.
+
+// spec is the shape every source is read into.
+type spec = api.FelixConfigurationSpec
+
+// setting is one supported field: its JSON name, environment variable,
+// whether a change applies without restarting the dataplane loop, and
+// how its value is read from the environment, checked, copied and
+// compared.
+type setting struct {
+	name string // JSON name in FelixConfiguration.spec
+	env  string // FELIX_<NAME>
+	live bool
+	// parse reads the environment's text into the field of s.
+	parse func(s *spec, text string) error
+	// check validates the field of s as the datastore holds it (nil: ok).
+	check func(s *spec) error
+	// take copies the field from src to dst when src sets it.
+	take func(dst, src *spec) bool
+	// same reports whether a and b hold the same value of the field.
+	same func(a, b *spec) bool
+}
+
+// field builds a setting for a field of type T (a string, or a pointer:
+// the zero value means unset). parse turns environment text into the
+// value; valid checks a set value as stored (nil accepts any).
+func field[T any](name string, live bool, get func(*spec) *T, parse func(string) (T, error), valid func(T) error) setting {
+	set := func(v T) bool { return !reflect.ValueOf(&v).Elem().IsZero() }
+	s := setting{name: name, env: "FELIX_" + strings.ToUpper(name), live: live}
+	s.parse = func(sp *spec, text string) error {
+		v, err := parse(strings.TrimSpace(text))
+		if err != nil {
+			return err
+		}
+		*get(sp) = v
+		return nil
+	}
+	s.check = func(sp *spec) error {
+		if v := *get(sp); set(v) && valid != nil {
+			return valid(v)
+		}
+		return nil
+	}
+	s.take = func(dst, src *spec) bool {
+		if v := *get(src); set(v) {
+			*get(dst) = v
+			return true
+		}
+		return false
+	}
+	s.same = func(a, b *spec) bool { return reflect.DeepEqual(*get(a), *get(b)) }
+	return s
+}
+
+// withEnv renames a setting's variable where Calico's differs from
+// FELIX_<JSON name>.
+func withEnv(s setting, env string) setting { s.env = env; return s }
+
+// settings is every field the loader reads. A FelixConfiguration field
+// not listed here is either refused at write (store/api/unsupported.go)
+// or read elsewhere (docs/CONFIGURATION.md says which).
+var settings = []setting{
+	field("logSeverityScreen", true, func(s *spec) *string { return &s.LogSeverityScreen }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
+	field("ipForwarding", true, func(s *spec) *string { return &s.IPForwarding }, oneOf("Enabled", "Disabled"), validOneOf("Enabled", "Disabled")),
+	field("defaultEndpointToHostAction", true, func(s *spec) *string { return &s.DefaultEndpointToHostAction },
+		oneOf("Drop", "Accept", "Return"), validOneOf("Drop", "Accept", "Return")),
+	field("failsafeInboundHostPorts", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, parseProtoPorts, validProtoPorts),
+	field("failsafeOutboundHostPorts", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, parseProtoPorts, validProtoPorts),
+	field("mtuIfacePattern", true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
+	field("vxlanEnabled", true, func(s *spec) **bool { return &s.VXLANEnabled }, parseBool, nil),
+	field("vxlanPort", true, func(s *spec) **int { return &s.VXLANPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	field("vxlanVNI", true, func(s *spec) **int { return &s.VXLANVNI }, parseIntIn(1, 1<<24-1), validIntIn(1, 1<<24-1)),
+	field("vxlanMTU", true, func(s *spec) **int { return &s.VXLANMTU }, parseMTU, validMTU),
+	field("vxlanMTUV6", true, func(s *spec) **int { return &s.VXLANMTUV6 }, parseMTU, validMTU),
+	withEnv(field("ipipMTU", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
+	field("reportingInterval", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative),
+	field("reportingTTL", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative),
+}
+
+// envOnly are FELIX_* variables the agent reads as flags (config.go),
+// not FelixConfiguration fields; the loader leaves them alone.
+var envOnly = []string{"FELIX_MTU", "FELIX_HEALTHADDR", "FELIX_METRICSADDR", "FELIX_RESYNC_INTERVAL"}
+
+// parseFelixEnv reads every FELIX_* variable of environ (KEY=value
+// lines) that names a supported setting, case-insensitively. A bad value
+// is an error naming the variable; a variable naming a FelixConfiguration
+// field the agent does not honour is logged and otherwise ignored.
+func parseFelixEnv(environ []string) (spec, error) {
+	var out spec
+	var errs []error
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(strings.ToUpper(k), "FELIX_") || slices.Contains(envOnly, strings.ToUpper(k)) {
+			continue
+		}
+		i := slices.IndexFunc(settings, func(s setting) bool { return strings.EqualFold(s.env, k) })
+		if i < 0 {
+			if strings.TrimSpace(v) != "" {
+				slog.Warn("environment variable not honoured by this agent; ignored (docs/CONFIGURATION.md)", "var", k, "value", v)
+			}
+			continue
+		}
+		if strings.TrimSpace(v) == "" {
+			continue // empty is unset, as in Calico
+		}
+		if err := settings[i].parse(&out, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", k, v, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// effective merges the sources: env over node.<name> over default. A
+// datastore value that fails its check is logged (by the caller, from
+// the returned problems) and skipped.
+func effective(env spec, host, global *api.FelixConfiguration) (spec, []error) {
+	var out spec
+	var problems []error
+	for _, st := range settings {
+		if st.take(&out, &env) {
+			continue
+		}
+		for _, src := range []*api.FelixConfiguration{host, global} {
+			if src == nil {
+				continue
+			}
+			if err := st.check(&src.Spec); err != nil {
+				problems = append(problems, fmt.Errorf("FelixConfiguration %s spec.%s: %w; ignored", src.Metadata.Name, st.name, err))
+				continue
+			}
+			if st.take(&out, &src.Spec) {
+				break
+			}
+		}
+	}
+	return out, problems
+}
+
+// changedSettings names the settings whose values differ between a and b.
+func changedSettings(a, b *spec) []string {
+	var out []string
+	for _, st := range settings {
+		if !st.same(a, b) {
+			out = append(out, st.name)
+		}
+	}
+	return out
+}
+
+// settingsLoader keeps the effective configuration as the two
+// FelixConfiguration objects that concern this node change.
+type settingsLoader struct {
+	node           string
+	env            spec
+	host, global   *api.FelixConfiguration
+	cur            spec
+	loggedProblems map[string]bool // a bad stored value is logged once
+}
+
+func newSettingsLoader(node string, env spec) *settingsLoader {
+	l := &settingsLoader{node: node, env: env, loggedProblems: map[string]bool{}}
+	l.cur, _ = effective(env, nil, nil)
+	return l
+}
+
+// Current is the effective configuration.
+func (l *settingsLoader) Current() spec { return l.cur }
+
+// apply records a FelixConfiguration update and recomputes. It returns
+// whether u concerned this node's configuration and which settings
+// changed.
+func (l *settingsLoader) apply(u calc.Update) (mine bool, changed []string) {
+	if u.Kind != "felixconfigurations" {
+		return false, nil
+	}
+	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
+	var f *api.FelixConfiguration
+	if !u.Deleted {
+		f, _ = u.Resource.(*api.FelixConfiguration)
+	}
+	switch name {
+	case "default":
+		l.global = f
+	case "node." + l.node:
+		l.host = f
+	default:
+		return false, nil
+	}
+	next, problems := effective(l.env, l.host, l.global)
+	for _, p := range problems {
+		if !l.loggedProblems[p.Error()] {
+			l.loggedProblems[p.Error()] = true
+			slog.Warn("bad FelixConfiguration value", "err", p)
+		}
+	}
+	changed = changedSettings(&l.cur, &next)
+	l.cur = next
+	return true, changed
+}
+
+// effectiveUpdate is the effective configuration as one FelixConfiguration
+// "default" update: the calculation and the overlay read their fields
+// from it, so every source reaches them with the same precedence.
+func (l *settingsLoader) effectiveUpdate() calc.Update {
+	k, _ := api.LookupKind("FelixConfiguration")
+	f := &api.FelixConfiguration{TypeMeta: api.TypeMeta{Kind: "FelixConfiguration", APIVersion: api.APIVersion},
+		Metadata: api.ObjectMeta{Name: "default"}, Spec: l.cur}
+	return calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", "default"), Resource: f}
+}

@@ -1,0 +1,167 @@
+package felix
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Parsers for environment text and checks for stored values, in Calico's
+// formats: enumerations case-insensitive, booleans as true/1/yes/y/t,
+// durations as (fractional) seconds, port lists as proto:port or
+// proto:net:port joined by commas ("none" for an empty list).
+
+var logLevelNames = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
+
+// oneOf parses one of values, case-insensitively, into its canonical form.
+func oneOf(values ...string) func(string) (string, error) {
+	return func(s string) (string, error) {
+		for _, v := range values {
+			if strings.EqualFold(s, v) {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("must be one of %s", strings.Join(values, ", "))
+	}
+}
+
+// validOneOf checks a stored value is one of values (case-insensitively,
+// as Calico's own parser accepts it).
+func validOneOf(values ...string) func(string) error {
+	p := oneOf(values...)
+	return func(s string) error { _, err := p(s); return err }
+}
+
+func parseBool(s string) (*bool, error) {
+	var b bool
+	switch strings.ToLower(s) {
+	case "true", "1", "yes", "y", "t":
+		b = true
+	case "false", "0", "no", "n", "f":
+	default:
+		return nil, errors.New("must be a boolean (true or false)")
+	}
+	return &b, nil
+}
+
+func parseIntIn(lo, hi int) func(string) (*int, error) {
+	return func(s string) (*int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, errors.New("must be an integer")
+		}
+		if err := validIntIn(lo, hi)(&n); err != nil {
+			return nil, err
+		}
+		return &n, nil
+	}
+}
+
+func validIntIn(lo, hi int) func(*int) error {
+	return func(n *int) error {
+		if *n < lo || *n > hi {
+			return fmt.Errorf("%d is out of range %d-%d", *n, lo, hi)
+		}
+		return nil
+	}
+}
+
+func parseMTU(s string) (*int, error) {
+	n, err := parseIntIn(0, 65535)(s)
+	if err != nil {
+		return nil, err
+	}
+	return n, validMTU(n)
+}
+
+// validMTU accepts 0 (computed) or 68-65535.
+func validMTU(n *int) error {
+	if *n != 0 && (*n < 68 || *n > 65535) {
+		return fmt.Errorf("%d is not an MTU (68-65535, or 0 to compute it)", *n)
+	}
+	return nil
+}
+
+// parseSeconds reads a duration in seconds ("90", "0.5"), as Calico's
+// environment variables give them, or with a unit ("1m30s").
+func parseSeconds(s string) (*api.Duration, error) {
+	var d time.Duration
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || math.IsNaN(f) || f > math.MaxInt64/float64(time.Second) {
+			return nil, errors.New("must be a non-negative number of seconds")
+		}
+		d = time.Duration(f * float64(time.Second))
+	} else if d, err = time.ParseDuration(s); err != nil || d < 0 {
+		return nil, errors.New("must be a non-negative number of seconds (or a duration such as 1m30s)")
+	}
+	return &api.Duration{Duration: d}, nil
+}
+
+func validNonNegative(d *api.Duration) error {
+	if d.Duration < 0 {
+		return fmt.Errorf("%s is negative", d.Duration)
+	}
+	return nil
+}
+
+func parseRegexp(s string) (string, error) {
+	if _, err := regexp.Compile(s); err != nil {
+		return "", fmt.Errorf("not a regular expression: %w", err)
+	}
+	return s, nil
+}
+
+func validRegexp(s string) error { _, err := parseRegexp(s); return err }
+
+// parseProtoPorts reads "tcp:22, udp:68, tcp:10.0.0.0/8:179" ("none" is
+// the empty list).
+func parseProtoPorts(s string) (*[]api.ProtoPort, error) {
+	out := []api.ProtoPort{}
+	if strings.EqualFold(s, "none") || s == "" {
+		return &out, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		first, last := strings.Index(item, ":"), strings.LastIndex(item, ":")
+		if first < 0 {
+			return nil, fmt.Errorf("%q: want protocol:port or protocol:net:port", item)
+		}
+		pp := api.ProtoPort{Protocol: strings.ToUpper(item[:first])}
+		port, err := strconv.ParseUint(item[last+1:], 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%q: bad port", item)
+		}
+		pp.Port = uint16(port)
+		if first != last {
+			pp.Net = strings.Trim(item[first+1:last], "[]")
+		}
+		out = append(out, pp)
+	}
+	if err := validProtoPorts(&out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func validProtoPorts(ps *[]api.ProtoPort) error {
+	for _, p := range *ps {
+		switch strings.ToUpper(p.Protocol) {
+		case "TCP", "UDP", "SCTP":
+		default:
+			return fmt.Errorf("protocol %q must be TCP, UDP or SCTP", p.Protocol)
+		}
+		if p.Net != "" {
+			if _, err := netip.ParsePrefix(p.Net); err != nil {
+				return fmt.Errorf("net %q is not a CIDR", p.Net)
+			}
+		}
+	}
+	return nil
+}
