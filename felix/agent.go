@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/calico-aio/calico-aio/bgp"
@@ -98,8 +99,10 @@ func (a *agent) foldSettings() {
 // settingsChanged logs what a FelixConfiguration change changed. Every
 // supported setting applies live: the values above reach the next apply.
 func (a *agent) settingsChanged(changed []string) {
-	if len(changed) > 0 {
-		slog.Info("configuration changed", "settings", changed)
+	cur := a.settings.Current()
+	for _, name := range changed {
+		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
+		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
 	}
 }
 

@@ -1,11 +1,13 @@
 package felix
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
@@ -36,6 +38,7 @@ type spec = api.FelixConfigurationSpec
 type setting struct {
 	name string // JSON name in FelixConfiguration.spec
 	env  string // FELIX_<NAME>
+	def  string // Calico's default, as the JSON value reads ("" when unset is the default)
 	live bool
 	// parse reads the environment's text into the field of s.
 	parse func(s *spec, text string) error
@@ -50,9 +53,9 @@ type setting struct {
 // field builds a setting for a field of type T (a string, or a pointer:
 // the zero value means unset). parse turns environment text into the
 // value; valid checks a set value as stored (nil accepts any).
-func field[T any](name string, live bool, get func(*spec) *T, parse func(string) (T, error), valid func(T) error) setting {
+func field[T any](name, def string, live bool, get func(*spec) *T, parse func(string) (T, error), valid func(T) error) setting {
 	set := func(v T) bool { return !reflect.ValueOf(&v).Elem().IsZero() }
-	s := setting{name: name, env: "FELIX_" + strings.ToUpper(name), live: live}
+	s := setting{name: name, env: "FELIX_" + strings.ToUpper(name), def: def, live: live}
 	s.parse = func(sp *spec, text string) error {
 		v, err := parse(strings.TrimSpace(text))
 		if err != nil {
@@ -86,21 +89,21 @@ func withEnv(s setting, env string) setting { s.env = env; return s }
 // not listed here is either refused at write (store/api/unsupported.go)
 // or read elsewhere (docs/CONFIGURATION.md says which).
 var settings = []setting{
-	field("logSeverityScreen", true, func(s *spec) *string { return &s.LogSeverityScreen }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
-	field("ipForwarding", true, func(s *spec) *string { return &s.IPForwarding }, oneOf("Enabled", "Disabled"), validOneOf("Enabled", "Disabled")),
-	field("defaultEndpointToHostAction", true, func(s *spec) *string { return &s.DefaultEndpointToHostAction },
+	field("logSeverityScreen", "Info", true, func(s *spec) *string { return &s.LogSeverityScreen }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
+	field("ipForwarding", "Enabled", true, func(s *spec) *string { return &s.IPForwarding }, oneOf("Enabled", "Disabled"), validOneOf("Enabled", "Disabled")),
+	field("defaultEndpointToHostAction", "Drop", true, func(s *spec) *string { return &s.DefaultEndpointToHostAction },
 		oneOf("Drop", "Accept", "Return"), validOneOf("Drop", "Accept", "Return")),
-	field("failsafeInboundHostPorts", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, parseProtoPorts, validProtoPorts),
-	field("failsafeOutboundHostPorts", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, parseProtoPorts, validProtoPorts),
-	field("mtuIfacePattern", true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
-	field("vxlanEnabled", true, func(s *spec) **bool { return &s.VXLANEnabled }, parseBool, nil),
-	field("vxlanPort", true, func(s *spec) **int { return &s.VXLANPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
-	field("vxlanVNI", true, func(s *spec) **int { return &s.VXLANVNI }, parseIntIn(1, 1<<24-1), validIntIn(1, 1<<24-1)),
-	field("vxlanMTU", true, func(s *spec) **int { return &s.VXLANMTU }, parseMTU, validMTU),
-	field("vxlanMTUV6", true, func(s *spec) **int { return &s.VXLANMTUV6 }, parseMTU, validMTU),
-	withEnv(field("ipipMTU", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
-	field("reportingInterval", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative),
-	field("reportingTTL", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative),
+	field("failsafeInboundHostPorts", "tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, parseProtoPorts, validProtoPorts),
+	field("failsafeOutboundHostPorts", "udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, parseProtoPorts, validProtoPorts),
+	field("mtuIfacePattern", DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
+	field("vxlanEnabled", "", true, func(s *spec) **bool { return &s.VXLANEnabled }, parseBool, nil),
+	field("vxlanPort", "4789", true, func(s *spec) **int { return &s.VXLANPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	field("vxlanVNI", "4096", true, func(s *spec) **int { return &s.VXLANVNI }, parseIntIn(1, 1<<24-1), validIntIn(1, 1<<24-1)),
+	field("vxlanMTU", "0", true, func(s *spec) **int { return &s.VXLANMTU }, parseMTU, validMTU),
+	field("vxlanMTUV6", "0", true, func(s *spec) **int { return &s.VXLANMTUV6 }, parseMTU, validMTU),
+	withEnv(field("ipipMTU", "0", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
+	field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative),
+	field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),
@@ -160,6 +163,23 @@ func effective(env spec, host, global *api.FelixConfiguration) (spec, []error) {
 		}
 	}
 	return out, problems
+}
+
+// settingValue is a setting's value in s as JSON text (strings
+// unquoted), or Calico's default when s leaves it unset.
+func settingValue(s *spec, st setting) string {
+	var probe spec
+	if !st.take(&probe, s) {
+		return st.def
+	}
+	b, _ := json.Marshal(probe)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	v := string(m[st.name])
+	if u, err := strconv.Unquote(v); err == nil {
+		return u
+	}
+	return v
 }
 
 // changedSettings names the settings whose values differ between a and b.

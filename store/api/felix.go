@@ -183,6 +183,14 @@ func (c *FelixConfiguration) Validate() error {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))
 		}
 	}
+	for _, m := range []struct {
+		field string
+		v     *int
+	}{{"spec.ipipMTU", s.IPIPMTU}, {"spec.vxlanMTU", s.VXLANMTU}, {"spec.vxlanMTUV6", s.VXLANMTUV6}, {"spec.wireguardMTU", s.WireguardMTU}} {
+		if m.v != nil && *m.v > 0 && *m.v < 68 { // the kernel's minimum
+			f.add(m.field, strconv.Itoa(*m.v), "must be 0 (computed) or 68-65535")
+		}
+	}
 	if r := s.RouteTableRange; r != nil && (r.Min < 1 || r.Max < r.Min || r.Max > 250) {
 		f.add("spec.routeTableRange", strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), "must be a range within 1-250")
 	}

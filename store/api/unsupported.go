@@ -81,10 +81,11 @@ var refusals = map[string][]refusal{
 		report("spec.bgp.ipv4IPIPTunnelAddr"), report("spec.wireguard"),
 	},
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
-	// Issue #15 will honour many of these; until then a value other than
-	// Calico's default (which is what the agent does) is refused.
+	// Issue #15 honours these one by one (felix/settings.go,
+	// docs/CONFIGURATION.md); until then a value other than Calico's
+	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logSeverityScreen", "Info"), never("spec.logSeverityFile"), never("spec.logSeveritySys"),
+		never("spec.logSeverityFile"), never("spec.logSeveritySys"),
 		never("spec.logFilePath"), never("spec.logPrefix"),
 		// Calico's installs write reportingInterval 0s (no status reports):
 		// reported, so such an object can be written back.

@@ -137,6 +137,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.ipForwarding":                "TestDataplaneIPForwarding",
 	"FelixConfiguration.spec.floatingIPs":                 "TestPolicyTrafficFloatingIP",
 	"FelixConfiguration.spec.mtuIfacePattern":             "TestMTUFromHostInterfaces",
+	"FelixConfiguration.spec.logSeverityScreen":           "TestSettingsLogSeverityLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",

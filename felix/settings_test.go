@@ -1,0 +1,213 @@
+package felix
+
+import (
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// settingCase is one supported setting with a value from each source: the
+// environment's text and what it reads as, and two datastore values (JSON)
+// that differ from it and from each other; bad is a stored value the
+// loader must skip (empty: the type admits no bad value).
+type settingCase struct {
+	envText, envJSON string
+	node, global     string
+	bad              string
+}
+
+var settingCases = map[string]settingCase{
+	"logSeverityScreen":           {"debug", `"Debug"`, `"Warning"`, `"Error"`, `"Loud"`},
+	"ipForwarding":                {"DISABLED", `"Disabled"`, `"Enabled"`, `"Disabled"`, `"Sometimes"`},
+	"defaultEndpointToHostAction": {"accept", `"Accept"`, `"Return"`, `"Drop"`, `"Allow"`},
+	"failsafeInboundHostPorts": {"tcp:22, udp:68, tcp:[fd00::/8]:179", `[{"protocol":"TCP","port":22},{"protocol":"UDP","port":68},{"protocol":"TCP","port":179,"net":"fd00::/8"}]`,
+		`[{"protocol":"TCP","port":2222}]`, `[]`, `[{"protocol":"ICMP","port":1}]`},
+	"failsafeOutboundHostPorts": {"none", `[]`, `[{"protocol":"UDP","port":53,"net":"10.0.0.0/8"}]`, `[{"protocol":"TCP","port":443}]`, `[{"protocol":"TCP","port":1,"net":"nope"}]`},
+	"mtuIfacePattern":           {"^bond", `"^bond"`, `"^eth"`, `"^ens"`, `"("`},
+	"vxlanEnabled":              {"yes", `true`, `false`, `true`, ``},
+	"vxlanPort":                 {"4790", `4790`, `8472`, `4791`, `70000`},
+	"vxlanVNI":                  {"42", `42`, `4097`, `7`, `16777216`},
+	"vxlanMTU":                  {"1350", `1350`, `1400`, `1410`, `20`},
+	"vxlanMTUV6":                {"1330", `1330`, `1380`, `1390`, `70000`},
+	"ipipMTU":                   {"1420", `1420`, `1440`, `1430`, `30`},
+	"reportingInterval":         {"0", `"0s"`, `"1m0s"`, `"10s"`, `"-1s"`},
+	"reportingTTL":              {"1.5", `"1.5s"`, `"2m0s"`, `"30s"`, `"-5s"`},
+}
+
+// fc decodes a FelixConfiguration whose spec has one field.
+func fc(t *testing.T, name, field, value string) *api.FelixConfiguration {
+	t.Helper()
+	var f api.FelixConfiguration
+	doc := `{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"` + name + `"},"spec":{"` + field + `":` + value + `}}`
+	if err := json.Unmarshal([]byte(doc), &f); err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	return &f
+}
+
+// fieldJSON is field's value in s as JSON, "" when unset.
+func fieldJSON(s spec, field string) string {
+	b, _ := json.Marshal(s)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	return string(m[field])
+}
+
+// TestSettingsPrecedence runs every FELIX_* variable the agent supports
+// and its FelixConfiguration field through Calico's precedence:
+// environment over node.<name> over default over Calico's default; a bad
+// stored value falls through to the next source.
+func TestSettingsPrecedence(t *testing.T) {
+	for _, st := range settings {
+		c, ok := settingCases[st.name]
+		if !ok {
+			t.Errorf("%s: no precedence case; add one to settingCases", st.name)
+			continue
+		}
+		env, err := parseFelixEnv([]string{strings.ToLower(st.env) + "=" + c.envText}) // the name in any case
+		if err != nil {
+			t.Errorf("%s=%s: %v", st.env, c.envText, err)
+			continue
+		}
+		node, global := fc(t, "node.n1", st.name, c.node), fc(t, "default", st.name, c.global)
+		for _, tc := range []struct {
+			why          string
+			env          spec
+			node, global *api.FelixConfiguration
+			want         string
+		}{
+			{"nothing set: Calico's default", spec{}, nil, nil, ""},
+			{"default only", spec{}, nil, global, c.global},
+			{"node over default", spec{}, node, global, c.node},
+			{"node only", spec{}, node, nil, c.node},
+			{"env over node and default", env, node, global, c.envJSON},
+			{"env only", env, nil, nil, c.envJSON},
+		} {
+			got, problems := effective(tc.env, tc.node, tc.global)
+			if g := fieldJSON(got, st.name); g != tc.want {
+				t.Errorf("%s (%s): %s, want %s", st.name, tc.why, g, tc.want)
+			}
+			if len(problems) > 0 {
+				t.Errorf("%s (%s): problems %v", st.name, tc.why, problems)
+			}
+		}
+		if v := settingValue(&spec{}, st); v != st.def {
+			t.Errorf("%s unset reads %q, want Calico's default %q", st.name, v, st.def)
+		}
+		if c.bad == "" {
+			continue
+		}
+		got, problems := effective(spec{}, fc(t, "node.n1", st.name, c.bad), global)
+		if g := fieldJSON(got, st.name); g != c.global {
+			t.Errorf("%s: bad node value %s gave %s, want the default object's %s", st.name, c.bad, g, c.global)
+		}
+		if len(problems) != 1 || !strings.Contains(problems[0].Error(), "node.n1 spec."+st.name) {
+			t.Errorf("%s: bad node value: problems %v, want one naming the object and field", st.name, problems)
+		}
+		if _, err := parseFelixEnv([]string{st.env + "=" + strings.Trim(c.bad, `"`)}); c.bad != `[]` && !strings.HasPrefix(c.bad, "[") && (err == nil || !strings.Contains(err.Error(), st.env)) {
+			t.Errorf("%s=%s: error %v, want one naming the variable", st.env, c.bad, err)
+		}
+		// What validation refuses at write is what the loader skips.
+		if err := fc(t, "default", st.name, c.bad).Validate(); err == nil {
+			t.Errorf("%s=%s: validation accepts what the loader refuses", st.name, c.bad)
+		}
+	}
+	for name := range settingCases {
+		if !slices.ContainsFunc(settings, func(s setting) bool { return s.name == name }) {
+			t.Errorf("settingCases has %s, which is no setting", name)
+		}
+	}
+}
+
+func TestSettingsEnvErrorsAndUnknown(t *testing.T) {
+	_, err := parseFelixEnv([]string{"FELIX_VXLANPORT=abc", "Felix_LogSeverityScreen=loud", "FELIX_BPFENABLED=true", "FELIX_MTU=1400", "PATH=/bin"})
+	for _, want := range []string{`FELIX_VXLANPORT="abc": must be an integer`, `Felix_LogSeverityScreen="loud": must be one of`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "BPFENABLED") {
+		t.Errorf("an unsupported variable is logged, not an error: %v", err)
+	}
+	if _, err := ParseFlags([]string{"--nodename", "n", "--log-level", "chatty"}, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "--log-level") {
+		t.Errorf("--log-level chatty: %v", err)
+	}
+	c, err := ParseFlags([]string{"--nodename", "n", "--log-level", "warn"}, func(k string) string { return map[string]string{"FELIX_LOGSEVERITYSCREEN": "debug"}[k] })
+	if err != nil || c.felixEnv.LogSeverityScreen != "Warning" {
+		t.Errorf("--log-level warn over FELIX_LOGSEVERITYSCREEN=debug: %q %v", c.felixEnv.LogSeverityScreen, err)
+	}
+}
+
+// felixUpdate is the syncer's update for a FelixConfiguration.
+func felixUpdate(f *api.FelixConfiguration, deleted bool) calc.Update {
+	k, _ := api.LookupKind("FelixConfiguration")
+	u := calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", f.Metadata.Name), Deleted: deleted}
+	if !deleted {
+		u.Resource = f
+	}
+	return u
+}
+
+// TestSettingsLoaderChanges: the loader recomputes on either object,
+// ignores other nodes' objects, and names what changed.
+func TestSettingsLoaderChanges(t *testing.T) {
+	l := newSettingsLoader("n1", spec{VXLANMTU: ptr(1300)})
+	steps := []struct {
+		u       calc.Update
+		mine    bool
+		changed []string
+	}{
+		{felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), false), true, []string{"logSeverityScreen"}},
+		{felixUpdate(fc(t, "node.n2", "logSeverityScreen", `"Error"`), false), false, nil},
+		{felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), false), true, []string{"logSeverityScreen"}},
+		{felixUpdate(fc(t, "default", "vxlanMTU", `1400`), false), true, nil}, // env wins; the default object lost its logSeverityScreen, the node's still sets it
+		{felixUpdate(fc(t, "node.n1", "", `0`), true), true, []string{"logSeverityScreen"}},
+	}
+	for i, s := range steps {
+		mine, changed := l.apply(s.u)
+		if mine != s.mine || !slices.Equal(changed, s.changed) {
+			t.Errorf("step %d: mine %v changed %v, want %v %v", i, mine, changed, s.mine, s.changed)
+		}
+	}
+	if c := l.Current(); *c.VXLANMTU != 1300 || c.LogSeverityScreen != "" {
+		t.Errorf("final %+v", c)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestSettingsLogSeverityLive: logSeverityScreen from FelixConfiguration
+// changes the running logger's level, node.<name> over default, and the
+// environment wins over both.
+func TestSettingsLogSeverityLive(t *testing.T) {
+	for _, tc := range []struct {
+		env  spec
+		want []slog.Level
+	}{
+		{spec{}, []slog.Level{slog.LevelInfo, slog.LevelDebug, slog.LevelError, slog.LevelDebug, slog.LevelInfo}},
+		{spec{LogSeverityScreen: "Warning"}, []slog.Level{slog.LevelWarn, slog.LevelWarn, slog.LevelWarn, slog.LevelWarn, slog.LevelWarn}},
+	} {
+		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+			metrics: newMetrics(), settings: newSettingsLoader("n1", tc.env), logLevel: new(slog.LevelVar)}
+		a.foldSettings()
+		got := []slog.Level{a.logLevel.Level()}
+		for _, u := range []calc.Update{
+			felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), false),
+			felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), false),
+			felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), true),
+			felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), true),
+		} {
+			a.fold(u)
+			got = append(got, a.logLevel.Level())
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("env %q: levels %v, want %v", tc.env.LogSeverityScreen, got, tc.want)
+		}
+	}
+}
