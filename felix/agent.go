@@ -44,13 +44,18 @@ type agent struct {
 	// calculation and the overlay see it as one "default" object.
 	settings *settingsLoader
 	logLevel *slog.LevelVar
+	// refreshes are the periodic kernel re-reads (settings_refresh.go);
+	// refreshChanged says a refresh interval changed since the loop last
+	// scheduled them.
+	refreshes      []*refresh
+	refreshChanged bool
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
 		dp:      dataplane.New(dataplane.Config{IPv6: true}), // v6 tables emptied when there is no IPv6
-		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
+		health:  &health{maxGap: 3*housekeepingInterval(cfg) + 10*time.Second},
 		metrics: newMetrics(), status: newStatusReporter(c, cfg.NodeName),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
@@ -101,8 +106,48 @@ func (a *agent) foldSettings() {
 func (a *agent) settingsChanged(changed []string) {
 	cur := a.settings.Current()
 	for _, name := range changed {
+		if slices.ContainsFunc(a.refreshes, func(r *refresh) bool { return r.name == name }) {
+			a.refreshChanged = true
+		}
 		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
 		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
+	}
+}
+
+// housekeepingInterval is how often the CNI journal is replayed and the
+// tunnel addresses are checked: --resync-interval, 30 s when unset.
+func housekeepingInterval(cfg Config) time.Duration {
+	if cfg.ResyncInterval > 0 {
+		return cfg.ResyncInterval
+	}
+	return 30 * time.Second
+}
+
+func (a *agent) housekeepingInterval() time.Duration { return housekeepingInterval(a.cfg) }
+
+// rescheduleRefresh sets t to fire when the next refresh is due under the
+// current intervals (a shortened interval may make one due at once).
+func (a *agent) rescheduleRefresh(t *time.Timer) {
+	cur := a.settings.Current()
+	next := time.Duration(0)
+	for _, r := range a.refreshes {
+		iv := r.interval(&cur)
+		if iv <= 0 {
+			continue
+		}
+		wait := max(time.Until(r.last.Add(iv)), 0)
+		if next == 0 || wait < next {
+			next = max(wait, time.Millisecond)
+		}
+	}
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	if next > 0 {
+		t.Reset(next)
 	}
 }
 
@@ -110,14 +155,18 @@ func (a *agent) settingsChanged(changed []string) {
 // updates into the calculation, applies the result, retries failures and
 // resyncs periodically.
 func (a *agent) loop(ctx context.Context) error {
-	resync := time.NewTicker(a.cfg.ResyncInterval)
-	defer resync.Stop()
+	housekeeping := time.NewTicker(a.housekeepingInterval())
+	defer housekeeping.Stop()
+	a.refreshes = newRefreshes(time.Now())
+	refresh := time.NewTimer(time.Hour)
+	defer refresh.Stop()
+	a.rescheduleRefresh(refresh)
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	heartbeat := time.NewTicker(5 * time.Second)
 	defer heartbeat.Stop()
 	a.health.beat()
-	go a.tunnels.run(ctx, a.cfg.ResyncInterval)
+	go a.tunnels.run(ctx, a.housekeepingInterval())
 	dirty := false
 	for {
 		select {
@@ -137,18 +186,30 @@ func (a *agent) loop(ctx context.Context) error {
 					break drain
 				}
 			}
+			if a.refreshChanged {
+				a.refreshChanged = false
+				a.rescheduleRefresh(refresh)
+			}
 			dirty = true
 		case evs := <-a.bgpRoutes():
 			applyRouteEvents(a.extraRoutes, evs)
 			dirty = true
-		case <-resync.C:
-			a.metrics.resyncs.Inc()
-			a.dp.Resync()
-			if a.bgp != nil {
+		case <-refresh.C:
+			cur := a.settings.Current()
+			ran, next := dueRefreshes(a.refreshes, &cur, a.dp, time.Now())
+			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
 				a.bgp.resyncLearned(a.extraRoutes)
 			}
+			if len(ran) > 0 {
+				a.metrics.resyncs.Inc()
+				slog.Debug("refreshing from the kernel", "parts", ran)
+				dirty = true
+			}
+			if next > 0 {
+				refresh.Reset(next)
+			}
+		case <-housekeeping.C:
 			a.replayJournal(ctx)
-			dirty = true
 		case <-retry.C:
 			dirty = true
 		case <-heartbeat.C:

@@ -118,7 +118,7 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	fs.StringVar(&c.RunDir, "run-dir", env("CALICO_RUN_DIR", "/var/run/calico"), "runtime directory (status socket, locks) [CALICO_RUN_DIR]")
 	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ":9099"), "health endpoint address; empty disables [FELIX_HEALTHADDR]")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ":9091"), "Prometheus metrics address; empty disables [FELIX_METRICSADDR]")
-	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 30*time.Second), "full kernel resync period [FELIX_RESYNC_INTERVAL]")
+	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 0), "when set, every refresh interval the FELIX_*REFRESHINTERVAL variables leave unset (iptables, routes, ipsets, interfaces; they win over FelixConfiguration), and the CNI journal replay period (30s when unset) [FELIX_RESYNC_INTERVAL]")
 	backend := env("CALICO_NETWORKING_BACKEND", "bird") // bird, vxlan (routes from the datastore only) or none
 	fs.BoolVar(&c.BGP, "bgp", backend != "none" && backend != "vxlan", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none or vxlan disables]")
 	fs.StringVar(&c.BGPSecretsDir, "bgp-secrets-dir", env("CALICO_BGP_SECRETS_DIR", "/etc/calico/bgp-secrets"), "BGP peer passwords, as <dir>/<secret>/<key> [CALICO_BGP_SECRETS_DIR]")
@@ -146,6 +146,14 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	}
 	if c.felixEnv, err = parseFelixEnv(environ); err != nil {
 		return c, err
+	}
+	if c.ResyncInterval > 0 {
+		d := &api.Duration{Duration: c.ResyncInterval}
+		for _, p := range []**api.Duration{&c.felixEnv.IptablesRefreshInterval, &c.felixEnv.RouteRefreshInterval, &c.felixEnv.IpsetsRefreshInterval, &c.felixEnv.InterfaceRefreshInterval} {
+			if *p == nil {
+				*p = d
+			}
+		}
 	}
 	if c.LogLevel != "" {
 		lvl, err := oneOf(logLevelNames...)(logLevelAlias(c.LogLevel))

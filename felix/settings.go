@@ -31,6 +31,8 @@ import (
 // spec is the shape every source is read into.
 type spec = api.FelixConfigurationSpec
 
+type durationPtr = *api.Duration
+
 // setting is one supported field: its JSON name, environment variable,
 // whether a change applies without restarting the dataplane loop, and
 // how its value is read from the environment, checked, copied and
@@ -102,6 +104,10 @@ var settings = []setting{
 	field("vxlanMTU", "0", true, func(s *spec) **int { return &s.VXLANMTU }, parseMTU, validMTU),
 	field("vxlanMTUV6", "0", true, func(s *spec) **int { return &s.VXLANMTUV6 }, parseMTU, validMTU),
 	withEnv(field("ipipMTU", "0", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
+	field("iptablesRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, parseSeconds, validNonNegative),
+	field("routeRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.RouteRefreshInterval }, parseSeconds, validNonNegative),
+	field("ipsetsRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IpsetsRefreshInterval }, parseSeconds, validNonNegative),
+	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, parseSeconds, validNonNegative),
 	field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative),
 	field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative),
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/store"
@@ -36,6 +37,10 @@ var settingCases = map[string]settingCase{
 	"vxlanMTU":                  {"1350", `1350`, `1400`, `1410`, `20`},
 	"vxlanMTUV6":                {"1330", `1330`, `1380`, `1390`, `70000`},
 	"ipipMTU":                   {"1420", `1420`, `1440`, `1430`, `30`},
+	"iptablesRefreshInterval":   {"10", `"10s"`, `"5s"`, `"1m0s"`, `"-1s"`},
+	"routeRefreshInterval":      {"2.5", `"2.5s"`, `"0s"`, `"1m0s"`, `"-1s"`},
+	"ipsetsRefreshInterval":     {"1m", `"1m0s"`, `"15s"`, `"0s"`, `"-1s"`},
+	"interfaceRefreshInterval":  {"0", `"0s"`, `"20s"`, `"30s"`, `"-1m0s"`},
 	"reportingInterval":         {"0", `"0s"`, `"1m0s"`, `"10s"`, `"-1s"`},
 	"reportingTTL":              {"1.5", `"1.5s"`, `"2m0s"`, `"30s"`, `"-5s"`},
 }
@@ -209,5 +214,30 @@ func TestSettingsLogSeverityLive(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("env %q: levels %v, want %v", tc.env.LogSeverityScreen, got, tc.want)
 		}
+	}
+}
+
+// TestRefreshSchedule: each refresh runs at its own interval, 0 turns one
+// off, and a changed interval takes effect from the last run.
+func TestRefreshSchedule(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rs := newRefreshes(t0)
+	s := spec{IptablesRefreshInterval: &api.Duration{Duration: 10 * time.Second}, RouteRefreshInterval: &api.Duration{}}
+	ran, next := dueRefreshes(rs, &s, nil, t0.Add(5*time.Second))
+	if len(ran) != 0 || next != 5*time.Second {
+		t.Errorf("at 5s: ran %v next %v, want nothing, next in 5s", ran, next)
+	}
+	ran, next = dueRefreshes(rs, &s, nil, t0.Add(10*time.Second))
+	if !slices.Equal(ran, []string{"iptablesRefreshInterval"}) || next != 10*time.Second {
+		t.Errorf("at 10s: ran %v next %v", ran, next)
+	}
+	ran, _ = dueRefreshes(rs, &s, nil, t0.Add(90*time.Second))
+	if !slices.Equal(ran, []string{"iptablesRefreshInterval", "ipsetsRefreshInterval", "interfaceRefreshInterval"}) {
+		t.Errorf("at 90s: ran %v (routes are off, the others at Calico's 90s)", ran)
+	}
+	s.RouteRefreshInterval = &api.Duration{Duration: time.Second}
+	ran, next = dueRefreshes(rs, &s, nil, t0.Add(91*time.Second))
+	if !slices.Equal(ran, []string{"routeRefreshInterval"}) || next != time.Second {
+		t.Errorf("routes turned on at 1s: ran %v next %v", ran, next)
 	}
 }

@@ -183,15 +183,39 @@ func (d *Dataplane) NeedsRetry() bool {
 // Resync makes the next Apply re-read everything from the kernel, so drift
 // made by others is repaired.
 func (d *Dataplane) Resync() {
+	d.ResyncRoutes()
+	d.ResyncInterfaces()
+	d.ResyncIPTables()
+	d.ResyncIPSets()
+}
+
+// ResyncRoutes makes the next Apply re-read routes and the VXLAN devices
+// (FelixConfiguration routeRefreshInterval).
+func (d *Dataplane) ResyncRoutes() {
 	d.routes.dirty = true
 	d.vxlan.dirty, d.vxlan6.dirty = true, true
+}
+
+// ResyncInterfaces makes the next Apply re-read the endpoints' interface
+// settings and the host's forwarding (interfaceRefreshInterval).
+func (d *Dataplane) ResyncInterfaces() {
 	d.eps.resyncAll()
 	d.fwd.resync()
+}
+
+// ResyncIPTables makes the next Apply re-read every table
+// (iptablesRefreshInterval).
+func (d *Dataplane) ResyncIPTables() {
 	for _, st := range d.tables {
 		if inv, ok := any(st.t).(interface{ InvalidateCache() }); ok {
 			inv.InvalidateCache()
 		}
 	}
+}
+
+// ResyncIPSets makes the next Apply re-read the IP sets
+// (ipsetsRefreshInterval).
+func (d *Dataplane) ResyncIPSets() {
 	if inv, ok := any(d.ipsets).(interface{ InvalidateCache() }); ok {
 		inv.InvalidateCache()
 	}

@@ -90,9 +90,7 @@ var refusals = map[string][]refusal{
 		// Calico's installs write reportingInterval 0s (no status reports):
 		// reported, so such an object can be written back.
 		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
-		never("spec.iptablesRefreshInterval", "1m30s"), never("spec.iptablesLockTimeout", "0s"),
-		never("spec.routeRefreshInterval", "1m30s"), never("spec.interfaceRefreshInterval", "1m30s"),
-		never("spec.ipsetsRefreshInterval", "1m30s"), never("spec.netlinkTimeout", "10s"),
+		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
 		never("spec.ipv6Support", "true"), never("spec.iptablesBackend", "Auto"),
 		never("spec.nftablesMode", "Disabled"), never("spec.chainInsertMode", "Insert"),
 		never("spec.iptablesFilterAllowAction", "Accept"), never("spec.iptablesMangleAllowAction", "Accept"),

@@ -138,6 +138,10 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.floatingIPs":                 "TestPolicyTrafficFloatingIP",
 	"FelixConfiguration.spec.mtuIfacePattern":             "TestMTUFromHostInterfaces",
 	"FelixConfiguration.spec.logSeverityScreen":           "TestSettingsLogSeverityLive",
+	"FelixConfiguration.spec.iptablesRefreshInterval":     "TestConfigRefreshIntervalsLive",
+	"FelixConfiguration.spec.routeRefreshInterval":        "TestConfigRefreshIntervalsLive",
+	"FelixConfiguration.spec.ipsetsRefreshInterval":       "TestConfigRefreshIntervalsLive",
+	"FelixConfiguration.spec.interfaceRefreshInterval":    "TestConfigRefreshIntervalsLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// felixDefault writes FelixConfiguration default with set applied to it.
+func (e *cniEnv) felixDefault(set func(s *api.FelixConfigurationSpec)) {
+	e.t.Helper()
+	k, _ := api.LookupKind("FelixConfiguration")
+	f := k.NewObject().(*api.FelixConfiguration)
+	if r, err := e.cl.GetResource(ctxBG, k, "", "default"); err == nil {
+		f = r.(*api.FelixConfiguration)
+	}
+	f.Metadata.Name = "default"
+	set(&f.Spec)
+	e.apply(f)
+}
+
+func secs(n int) *api.Duration { return &api.Duration{Duration: time.Duration(n) * time.Second} }
+
+// TestConfigRefreshIntervalsLive: with every refresh interval at an hour,
+// drift made by someone else in the agent's namespace (a deleted hook
+// rule, a deleted pod route, a flushed IP set, forwarding turned off)
+// stays; lowering one interval in FelixConfiguration while the agent runs
+// repairs its part of the kernel, and only that part.
+func TestConfigRefreshIntervalsLive(t *testing.T) {
+	e := newCNIEnv(t, 157)
+	e.pool("p", "10.157.0.0/24")
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		s.IptablesRefreshInterval, s.RouteRefreshInterval = secs(3600), secs(3600)
+		s.IpsetsRefreshInterval, s.InterfaceRefreshInterval = secs(3600), secs(3600)
+	})
+	l := e.conflist("1.0.0", "refnet", e.calicoPlugin("node1", ""))
+	e.startAgent("node1", "--resync-interval", "0") // the harness's 3 s would set every interval
+	a, b := e.newPod(l, "ra"), e.newPod(l, "rb")
+	e.apply(gnp("from-pods", 10, "all()", []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{Selector: "all()"}}}, nil))
+	eventually(t, 15*time.Second, "pods reach each other", reachable(a.ns, b.ip))
+
+	host := func(args ...string) string { return mustNS(t, e.host.ns, args[0], args[1:]...) }
+	setName := func() string {
+		for _, line := range strings.Split(host("ipset", "list", "-n"), "\n") {
+			if strings.HasPrefix(line, "cali40s") {
+				return line
+			}
+		}
+		t.Fatalf("no selector IP set:\n%s", host("ipset", "list", "-n"))
+		return ""
+	}()
+	parts := []struct {
+		setting string
+		drift   func()
+		intact  func() error
+		set     func(s *api.FelixConfigurationSpec)
+	}{
+		{"iptablesRefreshInterval", func() { host("iptables", "-t", "filter", "-D", "FORWARD", "1") }, func() error {
+			if !strings.Contains(host("iptables-save", "-t", "filter"), "-A FORWARD -m comment") {
+				return fmt.Errorf("FORWARD has no hook to cali-FORWARD")
+			}
+			return nil
+		}, func(s *api.FelixConfigurationSpec) { s.IptablesRefreshInterval = secs(1) }},
+		{"routeRefreshInterval", func() { host("ip", "route", "del", a.ip+"/32") }, func() error {
+			if !strings.Contains(host("ip", "route", "show", a.ip+"/32"), "dev cali") {
+				return fmt.Errorf("no route to pod %s", a.ip)
+			}
+			return nil
+		}, func(s *api.FelixConfigurationSpec) { s.RouteRefreshInterval = secs(1) }},
+		{"ipsetsRefreshInterval", func() { host("ipset", "flush", setName) }, func() error {
+			if !strings.Contains(host("ipset", "list", setName), a.ip) {
+				return fmt.Errorf("IP set %s lost pod %s", setName, a.ip)
+			}
+			return nil
+		}, func(s *api.FelixConfigurationSpec) { s.IpsetsRefreshInterval = secs(1) }},
+		{"interfaceRefreshInterval", func() { host("sysctl", "-qw", "net.ipv4.ip_forward=0") }, func() error {
+			if got := strings.TrimSpace(host("sysctl", "-n", "net.ipv4.ip_forward")); got != "1" {
+				return fmt.Errorf("ip_forward is %s", got)
+			}
+			return nil
+		}, func(s *api.FelixConfigurationSpec) { s.InterfaceRefreshInterval = secs(1) }},
+	}
+	for _, p := range parts {
+		if err := p.intact(); err != nil {
+			t.Fatalf("before drift: %v", err)
+		}
+		p.drift()
+	}
+	// Nothing is repaired while every interval is an hour (an apply does
+	// happen: the policy write below makes one).
+	e.apply(gnp("nudge", 20, "all()", nil, nil))
+	time.Sleep(3 * time.Second)
+	for _, p := range parts {
+		if p.intact() == nil {
+			t.Fatalf("%s: repaired with an interval of an hour: the test proves nothing", p.setting)
+		}
+	}
+	for i, p := range parts {
+		e.felixDefault(p.set)
+		eventually(t, 30*time.Second, p.setting+" 1s repairs its drift", p.intact)
+		for _, later := range parts[i+1:] {
+			if later.intact() == nil {
+				t.Errorf("%s at 1s repaired %s's part too", p.setting, later.setting)
+			}
+		}
+	}
+}
