@@ -3,11 +3,11 @@ package felix
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/calico-aio/calico-aio/bgp"
@@ -49,6 +49,8 @@ type agent struct {
 	// scheduled them.
 	refreshes      []*refresh
 	refreshChanged bool
+	// healthSrv and metricsSrv are nil until startServers.
+	healthSrv, metricsSrv *serverSlot
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
@@ -105,12 +107,19 @@ func (a *agent) foldSettings() {
 // supported setting applies live: the values above reach the next apply.
 func (a *agent) settingsChanged(changed []string) {
 	cur := a.settings.Current()
+	servers := false
 	for _, name := range changed {
+		servers = servers || strings.HasPrefix(name, "health") || strings.HasPrefix(name, "prometheusMetrics")
 		if slices.ContainsFunc(a.refreshes, func(r *refresh) bool { return r.name == name }) {
 			a.refreshChanged = true
 		}
 		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
 		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
+	}
+	if servers && a.healthSrv != nil {
+		if err := a.setServers(); err != nil {
+			slog.Error("moving the health or metrics server", "err", err)
+		}
 	}
 }
 
@@ -304,13 +313,24 @@ func (a *agent) replayJournal(ctx context.Context) {
 	}
 }
 
-// startServers starts health and metrics.
+// startServers starts health and metrics where the flags or the
+// settings say (settings_servers.go); setServers moves them.
 func (a *agent) startServers(ctx context.Context) error {
-	if err := serve(ctx, a.cfg.HealthAddr, a.health.handler(), "health"); err != nil {
-		return fmt.Errorf("health server on %s: %w", a.cfg.HealthAddr, err)
+	a.healthSrv = &serverSlot{name: "health", handler: a.health.handler()}
+	a.metricsSrv = &serverSlot{name: "metrics", handler: metricsHandler(a.metrics)}
+	context.AfterFunc(ctx, func() { a.healthSrv.close(); a.metricsSrv.close() })
+	return a.setServers()
+}
+
+// setServers makes the servers listen where they should now.
+func (a *agent) setServers() error {
+	cur := a.settings.Current()
+	h, m := healthAddr(&cur), metricsAddr(&cur)
+	if a.cfg.healthAddrSet {
+		h = a.cfg.HealthAddr
 	}
-	if err := serve(ctx, a.cfg.MetricsAddr, metricsHandler(a.metrics), "metrics"); err != nil {
-		return fmt.Errorf("metrics server on %s: %w", a.cfg.MetricsAddr, err)
+	if a.cfg.metricsAddrSet {
+		m = a.cfg.MetricsAddr
 	}
-	return nil
+	return errors.Join(a.healthSrv.set(h), a.metricsSrv.set(m))
 }

@@ -38,14 +38,16 @@ type Config struct {
 	ASNumber                uint32
 	MTU                     int
 	LibDir, RunDir          string // /var/lib/calico, /var/run/calico
-	HealthAddr, MetricsAddr string // ":9099", ":9091"; "" disables
-	ResyncInterval          time.Duration
-	BGP                     bool // run the embedded BGP speaker
-	BGPPort                 int
-	BGPSecretsDir           string // BGP passwords: <dir>/<secret>/<key>
-	LogLevel                string
-	Libnetwork              bool   // serve Docker's network and IPAM driver
-	LibnetworkSocketDir     string // where Docker looks for plugin sockets
+	HealthAddr, MetricsAddr string // "" disables, when set (settings_servers.go)
+	// healthAddrSet and metricsAddrSet: the flag or its variable was given.
+	healthAddrSet, metricsAddrSet bool
+	ResyncInterval                time.Duration
+	BGP                           bool // run the embedded BGP speaker
+	BGPPort                       int
+	BGPSecretsDir                 string // BGP passwords: <dir>/<secret>/<key>
+	LogLevel                      string
+	Libnetwork                    bool   // serve Docker's network and IPAM driver
+	LibnetworkSocketDir           string // where Docker looks for plugin sockets
 	// KubeControllers runs the Kubernetes policy controller (one elected
 	// instance per cluster) with this kubeconfig; empty disables it.
 	KubeControllers string
@@ -116,8 +118,8 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	fs.IntVar(&c.MTU, "mtu", envInt(getenv, "FELIX_MTU", 0), "pod interface MTU written for the CNI plugin; 0 detects it from the host interfaces and pools (docs/BOOTSTRAP.md) [FELIX_MTU]")
 	fs.StringVar(&c.LibDir, "lib-dir", env("CALICO_LIB_DIR", "/var/lib/calico"), "node state directory (nodename, mtu files) [CALICO_LIB_DIR]")
 	fs.StringVar(&c.RunDir, "run-dir", env("CALICO_RUN_DIR", "/var/run/calico"), "runtime directory (status socket, locks) [CALICO_RUN_DIR]")
-	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ":9099"), "health endpoint address; empty disables [FELIX_HEALTHADDR]")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ":9091"), "Prometheus metrics address; empty disables [FELIX_METRICSADDR]")
+	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ""), "health endpoint address; empty disables; when given, wins over healthEnabled/Host/Port (default localhost:9099) [FELIX_HEALTHADDR]")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ""), "Prometheus metrics address; empty disables; when given, wins over prometheusMetricsEnabled/Host/Port (default :9091) [FELIX_METRICSADDR]")
 	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 0), "when set, every refresh interval the FELIX_*REFRESHINTERVAL variables leave unset (iptables, routes, ipsets, interfaces; they win over FelixConfiguration), and the CNI journal replay period (30s when unset) [FELIX_RESYNC_INTERVAL]")
 	backend := env("CALICO_NETWORKING_BACKEND", "bird") // bird, vxlan (routes from the datastore only) or none
 	fs.BoolVar(&c.BGP, "bgp", backend != "none" && backend != "vxlan", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none or vxlan disables]")
@@ -136,6 +138,8 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
+	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
+	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
 	if c.DefaultPools, err = parseDefaultPools(getenv); err != nil {
 		return c, err

@@ -108,6 +108,12 @@ var settings = []setting{
 	field("routeRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.RouteRefreshInterval }, parseSeconds, validNonNegative),
 	field("ipsetsRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IpsetsRefreshInterval }, parseSeconds, validNonNegative),
 	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, parseSeconds, validNonNegative),
+	field("healthEnabled", "true", true, func(s *spec) **bool { return &s.HealthEnabled }, parseBool, nil),
+	field("healthHost", "localhost", true, func(s *spec) **string { return &s.HealthHost }, parseHost, validHost),
+	field("healthPort", "9099", true, func(s *spec) **int { return &s.HealthPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
+	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
+	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
 	field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative),
 	field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative),
 }

@@ -165,3 +165,29 @@ func validProtoPorts(ps *[]api.ProtoPort) error {
 	}
 	return nil
 }
+
+// parseHostString reads a host to listen on: an IP address or a name
+// without spaces, ports or brackets.
+func parseHostString(s string) (string, error) {
+	if s == "" || strings.ContainsAny(s, " /[]") {
+		return "", fmt.Errorf("%q is not a host name or address", s)
+	}
+	if strings.Contains(s, ":") {
+		if _, err := netip.ParseAddr(s); err != nil {
+			return "", fmt.Errorf("%q is not a host name or address", s)
+		}
+	}
+	return s, nil
+}
+
+func validHostString(s string) error { _, err := parseHostString(s); return err }
+
+func parseHost(s string) (*string, error) {
+	h, err := parseHostString(s)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+func validHost(s *string) error { return validHostString(*s) }

@@ -1,14 +1,22 @@
 package felix
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -41,6 +49,12 @@ var settingCases = map[string]settingCase{
 	"routeRefreshInterval":      {"2.5", `"2.5s"`, `"0s"`, `"1m0s"`, `"-1s"`},
 	"ipsetsRefreshInterval":     {"1m", `"1m0s"`, `"15s"`, `"0s"`, `"-1s"`},
 	"interfaceRefreshInterval":  {"0", `"0s"`, `"20s"`, `"30s"`, `"-1m0s"`},
+	"healthEnabled":             {"false", `false`, `true`, `false`, ``},
+	"healthHost":                {"0.0.0.0", `"0.0.0.0"`, `"127.0.0.2"`, `"node1.example"`, `"a b"`},
+	"healthPort":                {"19099", `19099`, `29099`, `9098`, `0`},
+	"prometheusMetricsEnabled":  {"f", `false`, `false`, `true`, ``},
+	"prometheusMetricsHost":     {"::1", `"::1"`, `"127.0.0.1"`, `"localhost"`, `"[::1]"`},
+	"prometheusMetricsPort":     {"19091", `19091`, `9092`, `9093`, `65536`},
 	"reportingInterval":         {"0", `"0s"`, `"1m0s"`, `"10s"`, `"-1s"`},
 	"reportingTTL":              {"1.5", `"1.5s"`, `"2m0s"`, `"30s"`, `"-5s"`},
 }
@@ -240,4 +254,91 @@ func TestRefreshSchedule(t *testing.T) {
 	if !slices.Equal(ran, []string{"routeRefreshInterval"}) || next != time.Second {
 		t.Errorf("routes turned on at 1s: ran %v next %v", ran, next)
 	}
+}
+
+// httpGetIn asks addr for path from inside n, dialling on the locked
+// thread (an http.Client would dial from a thread outside n).
+func httpGetIn(n ns.NetNS, addr, path string) (status string, err error) {
+	err = n.Do(func(ns.NetNS) error {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		status = strings.TrimSpace(line)
+		return err
+	})
+	return status, err
+}
+
+// TestSettingsServersLive: in a namespace of its own, the health and
+// metrics servers start at Calico's addresses (health on localhost:9099,
+// metrics on :9091) and move, or stop, as FelixConfiguration changes
+// while they run; --health-addr given wins over the settings.
+func TestSettingsServersLive(t *testing.T) {
+	nstest.NeedKernel(t)
+	n := nstest.NewNS(t)
+	if err := n.Do(func(ns.NetNS) error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lo) // all of 127/8 is then local
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
+		metrics: newMetrics(), settings: newSettingsLoader("n1", spec{}), logLevel: new(slog.LevelVar)}
+	a.health.beat()
+	a.health.setReady(true)
+	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { a.healthSrv.close(); a.metricsSrv.close() }()
+	want := func(addr, path string, up bool) {
+		t.Helper()
+		st, err := httpGetIn(n, addr, path)
+		if up && (err != nil || !strings.Contains(st, "200")) {
+			t.Errorf("%s%s: %q %v, want 200", addr, path, st, err)
+		}
+		if !up && err == nil {
+			t.Errorf("%s%s answers %q, want nothing listening", addr, path, st)
+		}
+	}
+	want("127.0.0.1:9099", "/liveness", true)
+	want("127.0.0.2:9099", "/liveness", false) // localhost only
+	want("127.0.0.2:9091", "/metrics", true)   // every address
+
+	fold := func(f *api.FelixConfiguration) {
+		t.Helper()
+		if err := n.Do(func(ns.NetNS) error { a.fold(felixUpdate(f, false)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := fc(t, "default", "healthHost", `"127.0.0.2"`)
+	f.Spec.HealthPort, f.Spec.PrometheusMetricsPort = ptr(19099), ptr(19091)
+	fold(f)
+	want("127.0.0.2:19099", "/liveness", true)
+	want("127.0.0.1:9099", "/liveness", false)
+	want("127.0.0.1:19091", "/metrics", true)
+	want("127.0.0.1:9091", "/metrics", false)
+
+	f.Spec.HealthEnabled, f.Spec.PrometheusMetricsEnabled = ptr(false), ptr(false)
+	fold(f)
+	want("127.0.0.2:19099", "/liveness", false)
+	want("127.0.0.1:19091", "/metrics", false)
+
+	// A node's own object turns health back on at its port; the flag
+	// given wins over both for metrics.
+	a.cfg.metricsAddrSet, a.cfg.MetricsAddr = true, "127.0.0.1:29091"
+	fold(fc(t, "node.n1", "healthEnabled", `true`))
+	want("127.0.0.2:19099", "/liveness", true)
+	want("127.0.0.1:29091", "/metrics", true)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -183,6 +184,17 @@ func (c *FelixConfiguration) Validate() error {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))
 		}
 	}
+	for _, h := range []struct {
+		field string
+		v     *string
+	}{{"spec.healthHost", s.HealthHost}, {"spec.prometheusMetricsHost", &s.PrometheusMetricsHost}} {
+		if h.v == nil || (*h.v == "" && h.field == "spec.prometheusMetricsHost") {
+			continue
+		}
+		if *h.v == "" || strings.ContainsAny(*h.v, " /[]") || strings.Contains(*h.v, ":") && !isIP(*h.v) {
+			f.add(h.field, *h.v, "must be a host name or IP address")
+		}
+	}
 	for _, m := range []struct {
 		field string
 		v     *int
@@ -219,3 +231,5 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	return f.join()
 }
+
+func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }
