@@ -43,7 +43,7 @@ type agent struct {
 	// settings is the effective FelixConfiguration (settings.go); the
 	// calculation and the overlay see it as one "default" object.
 	settings *settingsLoader
-	logLevel *slog.LevelVar
+	logs     *logOutputs // nil: the logger is not ours to change
 	// refreshes are the periodic kernel re-reads (settings_refresh.go);
 	// refreshChanged says a refresh interval changed since the loop last
 	// scheduled them.
@@ -62,10 +62,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
-		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logLevel: cfg.logLevel,
-	}
-	if a.logLevel == nil {
-		a.logLevel = new(slog.LevelVar)
+		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
 	}
 	a.foldSettings() // the environment's values before any object arrives
 	return a
@@ -100,7 +97,10 @@ func (a *agent) foldSettings() {
 	u := a.settings.effectiveUpdate()
 	a.state.Apply(u)
 	a.overlay.Apply(u)
-	a.logLevel.Set(slogLevel(a.settings.Current().LogSeverityScreen))
+	if a.logs != nil {
+		cur := a.settings.Current()
+		a.logs.apply(&cur)
+	}
 }
 
 // settingsChanged logs what a FelixConfiguration change changed. Every

@@ -5,7 +5,6 @@ package felix
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -67,9 +66,10 @@ type Config struct {
 	// felixEnv is the FELIX_* layer of the effective configuration
 	// (settings.go), with --log-level as logSeverityScreen.
 	felixEnv spec
-	// logLevel is the installed logger's level, which logSeverityScreen
-	// changes live (settings_log.go); nil when Main did not install one.
-	logLevel *slog.LevelVar
+	// logs are the installed logger's outputs, which logSeverityScreen,
+	// logFilePath and logSeverityFile change live (settings_log.go); nil
+	// when Main did not install one.
+	logs *logOutputs
 }
 
 // StoreConfig is how the agent's datastore client connects.

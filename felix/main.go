@@ -28,7 +28,7 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "calico-node:", err)
 		return 2
 	}
-	cfg.logLevel = installLogger(cfg.felixEnv.LogSeverityScreen)
+	cfg.logs = installLogger(cfg.felixEnv.LogSeverityScreen)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {

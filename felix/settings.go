@@ -92,6 +92,8 @@ func withEnv(s setting, env string) setting { s.env = env; return s }
 // or read elsewhere (docs/CONFIGURATION.md says which).
 var settings = []setting{
 	field("logSeverityScreen", "Info", true, func(s *spec) *string { return &s.LogSeverityScreen }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
+	field("logSeverityFile", "Info", true, func(s *spec) *string { return &s.LogSeverityFile }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
+	field("logFilePath", "none", true, func(s *spec) *string { return &s.LogFilePath }, parseLogPath, validLogPath),
 	field("ipForwarding", "Enabled", true, func(s *spec) *string { return &s.IPForwarding }, oneOf("Enabled", "Disabled"), validOneOf("Enabled", "Disabled")),
 	field("defaultEndpointToHostAction", "Drop", true, func(s *spec) *string { return &s.DefaultEndpointToHostAction },
 		oneOf("Drop", "Accept", "Return"), validOneOf("Drop", "Accept", "Return")),

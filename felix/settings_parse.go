@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -191,3 +192,16 @@ func parseHost(s string) (*string, error) {
 }
 
 func validHost(s *string) error { return validHostString(*s) }
+
+// parseLogPath reads logFilePath: an absolute path, or "none".
+func parseLogPath(s string) (string, error) {
+	if strings.EqualFold(s, "none") {
+		return "none", nil
+	}
+	if !filepath.IsAbs(s) || strings.HasSuffix(s, "/") {
+		return "", fmt.Errorf("%q must be an absolute file path or none", s)
+	}
+	return filepath.Clean(s), nil
+}
+
+func validLogPath(s string) error { _, err := parseLogPath(s); return err }

@@ -2,11 +2,15 @@ package felix
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,6 +37,8 @@ type settingCase struct {
 
 var settingCases = map[string]settingCase{
 	"logSeverityScreen":           {"debug", `"Debug"`, `"Warning"`, `"Error"`, `"Loud"`},
+	"logSeverityFile":             {"ERROR", `"Error"`, `"Debug"`, `"Info"`, `"Chatty"`},
+	"logFilePath":                 {"/var/log/x.log", `"/var/log/x.log"`, `"none"`, `"/tmp/felix.log"`, `"relative.log"`},
 	"ipForwarding":                {"DISABLED", `"Disabled"`, `"Enabled"`, `"Disabled"`, `"Sometimes"`},
 	"defaultEndpointToHostAction": {"accept", `"Accept"`, `"Return"`, `"Drop"`, `"Allow"`},
 	"failsafeInboundHostPorts": {"tcp:22, udp:68, tcp:[fd00::/8]:179", `[{"protocol":"TCP","port":22},{"protocol":"UDP","port":68},{"protocol":"TCP","port":179,"net":"fd00::/8"}]`,
@@ -212,10 +218,13 @@ func TestSettingsLogSeverityLive(t *testing.T) {
 		{spec{}, []slog.Level{slog.LevelInfo, slog.LevelDebug, slog.LevelError, slog.LevelDebug, slog.LevelInfo}},
 		{spec{LogSeverityScreen: "Warning"}, []slog.Level{slog.LevelWarn, slog.LevelWarn, slog.LevelWarn, slog.LevelWarn, slog.LevelWarn}},
 	} {
+		var screen bytes.Buffer
+		logs, h := newLogOutputs(&screen, "")
+		log := slog.New(h)
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: newMetrics(), settings: newSettingsLoader("n1", tc.env), logLevel: new(slog.LevelVar)}
+			metrics: newMetrics(), settings: newSettingsLoader("n1", tc.env), logs: logs}
 		a.foldSettings()
-		got := []slog.Level{a.logLevel.Level()}
+		got := []slog.Level{logs.screen.Level()}
 		for _, u := range []calc.Update{
 			felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), false),
 			felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), false),
@@ -223,10 +232,52 @@ func TestSettingsLogSeverityLive(t *testing.T) {
 			felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), true),
 		} {
 			a.fold(u)
-			got = append(got, a.logLevel.Level())
+			got = append(got, logs.screen.Level())
+			log.Debug("probe")
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("env %q: levels %v, want %v", tc.env.LogSeverityScreen, got, tc.want)
+		}
+		if n, want := strings.Count(screen.String(), "probe"), strings.Count(fmt.Sprint(tc.want[1:]), "DEBUG"); n != want {
+			t.Errorf("env %q: debug probes on the screen: %d, want %d (one per Debug step)", tc.env.LogSeverityScreen, n, want)
+		}
+	}
+}
+
+// TestSettingsLogFileLive: logFilePath opens a file at logSeverityFile
+// while the agent runs; a new path moves it; none closes it.
+func TestSettingsLogFileLive(t *testing.T) {
+	dir := t.TempDir()
+	logs, h := newLogOutputs(io.Discard, "")
+	log := slog.New(h)
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+		metrics: newMetrics(), settings: newSettingsLoader("n1", spec{}), logs: logs}
+	a.foldSettings()
+	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
+	log.Info("before any file")
+	f := fc(t, "default", "logFilePath", `"`+dir+`/a/felix.log"`)
+	a.fold(felixUpdate(f, false))
+	log.Info("info one")
+	log.Debug("debug one")
+	f.Spec.LogSeverityFile = "Debug"
+	a.fold(felixUpdate(f, false))
+	log.Debug("debug two")
+	f.Spec.LogFilePath = dir + "/b.log"
+	a.fold(felixUpdate(f, false))
+	log.Warn("warn three")
+	f.Spec.LogFilePath = "none"
+	a.fold(felixUpdate(f, false))
+	log.Error("error four")
+	fa, fb := read("a/felix.log"), read("b.log")
+	for _, c := range []struct {
+		file, text string
+		want       bool
+	}{
+		{fa, "before any file", false}, {fa, "info one", true}, {fa, "debug one", false}, {fa, "debug two", true},
+		{fa, "warn three", false}, {fb, "warn three", true}, {fb, "error four", false},
+	} {
+		if strings.Contains(c.file, c.text) != c.want {
+			t.Errorf("%q in file: %v, want %v\na: %s\nb: %s", c.text, !c.want, c.want, fa, fb)
 		}
 	}
 }
@@ -295,7 +346,7 @@ func TestSettingsServersLive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
-		metrics: newMetrics(), settings: newSettingsLoader("n1", spec{}), logLevel: new(slog.LevelVar)}
+		metrics: newMetrics(), settings: newSettingsLoader("n1", spec{})}
 	a.health.beat()
 	a.health.setReady(true)
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {

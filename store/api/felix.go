@@ -184,6 +184,9 @@ func (c *FelixConfiguration) Validate() error {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))
 		}
 	}
+	if p := s.LogFilePath; p != "" && !strings.EqualFold(p, "none") && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/")) {
+		f.add("spec.logFilePath", p, "must be an absolute file path or none")
+	}
 	for _, h := range []struct {
 		field string
 		v     *string

@@ -85,8 +85,7 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md); until then a value other than Calico's
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logSeverityFile"), never("spec.logSeveritySys"),
-		never("spec.logFilePath"), never("spec.logPrefix"),
+		never("spec.logSeveritySys"), never("spec.logPrefix"),
 		// Calico's installs write reportingInterval 0s (no status reports):
 		// reported, so such an object can be written back.
 		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),

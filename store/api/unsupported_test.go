@@ -138,6 +138,8 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.floatingIPs":                 "TestPolicyTrafficFloatingIP",
 	"FelixConfiguration.spec.mtuIfacePattern":             "TestMTUFromHostInterfaces",
 	"FelixConfiguration.spec.logSeverityScreen":           "TestSettingsLogSeverityLive",
+	"FelixConfiguration.spec.logFilePath":                 "TestSettingsLogFileLive",
+	"FelixConfiguration.spec.logSeverityFile":             "TestSettingsLogFileLive",
 	"FelixConfiguration.spec.iptablesRefreshInterval":     "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
