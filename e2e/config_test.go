@@ -108,3 +108,46 @@ func TestConfigRefreshIntervalsLive(t *testing.T) {
 		}
 	}
 }
+
+// forwardRules is the FORWARD chain of the agent's namespace, one rule a
+// line, with ours shown as "ours".
+func forwardRules(t *testing.T, e *cniEnv) []string {
+	var out []string
+	for _, line := range strings.Split(mustNS(t, e.host.ns, "iptables", "-S", "FORWARD"), "\n") {
+		switch {
+		case !strings.HasPrefix(line, "-A FORWARD"):
+		case strings.Contains(line, "-j cali-FORWARD"):
+			out = append(out, "ours")
+		default:
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TestConfigChainInsertModeLive: with foreign rules in FORWARD, the jump to
+// cali-FORWARD is first (Insert, Calico's default); chainInsertMode Append
+// written while the agent runs moves it after them, Insert moves it back;
+// the foreign rules stay as they were throughout.
+func TestConfigChainInsertModeLive(t *testing.T) {
+	e := newCNIEnv(t, 158)
+	foreign := []string{"-A FORWARD -s 192.0.2.1/32 -j ACCEPT", "-A FORWARD -s 192.0.2.2/32 -j DROP"}
+	for _, r := range foreign {
+		mustNS(t, e.host.ns, "iptables", append([]string{"-A"}, strings.Fields(r)[1:]...)...)
+	}
+	e.startAgent("node1")
+	want := func(what string, rules ...string) {
+		t.Helper()
+		eventually(t, 20*time.Second, what, func() error {
+			if got := forwardRules(t, e); strings.Join(got, "\n") != strings.Join(rules, "\n") {
+				return fmt.Errorf("FORWARD is\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(rules, "\n"))
+			}
+			return nil
+		})
+	}
+	want("Insert (default): our jump first", "ours", foreign[0], foreign[1])
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.ChainInsertMode = "Append" })
+	want("Append: our jump last", foreign[0], foreign[1], "ours")
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.ChainInsertMode = "Insert" })
+	want("Insert again: our jump first", "ours", foreign[0], foreign[1])
+}

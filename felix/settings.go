@@ -106,6 +106,7 @@ var settings = []setting{
 	field("vxlanMTU", "0", true, func(s *spec) **int { return &s.VXLANMTU }, parseMTU, validMTU),
 	field("vxlanMTUV6", "0", true, func(s *spec) **int { return &s.VXLANMTUV6 }, parseMTU, validMTU),
 	withEnv(field("ipipMTU", "0", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
+	field("chainInsertMode", "Insert", true, func(s *spec) *string { return &s.ChainInsertMode }, oneOf("Insert", "Append"), validOneOf("Insert", "Append")),
 	field("iptablesRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, parseSeconds, validNonNegative),
 	field("routeRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.RouteRefreshInterval }, parseSeconds, validNonNegative),
 	field("ipsetsRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IpsetsRefreshInterval }, parseSeconds, validNonNegative),

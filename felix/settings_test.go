@@ -51,6 +51,7 @@ var settingCases = map[string]settingCase{
 	"vxlanMTU":                  {"1350", `1350`, `1400`, `1410`, `20`},
 	"vxlanMTUV6":                {"1330", `1330`, `1380`, `1390`, `70000`},
 	"ipipMTU":                   {"1420", `1420`, `1440`, `1430`, `30`},
+	"chainInsertMode":           {"append", `"Append"`, `"Insert"`, `"Append"`, `"Prepend"`},
 	"iptablesRefreshInterval":   {"10", `"10s"`, `"5s"`, `"1m0s"`, `"-1s"`},
 	"routeRefreshInterval":      {"2.5", `"2.5s"`, `"0s"`, `"1m0s"`, `"-1s"`},
 	"ipsetsRefreshInterval":     {"1m", `"1m0s"`, `"15s"`, `"0s"`, `"-1s"`},

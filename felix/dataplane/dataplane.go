@@ -22,6 +22,10 @@ type Desired struct {
 	// Forwarding is the host-wide IP forwarding (FelixConfiguration
 	// ipForwarding); its zero value turns IPv4 forwarding on.
 	Forwarding Forwarding
+	// ChainInsertMode is FelixConfiguration chainInsertMode: "Append" puts
+	// the jumps to our chains last in the built-in chains; anything else
+	// (Calico's default, Insert) first.
+	ChainInsertMode string
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	InSync         bool
@@ -81,7 +85,7 @@ func New(cfg Config) *Dataplane {
 	}
 }
 
-func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptables.Table {
+func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendHooks bool) *iptables.Table {
 	present := map[string]bool{}
 	for _, c := range chains {
 		present[c.Name] = true
@@ -95,10 +99,13 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptabl
 		}
 	}
 	slices.Sort(sig)
+	if appendHooks {
+		sig = append(sig, "append")
+	}
 	key := fmt.Sprintf("%d/%s", ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true}), hooks: strings.Join(sig, ",")}
+		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true}), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
 	}
 	return st.t
@@ -124,7 +131,7 @@ func (d *Dataplane) Apply(des Desired) error {
 		}
 		for _, name := range []string{"raw", "mangle", "nat", "filter"} {
 			chains := des.Tables[ver][name]
-			t := d.table(ver, name, chains)
+			t := d.table(ver, name, chains, des.ChainInsertMode == "Append")
 			t.SetChains(chains)
 			if _, err := t.Apply(); err != nil {
 				errs = append(errs, fmt.Errorf("ip%stables %s: %w", map[int]string{4: "", 6: "6"}[ver], name, err))

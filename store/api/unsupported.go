@@ -91,7 +91,7 @@ var refusals = map[string][]refusal{
 		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
 		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
 		never("spec.ipv6Support", "true"), never("spec.iptablesBackend", "Auto"),
-		never("spec.nftablesMode", "Disabled"), never("spec.chainInsertMode", "Insert"),
+		never("spec.nftablesMode", "Disabled"),
 		never("spec.iptablesFilterAllowAction", "Accept"), never("spec.iptablesMangleAllowAction", "Accept"),
 		never("spec.iptablesFilterDenyAction", "Drop"), never("spec.iptablesMarkMask"),
 		never("spec.natOutgoingAddress"), never("spec.natPortRange"),

@@ -141,6 +141,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.logFilePath":                 "TestSettingsLogFileLive",
 	"FelixConfiguration.spec.logSeverityFile":             "TestSettingsLogFileLive",
 	"FelixConfiguration.spec.iptablesRefreshInterval":     "TestConfigRefreshIntervalsLive",
+	"FelixConfiguration.spec.chainInsertMode":             "TestConfigChainInsertModeLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
