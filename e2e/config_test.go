@@ -151,3 +151,34 @@ func TestConfigChainInsertModeLive(t *testing.T) {
 	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.ChainInsertMode = "Insert" })
 	want("Insert again: our jump first", "ours", foreign[0], foreign[1])
 }
+
+// TestConfigNATOutgoingLive: traffic from a natOutgoing pool leaves with
+// the host's uplink address (MASQUERADE); natOutgoingAddress written while
+// the agent runs makes it leave with that address instead (SNAT), within
+// natPortRange; removing both brings MASQUERADE back.
+func TestConfigNATOutgoingLive(t *testing.T) {
+	const pool, extra = "10.159.0.0/24", "198.51.100.7"
+	e, l := policyEnv(t, 159, pool, "")
+	e.setNATOutgoing("v4", true)
+	mustNS(t, e.host.ns, "ip", "addr", "add", extra+"/32", "dev", "uplink")
+	mustNS(t, e.host.outside, "ip", "route", "add", extra+"/32", "via", e.host.hostIP)
+	listenPeer(t, e.host.outside, hostPort(e.host.outIP, 8080))
+	a := e.newPod(l, "a")
+	out := hostPort(e.host.outIP, 8080)
+	natRules := func() string { return mustNS(t, e.host.ns, "iptables", "-t", "nat", "-S", "cali-nat-outgoing") }
+
+	sourceSeen(t, a, out, e.host.hostIP, "MASQUERADE: the uplink's address")
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		p := api.PortRange(40000, 40010)
+		s.NATOutgoingAddress, s.NATPortRange = extra, &p
+	})
+	sourceSeen(t, a, out, extra, "natOutgoingAddress: SNAT to it")
+	if r := natRules(); !strings.Contains(r, "-p tcp") || !strings.Contains(r, "--to-source "+extra+":40000-40010") || strings.Contains(r, "MASQUERADE") {
+		t.Errorf("cali-nat-outgoing with natOutgoingAddress and natPortRange:\n%s", r)
+	}
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.NATOutgoingAddress, s.NATPortRange = "", nil })
+	sourceSeen(t, a, out, e.host.hostIP, "both removed: MASQUERADE again")
+	if r := natRules(); strings.Contains(r, "SNAT") || strings.Contains(r, "--to-ports") {
+		t.Errorf("cali-nat-outgoing after removing both:\n%s", r)
+	}
+}

@@ -205,3 +205,38 @@ func parseLogPath(s string) (string, error) {
 }
 
 func validLogPath(s string) error { _, err := parseLogPath(s); return err }
+
+func parseIPv4(s string) (string, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return "", fmt.Errorf("%q is not an IPv4 address", s)
+	}
+	return a.String(), nil
+}
+
+func validIPv4(s string) error { _, err := parseIPv4(s); return err }
+
+// parsePortRange reads "32768:65535" or "32768-65535" or one port.
+func parsePortRange(s string) (*api.Port, error) {
+	lo, hi, isRange := strings.Cut(strings.ReplaceAll(s, "-", ":"), ":")
+	if !isRange {
+		hi = lo
+	}
+	a, err1 := strconv.ParseUint(lo, 10, 16)
+	b, err2 := strconv.ParseUint(hi, 10, 16)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("%q is not a port or port range", s)
+	}
+	p := api.PortRange(uint16(a), uint16(b))
+	if err := validPortRange(&p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func validPortRange(p *api.Port) error {
+	if p.PortName != "" || p.MinPort == 0 || p.MaxPort < p.MinPort {
+		return fmt.Errorf("%q must be a port or port range (1-65535, low first)", p.String())
+	}
+	return nil
+}

@@ -204,6 +204,12 @@ func (s *State) rulesConfig() rules.Config {
 		if f.Spec.FailsafeOutboundHostPorts != nil {
 			cfg.FailsafeOutbound = protoPorts(*f.Spec.FailsafeOutboundHostPorts)
 		}
+		if a, err := netip.ParseAddr(f.Spec.NATOutgoingAddress); err == nil {
+			cfg.NATOutgoingAddress = a
+		}
+		if p := f.Spec.NATPortRange; p != nil && p.PortName == "" {
+			cfg.NATPortMin, cfg.NATPortMax = p.MinPort, p.MaxPort
+		}
 	}
 	return cfg
 }

@@ -34,6 +34,12 @@ type Config struct {
 	// ports are accepted ahead of it).
 	HostEndpoints       bool
 	WorkloadIfacePrefix string // "cali" when empty
+	// NATOutgoingAddress, when valid, is the IPv4 source address traffic
+	// from natOutgoing pools leaving them gets (SNAT) instead of the
+	// outgoing interface's (MASQUERADE). NATPortMin/Max, when set, limit
+	// the source ports of TCP and UDP so translated.
+	NATOutgoingAddress     netip.Addr
+	NATPortMin, NATPortMax uint16
 	// Packet mark bits, each a distinct single bit; zero means the default
 	// (0x10000, 0x20000, 0x40000).
 	MarkAccept, MarkPass, MarkScratch uint32
@@ -105,6 +111,34 @@ func (c Config) endpointToHostAction() string {
 		return "-j RETURN"
 	}
 	return "-j DROP"
+}
+
+// natOutgoingRules is the cali-nat-outgoing rules for traffic matching
+// match: MASQUERADE, or SNAT to NATOutgoingAddress (IPv4), with the port
+// range for TCP and UDP first when one is set.
+func (c Config) natOutgoingRules(match string) []iptables.Rule {
+	target := func(ports bool) string {
+		pr := ""
+		if ports {
+			pr = strconv.Itoa(int(c.NATPortMin)) + "-" + strconv.Itoa(int(c.NATPortMax))
+		}
+		switch {
+		case c.IPVersion != 6 && c.NATOutgoingAddress.Is4() && ports:
+			return "-j SNAT --to-source " + c.NATOutgoingAddress.String() + ":" + pr
+		case c.IPVersion != 6 && c.NATOutgoingAddress.Is4():
+			return "-j SNAT --to-source " + c.NATOutgoingAddress.String()
+		case ports:
+			return "-j MASQUERADE --to-ports " + pr
+		}
+		return "-j MASQUERADE"
+	}
+	var out []iptables.Rule
+	if c.NATPortMin != 0 {
+		for _, proto := range []string{"tcp", "udp"} {
+			out = append(out, rule("-p "+proto+" "+match, target(true), ""))
+		}
+	}
+	return append(out, rule(match, target(false), ""))
 }
 
 // Tables is the desired content of our chains, per table, in a fixed order.

@@ -352,7 +352,7 @@ func (r *renderer) natChains(eps []Endpoint, in Input) []iptables.Chain {
 	if len(in.NATOutgoingPools) > 0 {
 		m := r.ipset(IPSetSpec{Kind: IPSetPools, NATOutgoing: true})
 		all := r.ipset(IPSetSpec{Kind: IPSetPools})
-		masq.Rules = append(masq.Rules, rule("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst", "-j MASQUERADE", ""))
+		masq.Rules = append(masq.Rules, r.cfg.natOutgoingRules("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst")...)
 	}
 	return []iptables.Chain{
 		{Name: ChainNATPrerouting, Rules: []iptables.Rule{rule("", "-j "+ChainFloatingIPDNAT, "")}},

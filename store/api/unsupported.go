@@ -94,7 +94,6 @@ var refusals = map[string][]refusal{
 		never("spec.nftablesMode", "Disabled"),
 		never("spec.iptablesFilterAllowAction", "Accept"), never("spec.iptablesMangleAllowAction", "Accept"),
 		never("spec.iptablesFilterDenyAction", "Drop"), never("spec.iptablesMarkMask"),
-		never("spec.natOutgoingAddress"), never("spec.natPortRange"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"), never("spec.removeExternalRoutes"), never("spec.deviceRouteProtocol"),

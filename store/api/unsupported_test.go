@@ -142,6 +142,8 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.logSeverityFile":             "TestSettingsLogFileLive",
 	"FelixConfiguration.spec.iptablesRefreshInterval":     "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.chainInsertMode":             "TestConfigChainInsertModeLive",
+	"FelixConfiguration.spec.natOutgoingAddress":          "TestConfigNATOutgoingLive",
+	"FelixConfiguration.spec.natPortRange":                "TestConfigNATOutgoingLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
