@@ -182,3 +182,29 @@ func TestConfigNATOutgoingLive(t *testing.T) {
 		t.Errorf("cali-nat-outgoing after removing both:\n%s", r)
 	}
 }
+
+// TestConfigMarkMaskLive: iptablesMarkMask written while the agent runs
+// moves the accept, pass and scratch marks to the mask's lowest bits
+// (0xff000000: 0x1000000, 0x2000000, 0x4000000); policy still decides
+// (allowed traffic passes, a deny policy stops it).
+func TestConfigMarkMaskLive(t *testing.T) {
+	e, l := policyEnv(t, 160, "10.160.0.0/24", "")
+	a, b := e.newPod(l, "ma"), e.newPod(l, "mb")
+	e.apply(gnp("allow-all", 10, "all()", []api.Rule{{Action: api.ActionAllow}}, []api.Rule{{Action: api.ActionAllow}}))
+	eventually(t, 15*time.Second, "pods reach each other", reachable(a.ns, b.ip))
+	filter := func() string { return mustNS(t, e.host.ns, "iptables-save", "-t", "filter") }
+	if f := filter(); !strings.Contains(f, "0x10000/0x10000") {
+		t.Fatalf("default mask: no accept mark 0x10000 in\n%s", f)
+	}
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { m := uint32(0xff000000); s.IptablesMarkMask = &m })
+	eventually(t, 15*time.Second, "marks moved into 0xff000000", func() error {
+		f := filter()
+		if !strings.Contains(f, "0x1000000/0x1000000") || !strings.Contains(f, "0x2000000") || strings.Contains(f, "0x10000/0x10000") {
+			return fmt.Errorf("filter table:\n%s", f)
+		}
+		return nil
+	})
+	eventually(t, 15*time.Second, "allowed traffic with the new marks", reachable(a.ns, b.ip))
+	e.apply(gnp("deny-b", 5, "all()", []api.Rule{{Action: api.ActionDeny}}, nil))
+	eventually(t, 15*time.Second, "deny policy with the new marks", unreachable(a.ns, b.ip))
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/netip"
 	"path/filepath"
 	"regexp"
@@ -237,6 +238,24 @@ func parsePortRange(s string) (*api.Port, error) {
 func validPortRange(p *api.Port) error {
 	if p.PortName != "" || p.MinPort == 0 || p.MaxPort < p.MinPort {
 		return fmt.Errorf("%q must be a port or port range (1-65535, low first)", p.String())
+	}
+	return nil
+}
+
+// parseMarkMask reads a mask in hex ("0xffff0000") or decimal.
+func parseMarkMask(s string) (*uint32, error) {
+	v, err := strconv.ParseUint(s, 0, 32)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a 32-bit mask (hex 0x... or decimal)", s)
+	}
+	m := uint32(v)
+	return &m, validMarkMask(&m)
+}
+
+// validMarkMask wants the three bits the rules use (accept, pass, scratch).
+func validMarkMask(m *uint32) error {
+	if bits.OnesCount32(*m) < 3 {
+		return fmt.Errorf("%#x has fewer than the 3 bits the agent's rules use", *m)
 	}
 	return nil
 }

@@ -76,6 +76,21 @@ const (
 	DefaultMarkScratch uint32 = 0x40000
 )
 
+// MarksFromMask hands out the accept, pass and scratch bits from mask
+// (FelixConfiguration iptablesMarkMask) as Felix does: its lowest set bits,
+// in that order. A mask with fewer than three bits gives zeros (the
+// defaults) for what it cannot cover; validation refuses such a mask.
+func MarksFromMask(mask uint32) (accept, pass, scratch uint32) {
+	var bits []uint32
+	for b := uint32(1); b != 0 && len(bits) < 3; b <<= 1 {
+		if mask&b != 0 {
+			bits = append(bits, b)
+		}
+	}
+	bits = append(bits, 0, 0, 0)
+	return bits[0], bits[1], bits[2]
+}
+
 // withDefaults fills in the zero values.
 func (c Config) withDefaults() Config {
 	if c.IPVersion != 6 {

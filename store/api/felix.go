@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math/bits"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -136,8 +137,8 @@ func (c *FelixConfiguration) Validate() error {
 	if s.FloatingIPs != nil {
 		f.oneOf("spec.floatingIPs", *s.FloatingIPs, "Enabled", "Disabled")
 	}
-	if s.IptablesMarkMask != nil && *s.IptablesMarkMask == 0 {
-		f.add("spec.iptablesMarkMask", "0", "must have at least one bit set")
+	if s.IptablesMarkMask != nil && bits.OnesCount32(*s.IptablesMarkMask) < 3 {
+		f.add("spec.iptablesMarkMask", strconv.FormatUint(uint64(*s.IptablesMarkMask), 10), "must have at least 3 bits set (accept, pass and scratch marks)")
 	}
 	for _, fp := range []struct {
 		path  string

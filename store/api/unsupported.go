@@ -93,7 +93,7 @@ var refusals = map[string][]refusal{
 		never("spec.ipv6Support", "true"), never("spec.iptablesBackend", "Auto"),
 		never("spec.nftablesMode", "Disabled"),
 		never("spec.iptablesFilterAllowAction", "Accept"), never("spec.iptablesMangleAllowAction", "Accept"),
-		never("spec.iptablesFilterDenyAction", "Drop"), never("spec.iptablesMarkMask"),
+		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"), never("spec.removeExternalRoutes"), never("spec.deviceRouteProtocol"),

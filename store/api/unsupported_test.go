@@ -144,6 +144,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.chainInsertMode":             "TestConfigChainInsertModeLive",
 	"FelixConfiguration.spec.natOutgoingAddress":          "TestConfigNATOutgoingLive",
 	"FelixConfiguration.spec.natPortRange":                "TestConfigNATOutgoingLive",
+	"FelixConfiguration.spec.iptablesMarkMask":            "TestConfigMarkMaskLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
