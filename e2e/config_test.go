@@ -208,3 +208,23 @@ func TestConfigMarkMaskLive(t *testing.T) {
 	e.apply(gnp("deny-b", 5, "all()", []api.Rule{{Action: api.ActionDeny}}, nil))
 	eventually(t, 15*time.Second, "deny policy with the new marks", unreachable(a.ns, b.ip))
 }
+
+// TestConfigFilterAllowActionLive: an operator's DROP after our jump in
+// FORWARD does not stop traffic policy allowed while the allow action is
+// Accept (Calico's default); iptablesFilterAllowAction Return written
+// while the agent runs hands allowed traffic back to FORWARD, where that
+// DROP stops it; Accept again lets it through.
+func TestConfigFilterAllowActionLive(t *testing.T) {
+	e, l := policyEnv(t, 161, "10.161.0.0/24", "")
+	mustNS(t, e.host.ns, "iptables", "-A", "FORWARD", "-j", "DROP")
+	a, b := e.newPod(l, "fa"), e.newPod(l, "fb")
+	e.apply(gnp("allow-all", 10, "all()", []api.Rule{{Action: api.ActionAllow}}, []api.Rule{{Action: api.ActionAllow}}))
+	eventually(t, 15*time.Second, "Accept: allowed traffic skips the foreign DROP", reachable(a.ns, b.ip))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesFilterAllowAction = "Return" })
+	eventually(t, 15*time.Second, "Return: the foreign DROP sees allowed traffic", unreachable(a.ns, b.ip))
+	if f := mustNS(t, e.host.ns, "iptables", "-S", "cali-FORWARD"); !strings.Contains(f, "-j RETURN") {
+		t.Errorf("cali-FORWARD with Return:\n%s", f)
+	}
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesFilterAllowAction = "Accept" })
+	eventually(t, 15*time.Second, "Accept again", reachable(a.ns, b.ip))
+}

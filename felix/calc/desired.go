@@ -210,6 +210,9 @@ func (s *State) rulesConfig() rules.Config {
 		if p := f.Spec.NATPortRange; p != nil && p.PortName == "" {
 			cfg.NATPortMin, cfg.NATPortMax = p.MinPort, p.MaxPort
 		}
+		if a := f.Spec.IptablesFilterAllowAction; a != "" {
+			cfg.FilterAllowAction = a
+		}
 		if m := f.Spec.IptablesMarkMask; m != nil {
 			cfg.MarkAccept, cfg.MarkPass, cfg.MarkScratch = rules.MarksFromMask(*m)
 		}

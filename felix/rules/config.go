@@ -34,6 +34,11 @@ type Config struct {
 	// ports are accepted ahead of it).
 	HostEndpoints       bool
 	WorkloadIfacePrefix string // "cali" when empty
+	// FilterAllowAction is FelixConfiguration iptablesFilterAllowAction:
+	// what the filter table does with traffic policy accepted, "Accept"
+	// (the default: ACCEPT, later rules in the built-in chain are skipped)
+	// or "Return" (RETURN: they still see it).
+	FilterAllowAction string
 	// NATOutgoingAddress, when valid, is the IPv4 source address traffic
 	// from natOutgoing pools leaving them gets (SNAT) instead of the
 	// outgoing interface's (MASQUERADE). NATPortMin/Max, when set, limit
@@ -115,6 +120,15 @@ func (c Config) withDefaults() Config {
 		c.MarkScratch = DefaultMarkScratch
 	}
 	return c
+}
+
+// filterAllow is the target for traffic policy accepted, in the filter
+// table.
+func (c Config) filterAllow() string {
+	if strings.EqualFold(c.FilterAllowAction, "return") {
+		return "-j RETURN"
+	}
+	return "-j ACCEPT"
 }
 
 // endpointToHostAction is the iptables target of DefaultEndpointToHostAction.

@@ -145,6 +145,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.natOutgoingAddress":          "TestConfigNATOutgoingLive",
 	"FelixConfiguration.spec.natPortRange":                "TestConfigNATOutgoingLive",
 	"FelixConfiguration.spec.iptablesMarkMask":            "TestConfigMarkMaskLive",
+	"FelixConfiguration.spec.iptablesFilterAllowAction":   "TestConfigFilterAllowActionLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
