@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -397,4 +398,46 @@ func TestSettingsServersLive(t *testing.T) {
 	fold(fc(t, "node.n1", "healthEnabled", `true`))
 	want("127.0.0.2:19099", "/liveness", true)
 	want("127.0.0.1:29091", "/metrics", true)
+}
+
+// TestSettingsVXLANEnvReachesDeviceAndPodMTU: FELIX_VXLANMTU (and the
+// other vxlan* variables) reach the VXLAN device the overlay wants and the
+// pod MTU alike, over what FelixConfiguration says, and a datastore value
+// is used when the environment has none.
+func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
+	env, err := parseFelixEnv([]string{"FELIX_VXLANMTU=1350", "felix_vxlanenabled=true", "FELIX_VXLANVNI=77"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env       spec
+		mtu, vni  int
+		podMTUWas int
+	}{{env, 1350, 77, 1350}, {spec{}, 1400, 4096, 1400}} {
+		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+			metrics: newMetrics(), settings: newSettingsLoader("n1", tc.env)}
+		a.foldSettings()
+		nk, _ := api.LookupKind("Node")
+		n := nk.NewObject().(*api.Node)
+		n.Metadata.Name = "n1"
+		n.Spec.BGP = &api.NodeBGPSpec{IPv4Address: "10.0.1.1/24"}
+		n.Spec.IPv4VXLANTunnelAddr, n.Spec.VXLANTunnelMACAddr = "10.65.0.1", "66:00:00:00:00:01"
+		a.overlay.Apply(calc.Update{Kind: nk.Plural, Key: store.ResourceKey(nk, "", "n1"), Resource: n})
+		f := fc(t, "default", "vxlanMTU", `1400`)
+		f.Spec.VXLANEnabled = ptr(true)
+		a.fold(felixUpdate(f, false))
+		dev := a.overlay.Desired().V4.Device
+		if dev.MTU != tc.mtu || dev.VNI != tc.vni {
+			t.Errorf("env %+v: device MTU %d VNI %d, want %d %d", tc.env.VXLANMTU, dev.MTU, dev.VNI, tc.mtu, tc.vni)
+		}
+		cur := a.settings.Current()
+		in := mtuInputs{Links: []linkMTU{{"eth0", 1500, true}}, Pattern: regexp.MustCompile("^eth"), Encaps: encaps{VXLAN: true},
+			Settings: mtuFromSpec(0, cur)}
+		eff, _ := effective(tc.env, nil, f) // what mtuWatch computes from the same objects
+		in2 := in
+		in2.Settings = mtuFromSpec(0, eff)
+		if got, got2 := podMTU(in), podMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
+			t.Errorf("env %+v: pod MTU %d (agent) %d (MTU watch), want %d", tc.env.VXLANMTU, got, got2, tc.podMTUWas)
+		}
+	}
 }
