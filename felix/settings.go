@@ -121,8 +121,6 @@ var settings = []setting{
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
-	field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative),
-	field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

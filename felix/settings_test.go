@@ -67,8 +67,6 @@ var settingCases = map[string]settingCase{
 	"prometheusMetricsEnabled":  {"f", `false`, `false`, `true`, ``},
 	"prometheusMetricsHost":     {"::1", `"::1"`, `"127.0.0.1"`, `"localhost"`, `"[::1]"`},
 	"prometheusMetricsPort":     {"19091", `19091`, `9092`, `9093`, `65536`},
-	"reportingInterval":         {"0", `"0s"`, `"1m0s"`, `"10s"`, `"-1s"`},
-	"reportingTTL":              {"1.5", `"1.5s"`, `"2m0s"`, `"30s"`, `"-5s"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.
