@@ -228,3 +228,37 @@ func TestConfigFilterAllowActionLive(t *testing.T) {
 	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesFilterAllowAction = "Accept" })
 	eventually(t, 15*time.Second, "Accept again", reachable(a.ns, b.ip))
 }
+
+// TestConfigIPTablesBackendLive: iptablesBackend written while the agent
+// runs moves our chains to that backend's tables (iptables-legacy or
+// iptables-nft) and removes them from the other; policy keeps working.
+func TestConfigIPTablesBackendLive(t *testing.T) {
+	e, l := policyEnv(t, 162, "10.162.0.0/24", "")
+	a, b := e.newPod(l, "ba"), e.newPod(l, "bb")
+	eventually(t, 15*time.Second, "pods reach each other", reachable(a.ns, b.ip))
+	has := func(backend string) bool {
+		out, _ := inNS(e.host.ns, "iptables-"+backend+"-save", "-t", "filter")
+		return strings.Contains(out, ":cali-FORWARD")
+	}
+	in := func(want, not string) func() error {
+		return func() error {
+			if !has(want) || has(not) {
+				return fmt.Errorf("cali-FORWARD in %s: %v, in %s: %v; want only in %s", want, has(want), not, has(not), want)
+			}
+			return nil
+		}
+	}
+	native := "nft"
+	if v := mustNS(t, e.host.ns, "iptables", "--version"); strings.Contains(v, "legacy") {
+		native = "legacy"
+	}
+	other := map[string]string{"nft": "legacy", "legacy": "nft"}[native]
+	eventually(t, 15*time.Second, "Auto: the system's iptables ("+native+")", in(native, other))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesBackend = map[string]string{"nft": "NFT", "legacy": "Legacy"}[other] })
+	eventually(t, 20*time.Second, "moved to "+other, in(other, native))
+	e.apply(gnp("deny-b", 5, "all()", []api.Rule{{Action: api.ActionDeny}}, nil))
+	eventually(t, 15*time.Second, "policy enforced through "+other, unreachable(a.ns, b.ip))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesBackend = map[string]string{"nft": "NFT", "legacy": "Legacy"}[native] })
+	eventually(t, 20*time.Second, "back to "+native, in(native, other))
+	eventually(t, 15*time.Second, "policy enforced through "+native, unreachable(a.ns, b.ip))
+}

@@ -26,6 +26,11 @@ type Desired struct {
 	// the jumps to our chains last in the built-in chains; anything else
 	// (Calico's default, Insert) first.
 	ChainInsertMode string
+	// IPTablesBackend is FelixConfiguration iptablesBackend: "Legacy" or
+	// "NFT" pick iptables-legacy-* or iptables-nft-*; anything else (Auto)
+	// the system's iptables-save/-restore. A change removes our chains
+	// from the backend left.
+	IPTablesBackend string
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	InSync         bool
@@ -65,6 +70,8 @@ type Dataplane struct {
 	vxlan   *vxlanManager
 	vxlan6  *vxlanManager
 	lastErr error
+	// backend is the iptables backend the tables were built for.
+	backend string
 }
 
 // Config of the dataplane.
@@ -105,7 +112,9 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 	key := fmt.Sprintf("%d/%s", ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true}), hooks: strings.Join(sig, ",")}
+		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true}
+		opts.SaveCmd, opts.RestoreCmd = backendCmds(ver, d.backend)
+		st = &tableState{t: iptables.NewTable(name, ver, opts), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
 	}
 	return st.t
@@ -120,6 +129,11 @@ func (d *Dataplane) Apply(des Desired) error {
 	d.fwd.SetDesired(des.Forwarding)
 	if err := d.fwd.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ip forwarding: %w", err))
+	}
+	if b := normBackend(des.IPTablesBackend); b != d.backend {
+		if err := d.switchBackend(b); err != nil {
+			errs = append(errs, fmt.Errorf("leaving iptables backend %q: %w", d.backend, err))
+		}
 	}
 	removed := d.setIPSets(des.IPSets)
 	if err := d.ipsets.Apply(); err != nil {
@@ -156,6 +170,51 @@ func (d *Dataplane) Apply(des Desired) error {
 		slog.Warn("dataplane apply incomplete; will retry", "err", d.lastErr)
 	}
 	return d.lastErr
+}
+
+// normBackend is "legacy", "nft" or "" (the system's iptables).
+func normBackend(b string) string {
+	switch strings.ToLower(b) {
+	case "legacy":
+		return "legacy"
+	case "nft":
+		return "nft"
+	}
+	return ""
+}
+
+// backendCmds are the save and restore binaries of a backend ("" for the
+// defaults).
+func backendCmds(ver int, backend string) (save, restore string) {
+	if backend == "" {
+		return "", ""
+	}
+	p := "iptables-"
+	if ver == 6 {
+		p = "ip6tables-"
+	}
+	return p + backend + "-save", p + backend + "-restore"
+}
+
+// switchBackend removes our chains and hooks from every table of the
+// backend in use and makes the next tables use b. A table whose removal
+// fails keeps the switch pending (retried on the next apply).
+func (d *Dataplane) switchBackend(b string) error {
+	var errs []error
+	for key, st := range d.tables {
+		st.t.SetChains(nil)
+		if _, err := st.t.Apply(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			continue
+		}
+		delete(d.tables, key)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	slog.Info("iptables backend", "from", d.backend, "to", b)
+	d.backend = b
+	return nil
 }
 
 // setIPSets hands changed sets to the driver and returns the names of sets

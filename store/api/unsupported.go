@@ -90,7 +90,7 @@ var refusals = map[string][]refusal{
 		// reported, so such an object can be written back.
 		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
 		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
-		never("spec.ipv6Support", "true"), never("spec.iptablesBackend", "Auto"),
+		never("spec.ipv6Support", "true"),
 		never("spec.nftablesMode", "Disabled"),
 		never("spec.iptablesMangleAllowAction", "Accept"),
 		never("spec.iptablesFilterDenyAction", "Drop"),

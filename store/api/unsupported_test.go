@@ -146,6 +146,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.natPortRange":                "TestConfigNATOutgoingLive",
 	"FelixConfiguration.spec.iptablesMarkMask":            "TestConfigMarkMaskLive",
 	"FelixConfiguration.spec.iptablesFilterAllowAction":   "TestConfigFilterAllowActionLive",
+	"FelixConfiguration.spec.iptablesBackend":             "TestConfigIPTablesBackendLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
