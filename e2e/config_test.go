@@ -262,3 +262,43 @@ func TestConfigIPTablesBackendLive(t *testing.T) {
 	eventually(t, 20*time.Second, "back to "+native, in(native, other))
 	eventually(t, 15*time.Second, "policy enforced through "+native, unreachable(a.ns, b.ip))
 }
+
+// TestConfigRemoveExternalRoutesLive: a route someone else puts on a
+// workload interface stays, past the grace period, while
+// removeExternalRoutes is false; set to true (Calico's default) while the
+// agent runs, it goes once the grace period has passed.
+func TestConfigRemoveExternalRoutesLive(t *testing.T) {
+	e := newCNIEnv(t, 163)
+	e.pool("p", "10.163.0.0/24")
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		off := false
+		s.RemoveExternalRoutes, s.RouteRefreshInterval = &off, secs(1)
+	})
+	l := e.conflist("1.0.0", "extnet", e.calicoPlugin("node1", ""))
+	e.startAgent("node1")
+	a := e.newPod(l, "xa")
+	var iface string
+	eventually(t, 15*time.Second, "the pod's route", func() error {
+		f := strings.Fields(mustNS(t, e.host.ns, "ip", "route", "show", a.ip+"/32"))
+		for i := range f {
+			if f[i] == "dev" && i+1 < len(f) && strings.HasPrefix(f[i+1], "cali") {
+				iface = f[i+1]
+				return nil
+			}
+		}
+		return fmt.Errorf("no route to %s on a cali interface: %v", a.ip, f)
+	})
+	mustNS(t, e.host.ns, "ip", "route", "add", "192.0.2.0/24", "dev", iface)
+	there := func() bool { return strings.Contains(mustNS(t, e.host.ns, "ip", "route", "show", "192.0.2.0/24"), iface) }
+	time.Sleep(40 * time.Second) // past the 30 s grace period, with routes re-read every second
+	if !there() {
+		t.Fatal("removeExternalRoutes false: the foreign route on the workload interface was removed")
+	}
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { on := true; s.RemoveExternalRoutes = &on })
+	eventually(t, 60*time.Second, "removeExternalRoutes true removes it after the grace period", func() error {
+		if there() {
+			return fmt.Errorf("192.0.2.0/24 dev %s still there", iface)
+		}
+		return nil
+	})
+}

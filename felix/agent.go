@@ -261,10 +261,12 @@ func (a *agent) apply(ctx context.Context) error {
 		}
 	}
 	d := a.state.Desired(a.ipv6 || a.state.HasIPv6Pools())
+	cur := a.settings.Current()
 	calcDone := time.Now()
 	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
-		ChainInsertMode: a.settings.Current().ChainInsertMode, IPTablesBackend: a.settings.Current().IptablesBackend}
+		ChainInsertMode: cur.ChainInsertMode, IPTablesBackend: cur.IptablesBackend,
+		KeepExternalRoutes: cur.RemoveExternalRoutes != nil && !*cur.RemoveExternalRoutes}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}

@@ -31,6 +31,10 @@ type Desired struct {
 	// the system's iptables-save/-restore. A change removes our chains
 	// from the backend left.
 	IPTablesBackend string
+	// KeepExternalRoutes leaves routes others put on cali* interfaces
+	// (FelixConfiguration removeExternalRoutes false); by default they go
+	// after a grace period.
+	KeepExternalRoutes bool
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	InSync         bool
@@ -303,6 +307,9 @@ func applyOverlayAndRoutes(vm, vm6 *vxlanManager, rm *routeManager, des Desired)
 		if err := x.m.Apply(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", x.m.name, err))
 		}
+	}
+	if rm.keepForeign != des.KeepExternalRoutes {
+		rm.keepForeign, rm.dirty = des.KeepExternalRoutes, true
 	}
 	rm.SetDesired(des.Routes, des.InSync)
 	if err := rm.Apply(); err != nil {

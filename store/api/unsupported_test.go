@@ -147,6 +147,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.iptablesMarkMask":            "TestConfigMarkMaskLive",
 	"FelixConfiguration.spec.iptablesFilterAllowAction":   "TestConfigFilterAllowActionLive",
 	"FelixConfiguration.spec.iptablesBackend":             "TestConfigIPTablesBackendLive",
+	"FelixConfiguration.spec.removeExternalRoutes":        "TestConfigRemoveExternalRoutesLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
