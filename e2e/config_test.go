@@ -254,11 +254,15 @@ func TestConfigIPTablesBackendLive(t *testing.T) {
 	}
 	other := map[string]string{"nft": "legacy", "legacy": "nft"}[native]
 	eventually(t, 15*time.Second, "Auto: the system's iptables ("+native+")", in(native, other))
-	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesBackend = map[string]string{"nft": "NFT", "legacy": "Legacy"}[other] })
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		s.IptablesBackend = map[string]string{"nft": "NFT", "legacy": "Legacy"}[other]
+	})
 	eventually(t, 20*time.Second, "moved to "+other, in(other, native))
 	e.apply(gnp("deny-b", 5, "all()", []api.Rule{{Action: api.ActionDeny}}, nil))
 	eventually(t, 15*time.Second, "policy enforced through "+other, unreachable(a.ns, b.ip))
-	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesBackend = map[string]string{"nft": "NFT", "legacy": "Legacy"}[native] })
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		s.IptablesBackend = map[string]string{"nft": "NFT", "legacy": "Legacy"}[native]
+	})
 	eventually(t, 20*time.Second, "back to "+native, in(native, other))
 	eventually(t, 15*time.Second, "policy enforced through "+native, unreachable(a.ns, b.ip))
 }
@@ -289,7 +293,9 @@ func TestConfigRemoveExternalRoutesLive(t *testing.T) {
 		return fmt.Errorf("no route to %s on a cali interface: %v", a.ip, f)
 	})
 	mustNS(t, e.host.ns, "ip", "route", "add", "192.0.2.0/24", "dev", iface)
-	there := func() bool { return strings.Contains(mustNS(t, e.host.ns, "ip", "route", "show", "192.0.2.0/24"), iface) }
+	there := func() bool {
+		return strings.Contains(mustNS(t, e.host.ns, "ip", "route", "show", "192.0.2.0/24"), iface)
+	}
 	time.Sleep(40 * time.Second) // past the 30 s grace period, with routes re-read every second
 	if !there() {
 		t.Fatal("removeExternalRoutes false: the foreign route on the workload interface was removed")
@@ -301,4 +307,24 @@ func TestConfigRemoveExternalRoutesLive(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestConfigMangleAllowActionLive: with an operator's DROP for a node port
+// after our jump in mangle PREROUTING, a pre-DNAT policy allowing the
+// port gets traffic past it while the mangle allow action is Accept;
+// iptablesMangleAllowAction Return written while the agent runs hands the
+// packet back to PREROUTING, where the DROP stops it.
+func TestConfigMangleAllowActionLive(t *testing.T) {
+	e, a := hostEnv(t, 164, "10.164.0.0/24")
+	mustNS(t, e.host.ns, "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "uplink", "-p", "tcp", "--dport", "30080",
+		"-j", "DNAT", "--to-destination", hostPort(a.ip, 8080))
+	mustNS(t, e.host.ns, "iptables", "-t", "mangle", "-A", "PREROUTING", "-p", "tcp", "--dport", "30080", "-j", "DROP")
+	nodePort := tcpProbe(e.host.outside, hostPort(e.host.hostIP, 30080))
+	expectTraffic(t, "no pre-DNAT policy: the foreign DROP applies", deny("outside->node:30080", nodePort))
+	e.apply(hostKind(gnp("allow-nodeport", 10, "has(hep)", []api.Rule{tcpTo(api.ActionAllow, 30080)}, nil), "preDNAT"))
+	expectTraffic(t, "Accept: allowed pre-DNAT traffic skips the foreign DROP", allow("outside->node:30080", nodePort))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesMangleAllowAction = "Return" })
+	expectTraffic(t, "Return: the foreign DROP sees it", deny("outside->node:30080", nodePort))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesMangleAllowAction = "Accept" })
+	expectTraffic(t, "Accept again", allow("outside->node:30080", nodePort))
 }

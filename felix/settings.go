@@ -108,6 +108,7 @@ var settings = []setting{
 	withEnv(field("ipipMTU", "0", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
 	field("chainInsertMode", "Insert", true, func(s *spec) *string { return &s.ChainInsertMode }, oneOf("Insert", "Append"), validOneOf("Insert", "Append")),
 	field("iptablesFilterAllowAction", "Accept", true, func(s *spec) *string { return &s.IptablesFilterAllowAction }, oneOf("Accept", "Return"), validOneOf("Accept", "Return")),
+	field("iptablesMangleAllowAction", "Accept", true, func(s *spec) *string { return &s.IptablesMangleAllowAction }, oneOf("Accept", "Return"), validOneOf("Accept", "Return")),
 	field("iptablesMarkMask", "0xffff0000", true, func(s *spec) **uint32 { return &s.IptablesMarkMask }, parseMarkMask, validMarkMask),
 	field("natOutgoingAddress", "", true, func(s *spec) *string { return &s.NATOutgoingAddress }, parseIPv4, validIPv4),
 	field("natPortRange", "", true, func(s *spec) **api.Port { return &s.NATPortRange }, parsePortRange, validPortRange),

@@ -55,6 +55,7 @@ var settingCases = map[string]settingCase{
 	"ipipMTU":                   {"1420", `1420`, `1440`, `1430`, `30`},
 	"chainInsertMode":           {"append", `"Append"`, `"Insert"`, `"Append"`, `"Prepend"`},
 	"iptablesFilterAllowAction": {"return", `"Return"`, `"Accept"`, `"Return"`, `"Allow"`},
+	"iptablesMangleAllowAction": {"RETURN", `"Return"`, `"Accept"`, `"Return"`, `"Drop"`},
 	"iptablesMarkMask":          {"0xff000000", `4278190080`, `983040`, `1792`, `3`},
 	"natOutgoingAddress":        {"192.0.2.7", `"192.0.2.7"`, `"192.0.2.8"`, `"192.0.2.9"`, `"fd00::1"`},
 	"natPortRange":              {"32768-40000", `"32768:40000"`, `"1000:2000"`, `5000`, `"9:1"`},

@@ -213,6 +213,9 @@ func (s *State) rulesConfig() rules.Config {
 		if a := f.Spec.IptablesFilterAllowAction; a != "" {
 			cfg.FilterAllowAction = a
 		}
+		if a := f.Spec.IptablesMangleAllowAction; a != "" {
+			cfg.MangleAllowAction = a
+		}
 		if m := f.Spec.IptablesMarkMask; m != nil {
 			cfg.MarkAccept, cfg.MarkPass, cfg.MarkScratch = rules.MarksFromMask(*m)
 		}

@@ -39,6 +39,9 @@ type Config struct {
 	// (the default: ACCEPT, later rules in the built-in chain are skipped)
 	// or "Return" (RETURN: they still see it).
 	FilterAllowAction string
+	// MangleAllowAction is iptablesMangleAllowAction, the same for the
+	// mangle table (pre-DNAT policy).
+	MangleAllowAction string
 	// NATOutgoingAddress, when valid, is the IPv4 source address traffic
 	// from natOutgoing pools leaving them gets (SNAT) instead of the
 	// outgoing interface's (MASQUERADE). NATPortMin/Max, when set, limit
@@ -126,6 +129,15 @@ func (c Config) withDefaults() Config {
 // table.
 func (c Config) filterAllow() string {
 	if strings.EqualFold(c.FilterAllowAction, "return") {
+		return "-j RETURN"
+	}
+	return "-j ACCEPT"
+}
+
+// mangleAllow is the target for traffic policy accepted, in the mangle
+// table.
+func (c Config) mangleAllow() string {
+	if strings.EqualFold(c.MangleAllowAction, "return") {
 		return "-j RETURN"
 	}
 	return "-j ACCEPT"

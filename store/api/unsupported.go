@@ -92,7 +92,7 @@ var refusals = map[string][]refusal{
 		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
 		never("spec.ipv6Support", "true"),
 		never("spec.nftablesMode", "Disabled"),
-		never("spec.iptablesMangleAllowAction", "Accept"),
+
 		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),

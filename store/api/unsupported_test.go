@@ -148,6 +148,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.iptablesFilterAllowAction":   "TestConfigFilterAllowActionLive",
 	"FelixConfiguration.spec.iptablesBackend":             "TestConfigIPTablesBackendLive",
 	"FelixConfiguration.spec.removeExternalRoutes":        "TestConfigRemoveExternalRoutesLive",
+	"FelixConfiguration.spec.iptablesMangleAllowAction":   "TestConfigMangleAllowActionLive",
 	"FelixConfiguration.spec.healthEnabled":               "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthHost":                  "TestSettingsServersLive",
 	"FelixConfiguration.spec.healthPort":                  "TestSettingsServersLive",
