@@ -3,10 +3,11 @@ package felix
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/calico-aio/calico-aio/bgp"
@@ -39,23 +40,44 @@ type agent struct {
 	bgp         *bgpRunner // nil when BGP is off
 	overlay     *calc.Overlay
 	tunnels     *tunnelAddrs
+	// settings is the effective FelixConfiguration (settings.go); the
+	// calculation and the overlay see it as one "default" object.
+	settings *settingsLoader
+	logs     *logOutputs // nil: the logger is not ours to change
+	// refreshes are the periodic kernel re-reads (settings_refresh.go);
+	// refreshChanged says a refresh interval changed since the loop last
+	// scheduled them.
+	refreshes      []*refresh
+	refreshChanged bool
+	// healthSrv and metricsSrv are nil until startServers.
+	healthSrv, metricsSrv *serverSlot
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
-		health:  &health{maxGap: 3*cfg.ResyncInterval + 10*time.Second},
+		health:  &health{maxGap: 3*housekeepingInterval(cfg) + 10*time.Second},
 		metrics: newMetrics(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
+		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
+	a.foldSettings()                                                                    // the environment's values before any object arrives
 	return a
 }
 
 // fold records one datastore update in every consumer.
 func (a *agent) fold(u calc.Update) {
+	if u.Kind == "felixconfigurations" {
+		a.metrics.observeUpdate(u)
+		if mine, changed := a.settings.apply(u); mine {
+			a.foldSettings()
+			a.settingsChanged(changed)
+		}
+		return
+	}
 	a.state.Apply(u)
 	a.bgpState.apply(u)
 	a.overlay.Apply(u)
@@ -65,18 +87,93 @@ func (a *agent) fold(u calc.Update) {
 	a.metrics.observeUpdate(u)
 }
 
+// foldSettings hands the effective configuration to its consumers in the
+// loop: the calculation (endpoint-to-host action, failsafe ports, IP
+// forwarding) and the overlay (vxlan* fields) read it as the object
+// "default"; node.<name> never reaches them, its values are in it.
+func (a *agent) foldSettings() {
+	u := a.settings.effectiveUpdate()
+	a.state.Apply(u)
+	a.overlay.Apply(u)
+	if a.logs != nil {
+		cur := a.settings.Current()
+		a.logs.apply(&cur)
+	}
+}
+
+// settingsChanged logs what a FelixConfiguration change changed. Every
+// supported setting applies live: the values above reach the next apply.
+func (a *agent) settingsChanged(changed []string) {
+	cur := a.settings.Current()
+	servers := false
+	for _, name := range changed {
+		servers = servers || strings.HasPrefix(name, "health") || strings.HasPrefix(name, "prometheusMetrics")
+		if slices.ContainsFunc(a.refreshes, func(r *refresh) bool { return r.name == name }) {
+			a.refreshChanged = true
+		}
+		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
+		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
+	}
+	if servers && a.healthSrv != nil {
+		if err := a.setServers(); err != nil {
+			slog.Error("moving the health or metrics server", "err", err)
+		}
+	}
+}
+
+// housekeepingInterval is how often the CNI journal is replayed and the
+// tunnel addresses are checked: --resync-interval, 30 s when unset.
+func housekeepingInterval(cfg Config) time.Duration {
+	if cfg.ResyncInterval > 0 {
+		return cfg.ResyncInterval
+	}
+	return 30 * time.Second
+}
+
+func (a *agent) housekeepingInterval() time.Duration { return housekeepingInterval(a.cfg) }
+
+// rescheduleRefresh sets t to fire when the next refresh is due under the
+// current intervals (a shortened interval may make one due at once).
+func (a *agent) rescheduleRefresh(t *time.Timer) {
+	cur := a.settings.Current()
+	next := time.Duration(0)
+	for _, r := range a.refreshes {
+		iv := r.interval(&cur)
+		if iv <= 0 {
+			continue
+		}
+		wait := max(time.Until(r.last.Add(iv)), 0)
+		if next == 0 || wait < next {
+			next = max(wait, time.Millisecond)
+		}
+	}
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	if next > 0 {
+		t.Reset(next)
+	}
+}
+
 // loop is the agent's single owner of kernel state: it folds datastore
 // updates into the calculation, applies the result, retries failures and
 // resyncs periodically.
 func (a *agent) loop(ctx context.Context) error {
-	resync := time.NewTicker(a.cfg.ResyncInterval)
-	defer resync.Stop()
+	housekeeping := time.NewTicker(a.housekeepingInterval())
+	defer housekeeping.Stop()
+	a.refreshes = newRefreshes(time.Now())
+	refresh := time.NewTimer(time.Hour)
+	defer refresh.Stop()
+	a.rescheduleRefresh(refresh)
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	heartbeat := time.NewTicker(5 * time.Second)
 	defer heartbeat.Stop()
 	a.health.beat()
-	go a.tunnels.run(ctx, a.cfg.ResyncInterval)
+	go a.tunnels.run(ctx, a.housekeepingInterval())
 	dirty := false
 	for {
 		select {
@@ -96,19 +193,31 @@ func (a *agent) loop(ctx context.Context) error {
 					break drain
 				}
 			}
+			if a.refreshChanged {
+				a.refreshChanged = false
+				a.rescheduleRefresh(refresh)
+			}
 			dirty = true
 		case evs := <-a.bgpRoutes():
 			applyRouteEvents(a.extraRoutes, evs)
 			a.metrics.bgp.routeUpdates(evs)
 			dirty = true
-		case <-resync.C:
-			a.metrics.resyncs.Inc()
-			a.dp.Resync()
-			if a.bgp != nil {
+		case <-refresh.C:
+			cur := a.settings.Current()
+			ran, next := dueRefreshes(a.refreshes, &cur, a.dp, time.Now())
+			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
 				a.bgp.resyncLearned(a.extraRoutes)
 			}
+			if len(ran) > 0 {
+				a.metrics.resyncs.Inc()
+				slog.Debug("refreshing from the kernel", "parts", ran)
+				dirty = true
+			}
+			if next > 0 {
+				refresh.Reset(next)
+			}
+		case <-housekeeping.C:
 			a.replayJournal(ctx)
-			dirty = true
 		case <-retry.C:
 			dirty = true
 		case <-heartbeat.C:
@@ -151,9 +260,12 @@ func (a *agent) apply(ctx context.Context) error {
 		}
 	}
 	d := a.state.Desired(a.ipv6 || a.state.HasIPv6Pools())
+	cur := a.settings.Current()
 	calcDone := time.Now()
 	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
-		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6}}
+		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
+		ChainInsertMode: cur.ChainInsertMode, IPTablesBackend: cur.IptablesBackend,
+		KeepExternalRoutes: cur.RemoveExternalRoutes != nil && !*cur.RemoveExternalRoutes}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}
@@ -199,13 +311,24 @@ func (a *agent) replayJournal(ctx context.Context) {
 	}
 }
 
-// startServers starts health and metrics.
+// startServers starts health and metrics where the flags or the
+// settings say (settings_servers.go); setServers moves them.
 func (a *agent) startServers(ctx context.Context) error {
-	if err := serve(ctx, a.cfg.HealthAddr, a.health.handler(), "health"); err != nil {
-		return fmt.Errorf("health server on %s: %w", a.cfg.HealthAddr, err)
+	a.healthSrv = &serverSlot{name: "health", handler: a.health.handler()}
+	a.metricsSrv = &serverSlot{name: "metrics", handler: metricsHandler(a.metrics)}
+	context.AfterFunc(ctx, func() { a.healthSrv.close(); a.metricsSrv.close() })
+	return a.setServers()
+}
+
+// setServers makes the servers listen where they should now.
+func (a *agent) setServers() error {
+	cur := a.settings.Current()
+	h, m := healthAddr(&cur), metricsAddr(&cur)
+	if a.cfg.healthAddrSet {
+		h = a.cfg.HealthAddr
 	}
-	if err := serve(ctx, a.cfg.MetricsAddr, metricsHandler(a.metrics), "metrics"); err != nil {
-		return fmt.Errorf("metrics server on %s: %w", a.cfg.MetricsAddr, err)
+	if a.cfg.metricsAddrSet {
+		m = a.cfg.MetricsAddr
 	}
-	return nil
+	return errors.Join(a.healthSrv.set(h), a.metricsSrv.set(m))
 }

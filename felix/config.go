@@ -37,14 +37,16 @@ type Config struct {
 	ASNumber                uint32
 	MTU                     int
 	LibDir, RunDir          string // /var/lib/calico, /var/run/calico
-	HealthAddr, MetricsAddr string // ":9099", ":9091"; "" disables
-	ResyncInterval          time.Duration
-	BGP                     bool // run the embedded BGP speaker
-	BGPPort                 int
-	BGPSecretsDir           string // BGP passwords: <dir>/<secret>/<key>
-	LogLevel                string
-	Libnetwork              bool   // serve Docker's network and IPAM driver
-	LibnetworkSocketDir     string // where Docker looks for plugin sockets
+	HealthAddr, MetricsAddr string // "" disables, when set (settings_servers.go)
+	// healthAddrSet and metricsAddrSet: the flag or its variable was given.
+	healthAddrSet, metricsAddrSet bool
+	ResyncInterval                time.Duration
+	BGP                           bool // run the embedded BGP speaker
+	BGPPort                       int
+	BGPSecretsDir                 string // BGP passwords: <dir>/<secret>/<key>
+	LogLevel                      string
+	Libnetwork                    bool   // serve Docker's network and IPAM driver
+	LibnetworkSocketDir           string // where Docker looks for plugin sockets
 	// KubeControllers runs the Kubernetes policy controller (one elected
 	// instance per cluster) with this kubeconfig; empty disables it.
 	KubeControllers string
@@ -61,6 +63,13 @@ type Config struct {
 	DefaultPools []*api.IPPool
 	// mtu is --mtu with the Felix MTU variables (mtu.go).
 	mtu mtuSettings
+	// felixEnv is the FELIX_* layer of the effective configuration
+	// (settings.go), with --log-level as logSeverityScreen.
+	felixEnv spec
+	// logs are the installed logger's outputs, which logSeverityScreen,
+	// logFilePath and logSeverityFile change live (settings_log.go); nil
+	// when Main did not install one.
+	logs *logOutputs
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -69,8 +78,20 @@ func (c Config) StoreConfig() store.Config {
 }
 
 // ParseFlags reads the agent's flags; every flag has an environment
-// variable used when the flag is not given.
+// variable used when the flag is not given. FELIX_* settings are looked up
+// by their upper-case names; Main passes the whole environment instead, so
+// any case works there.
 func ParseFlags(args []string, getenv func(string) string) (Config, error) {
+	var environ []string
+	for _, st := range settings {
+		if v := getenv(st.env); v != "" {
+			environ = append(environ, st.env+"="+v)
+		}
+	}
+	return parseFlags(args, getenv, environ)
+}
+
+func parseFlags(args []string, getenv func(string) string, environ []string) (Config, error) {
 	var c Config
 	var endpoints string
 	fs := pflag.NewFlagSet("calico-node", pflag.ContinueOnError)
@@ -97,13 +118,13 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	fs.IntVar(&c.MTU, "mtu", envInt(getenv, "FELIX_MTU", 0), "pod interface MTU written for the CNI plugin; 0 detects it from the host interfaces and pools (docs/BOOTSTRAP.md) [FELIX_MTU]")
 	fs.StringVar(&c.LibDir, "lib-dir", env("CALICO_LIB_DIR", "/var/lib/calico"), "node state directory (nodename, mtu files) [CALICO_LIB_DIR]")
 	fs.StringVar(&c.RunDir, "run-dir", env("CALICO_RUN_DIR", "/var/run/calico"), "runtime directory (status socket, locks) [CALICO_RUN_DIR]")
-	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ":9099"), "health endpoint address; empty disables [FELIX_HEALTHADDR]")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ":9091"), "Prometheus metrics address; empty disables [FELIX_METRICSADDR]")
-	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 30*time.Second), "full kernel resync period [FELIX_RESYNC_INTERVAL]")
+	fs.StringVar(&c.HealthAddr, "health-addr", env("FELIX_HEALTHADDR", ""), "health endpoint address; empty disables; when given, wins over healthEnabled/Host/Port (default localhost:9099) [FELIX_HEALTHADDR]")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("FELIX_METRICSADDR", ""), "Prometheus metrics address; empty disables; when given, wins over prometheusMetricsEnabled/Host/Port (default :9091) [FELIX_METRICSADDR]")
+	fs.DurationVar(&c.ResyncInterval, "resync-interval", envDuration(getenv, "FELIX_RESYNC_INTERVAL", 0), "when set, every refresh interval the FELIX_*REFRESHINTERVAL variables leave unset (iptables, routes, ipsets, interfaces; they win over FelixConfiguration), and the CNI journal replay period (30s when unset) [FELIX_RESYNC_INTERVAL]")
 	backend := env("CALICO_NETWORKING_BACKEND", "bird") // bird, vxlan (routes from the datastore only) or none
 	fs.BoolVar(&c.BGP, "bgp", backend != "none" && backend != "vxlan", "run the embedded BGP speaker [CALICO_NETWORKING_BACKEND=none or vxlan disables]")
 	fs.StringVar(&c.BGPSecretsDir, "bgp-secrets-dir", env("CALICO_BGP_SECRETS_DIR", "/etc/calico/bgp-secrets"), "BGP peer passwords, as <dir>/<secret>/<key> [CALICO_BGP_SECRETS_DIR]")
-	fs.StringVar(&c.LogLevel, "log-level", env("FELIX_LOGSEVERITYSCREEN", "info"), "debug, info, warning or error [FELIX_LOGSEVERITYSCREEN]")
+	fs.StringVar(&c.LogLevel, "log-level", "", "Trace, Debug, Info, Warning, Error or Fatal (any case); wins over FelixConfiguration logSeverityScreen [FELIX_LOGSEVERITYSCREEN]")
 	fs.BoolVar(&c.Libnetwork, "libnetwork", strings.EqualFold(env("CALICO_LIBNETWORK_ENABLED", "false"), "true"), "serve Docker's network and IPAM driver (calico, calico-ipam) [CALICO_LIBNETWORK_ENABLED]")
 	fs.StringVar(&c.LibnetworkSocketDir, "libnetwork-socket-dir", env("CALICO_LIBNETWORK_SOCKET_DIR", "/run/docker/plugins"), "Docker plugin socket directory [CALICO_LIBNETWORK_SOCKET_DIR]")
 	fs.StringVar(&c.KubeControllers, "kube-controllers-kubeconfig", env("CALICO_KUBE_CONTROLLERS_KUBECONFIG", ""), "run the Kubernetes policy controller (leader-elected) with this kubeconfig [CALICO_KUBE_CONTROLLERS_KUBECONFIG]")
@@ -117,6 +138,8 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
+	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
+	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
 	if c.DefaultPools, err = parseDefaultPools(getenv); err != nil {
 		return c, err
@@ -124,6 +147,24 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	c.mtu.Override = c.MTU
 	if err := parseMTUEnv(getenv, &c.mtu); err != nil {
 		return c, err
+	}
+	if c.felixEnv, err = parseFelixEnv(environ); err != nil {
+		return c, err
+	}
+	if c.ResyncInterval > 0 {
+		d := &api.Duration{Duration: c.ResyncInterval}
+		for _, p := range []**api.Duration{&c.felixEnv.IptablesRefreshInterval, &c.felixEnv.RouteRefreshInterval, &c.felixEnv.IpsetsRefreshInterval, &c.felixEnv.InterfaceRefreshInterval} {
+			if *p == nil {
+				*p = d
+			}
+		}
+	}
+	if c.LogLevel != "" {
+		lvl, err := oneOf(logLevelNames...)(logLevelAlias(c.LogLevel))
+		if err != nil {
+			return c, fmt.Errorf("--log-level=%q: %w", c.LogLevel, err)
+		}
+		c.felixEnv.LogSeverityScreen = lvl
 	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {

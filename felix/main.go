@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 
 // Main runs calico-node until SIGTERM or SIGINT and returns the exit code.
 func Main(args []string) int {
-	cfg, err := ParseFlags(args, os.Getenv)
+	cfg, err := parseFlags(args, os.Getenv, os.Environ())
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
@@ -29,7 +28,7 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "calico-node:", err)
 		return 2
 	}
-	setLogLevel(cfg.LogLevel)
+	cfg.logs = installLogger(cfg.felixEnv.LogSeverityScreen)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {
@@ -77,7 +76,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := registerNode(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
-	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu) // <lib-dir>/mtu (mtu.go)
+	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu.Override, cfg.felixEnv) // <lib-dir>/mtu (mtu.go)
 	var mtu int
 	if err := retry(ctx, func() (err error) { mtu, err = mw.update(ctx); return err }); err != nil {
 		return err
@@ -149,17 +148,4 @@ func retry(ctx context.Context, f func() error) error {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
-}
-
-func setLogLevel(level string) {
-	var l slog.Level
-	switch strings.ToLower(level) {
-	case "debug":
-		l = slog.LevelDebug
-	case "warning", "warn":
-		l = slog.LevelWarn
-	case "error", "fatal", "panic":
-		l = slog.LevelError
-	}
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})))
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -38,42 +37,38 @@ const (
 	mtuRecheck = 30 * time.Second // host interfaces are re-read this often, as Felix does
 )
 
-// mtuSettings are the MTU settings from flags and the environment; zero
-// values are unset, and the datastore's FelixConfiguration may set them.
+// mtuSettings are the MTU settings: --mtu, and the effective
+// mtuIfacePattern, ipipMTU, vxlanMTU and vxlanMTUV6 (settings.go: env over
+// FelixConfiguration node.<name> over default); zero values are unset.
 type mtuSettings struct {
 	Override   int    // --mtu / FELIX_MTU: the pod MTU, no detection
-	Pattern    string // FELIX_MTUIFACEPATTERN
-	IPIPMTU    int    // FELIX_IPINIPMTU
-	VXLANMTU   int    // FELIX_VXLANMTU
-	VXLANMTUV6 int    // FELIX_VXLANMTUV6
+	Pattern    string // mtuIfacePattern, FELIX_MTUIFACEPATTERN
+	IPIPMTU    int    // ipipMTU, FELIX_IPINIPMTU
+	VXLANMTU   int    // vxlanMTU, FELIX_VXLANMTU
+	VXLANMTUV6 int    // vxlanMTUV6, FELIX_VXLANMTUV6
 }
 
-// parseMTUEnv reads the Felix MTU variables; bad values are errors naming
-// the variable.
-func parseMTUEnv(getenv func(string) string, s *mtuSettings) error {
-	var errs []error
-	if p := getenv("FELIX_MTUIFACEPATTERN"); p != "" {
-		if _, err := regexp.Compile(p); err != nil {
-			errs = append(errs, fmt.Errorf("FELIX_MTUIFACEPATTERN=%q: not a regular expression: %w", p, err))
+// mtuFromSpec is the MTU part of an effective configuration.
+func mtuFromSpec(override int, s spec) mtuSettings {
+	m := mtuSettings{Override: override, Pattern: s.MTUIfacePattern}
+	for _, f := range []struct {
+		dst *int
+		v   *int
+	}{{&m.IPIPMTU, s.IPIPMTU}, {&m.VXLANMTU, s.VXLANMTU}, {&m.VXLANMTUV6, s.VXLANMTUV6}} {
+		if f.v != nil {
+			*f.dst = *f.v
 		}
-		s.Pattern = p
 	}
-	for name, dst := range map[string]*int{"FELIX_IPINIPMTU": &s.IPIPMTU, "FELIX_VXLANMTU": &s.VXLANMTU, "FELIX_VXLANMTUV6": &s.VXLANMTUV6} {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > 65535 || (n > 0 && n < 68) {
-			errs = append(errs, fmt.Errorf("%s=%q: not an MTU (68-65535, or 0 to compute it)", name, v))
-			continue
-		}
-		*dst = n
-	}
+	return m
+}
+
+// parseMTUEnv checks --mtu / FELIX_MTU; the other MTU variables are
+// settings (settings.go).
+func parseMTUEnv(_ func(string) string, s *mtuSettings) error {
 	if s.Override < 0 || s.Override > 65535 || (s.Override > 0 && s.Override < 68) {
-		errs = append(errs, fmt.Errorf("--mtu/FELIX_MTU=%d: not an MTU (68-65535, or 0 to detect it)", s.Override))
+		return fmt.Errorf("--mtu/FELIX_MTU=%d: not an MTU (68-65535, or 0 to detect it)", s.Override)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // linkMTU is one host interface as MTU detection sees it.
@@ -183,13 +178,14 @@ type mtuWatch struct {
 	c        *store.Client
 	node     string
 	libDir   string
-	settings mtuSettings
+	override int  // --mtu
+	env      spec // the FELIX_* layer
 	links    func() ([]linkMTU, error)
 	last     int
 }
 
-func newMTUWatch(c *store.Client, node, libDir string, s mtuSettings) *mtuWatch {
-	return &mtuWatch{c: c, node: node, libDir: libDir, settings: s, links: hostLinks}
+func newMTUWatch(c *store.Client, node, libDir string, override int, env spec) *mtuWatch {
+	return &mtuWatch{c: c, node: node, libDir: libDir, override: override, env: env, links: hostLinks}
 }
 
 // hostLinks lists this namespace's interfaces.
@@ -211,7 +207,7 @@ func hostLinks() ([]linkMTU, error) {
 // inputs reads what the pod MTU depends on. The environment wins over
 // FelixConfiguration node.<name>, which wins over default, as in Felix.
 func (m *mtuWatch) inputs(ctx context.Context) (mtuInputs, error) {
-	in := mtuInputs{Settings: m.settings}
+	var in mtuInputs
 	pk, _ := api.LookupKind("IPPool")
 	objs, _, err := m.c.ListResources(ctx, pk, "")
 	if err != nil {
@@ -230,8 +226,11 @@ func (m *mtuWatch) inputs(ctx context.Context) (mtuInputs, error) {
 		return in, fmt.Errorf("reading node %s: %w", m.node, err)
 	}
 	in.Encaps = poolEncaps(pools, labels)
+	// The same merge as the agent's settings (settings.go), so the pod
+	// MTU and the VXLAN device agree.
 	fk, _ := api.LookupKind("FelixConfiguration")
-	for _, name := range []string{"node." + m.node, "default"} {
+	var cfgs [2]*api.FelixConfiguration
+	for i, name := range []string{"node." + m.node, "default"} {
 		r, err := m.c.GetResource(ctx, fk, "", name)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
@@ -239,20 +238,10 @@ func (m *mtuWatch) inputs(ctx context.Context) (mtuInputs, error) {
 		if err != nil {
 			return in, fmt.Errorf("reading FelixConfiguration %s: %w", name, err)
 		}
-		fs := r.(*api.FelixConfiguration).Spec
-		s := &in.Settings
-		if s.Pattern == "" {
-			s.Pattern = fs.MTUIfacePattern
-		}
-		for _, f := range []struct {
-			dst *int
-			v   *int
-		}{{&s.IPIPMTU, fs.IPIPMTU}, {&s.VXLANMTU, fs.VXLANMTU}, {&s.VXLANMTUV6, fs.VXLANMTUV6}} {
-			if *f.dst == 0 && f.v != nil {
-				*f.dst = *f.v
-			}
-		}
+		cfgs[i] = r.(*api.FelixConfiguration)
 	}
+	eff, _ := effective(m.env, cfgs[0], cfgs[1]) // bad values: the agent's loader logs them
+	in.Settings = mtuFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {
 		in.Settings.Pattern = DefaultMTUIfacePattern
 	}
@@ -262,7 +251,7 @@ func (m *mtuWatch) inputs(ctx context.Context) (mtuInputs, error) {
 		slog.Warn("mtuIfacePattern is not a regular expression; using the default", "pattern", in.Settings.Pattern, "err", err)
 		in.Pattern = regexp.MustCompile(DefaultMTUIfacePattern)
 	}
-	if m.settings.Override == 0 {
+	if m.override == 0 {
 		if in.Links, err = m.links(); err != nil {
 			return in, err
 		}

@@ -88,15 +88,15 @@ func TestPoolEncaps(t *testing.T) {
 
 func TestParseMTUEnv(t *testing.T) {
 	env := map[string]string{"FELIX_MTUIFACEPATTERN": "^bond", "FELIX_VXLANMTU": "1350", "FELIX_IPINIPMTU": "1420", "FELIX_VXLANMTUV6": "1330"}
-	var s mtuSettings
-	if err := parseMTUEnv(func(k string) string { return env[k] }, &s); err != nil {
+	c, err := ParseFlags([]string{"--nodename", "n"}, func(k string) string { return env[k] })
+	if err != nil {
 		t.Fatal(err)
 	}
-	if s != (mtuSettings{Pattern: "^bond", VXLANMTU: 1350, IPIPMTU: 1420, VXLANMTUV6: 1330}) {
+	if s := mtuFromSpec(0, c.felixEnv); s != (mtuSettings{Pattern: "^bond", VXLANMTU: 1350, IPIPMTU: 1420, VXLANMTUV6: 1330}) {
 		t.Errorf("parsed %+v", s)
 	}
 	for k, v := range map[string]string{"FELIX_MTUIFACEPATTERN": "(", "FELIX_VXLANMTU": "big", "FELIX_IPINIPMTU": "40", "FELIX_VXLANMTUV6": "70000"} {
-		err := parseMTUEnv(func(n string) string { return map[string]string{k: v}[n] }, &mtuSettings{})
+		_, err := ParseFlags([]string{"--nodename", "n"}, func(n string) string { return map[string]string{k: v}[n] })
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: error %v, want it named", k, v, err)
 		}
@@ -104,7 +104,7 @@ func TestParseMTUEnv(t *testing.T) {
 	if _, err := ParseFlags([]string{"--nodename", "n", "--mtu", "20"}, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "FELIX_MTU") {
 		t.Errorf("--mtu 20: %v", err)
 	}
-	c, err := ParseFlags([]string{"--nodename", "n"}, func(k string) string { return map[string]string{"FELIX_MTU": "1400"}[k] })
+	c, err = ParseFlags([]string{"--nodename", "n"}, func(k string) string { return map[string]string{"FELIX_MTU": "1400"}[k] })
 	if err != nil || c.mtu.Override != 1400 {
 		t.Errorf("FELIX_MTU=1400: %+v %v", c.mtu, err)
 	}
@@ -154,7 +154,7 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mw := newMTUWatch(cl, "n1", dir, mtuSettings{})
+	mw := newMTUWatch(cl, "n1", dir, 0, spec{})
 	mw.links = func() (out []linkMTU, err error) {
 		err = n.Do(func(ns.NetNS) error { out, err = hostLinks(); return err })
 		return out, err

@@ -18,9 +18,10 @@ import (
 //     their position or appended, unwanted ones deleted (-D), and a rule
 //     whose content changed where nothing else moved is replaced (-R);
 //  3. repair hooks: when a built-in chain's rules carrying our hash are not
-//     exactly the one desired hook in first position, delete them all by
-//     their saved spec (never by position: that could hit a foreign rule)
-//     and insert the hook at position 1;
+//     exactly the one desired hook in first position (last with
+//     AppendHooks), delete them all by their saved spec (never by
+//     position: that could hit a foreign rule) and insert the hook at
+//     position 1 (append it);
 //  4. flush every stale chain of ours, then delete them (stale chains may
 //     jump to each other). A stale chain still referenced by a foreign rule
 //     is only flushed; deleting it would fail the whole transaction.
@@ -57,7 +58,12 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 			}
 		}
 		hook, hash, wanted := t.hook(b)
-		if (wanted && len(ours) == 1 && k.chains[b][0].hash == hash) || (!wanted && len(ours) == 0) {
+		rules := k.chains[b]
+		at := 0 // where the hook belongs: first, or last with AppendHooks
+		if t.appendHooks {
+			at = len(rules) - 1
+		}
+		if (wanted && len(ours) == 1 && rules[at].hash == hash) || (!wanted && len(ours) == 0) {
 			continue
 		}
 		var after []savedRule
@@ -65,15 +71,21 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 			lines = append(lines, "-D "+b+" "+r.spec)
 			st.RulesDeleted++
 		}
-		if wanted {
-			lines = append(lines, renderRule("-I", b, 1, hash, hook))
-			st.RulesWritten++
-			after = append(after, parseRule(ruleSpec(hash, hook)))
-		}
-		for _, r := range k.chains[b] {
+		for _, r := range rules {
 			if r.hash == "" {
 				after = append(after, r)
 			}
+		}
+		if wanted {
+			h := parseRule(ruleSpec(hash, hook))
+			if t.appendHooks {
+				lines = append(lines, renderRule("-A", b, 0, hash, hook))
+				after = append(after, h)
+			} else {
+				lines = append(lines, renderRule("-I", b, 1, hash, hook))
+				after = append([]savedRule{h}, after...)
+			}
+			st.RulesWritten++
 		}
 		upd.set[b] = after
 	}

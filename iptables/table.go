@@ -24,6 +24,9 @@ type TableOptions struct {
 	// first rule, e.g. "FORWARD" -> "cali-FORWARD". A hook is present only
 	// while its target is among the desired chains.
 	Hooks map[string]string
+	// AppendHooks places each hook last in its built-in chain instead of
+	// first (Felix's chainInsertMode Append).
+	AppendHooks bool
 	// LockWait passes --wait to iptables-save/-restore where the binary
 	// accepts it (legacy iptables takes the xtables lock; nft ignores it).
 	LockWait bool
@@ -65,6 +68,7 @@ type ApplyStats struct {
 type Table struct {
 	table, save, restore string
 	hooks                map[string]string
+	appendHooks          bool
 	lockWait             bool
 	saveWait, restWait   bool // --wait still believed supported
 	err                  error
@@ -97,7 +101,7 @@ type Table struct {
 // delete what an earlier run programmed.
 func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 	t := &Table{
-		table: table, hooks: map[string]string{}, lockWait: opts.LockWait,
+		table: table, hooks: map[string]string{}, appendHooks: opts.AppendHooks, lockWait: opts.LockWait,
 		saveWait: opts.LockWait, restWait: opts.LockWait,
 		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,

@@ -213,6 +213,21 @@ func (s *State) rulesConfig() rules.Config {
 		if f.Spec.AllowIPIPPacketsFromWorkloads != nil {
 			cfg.AllowIPIPPacketsFromWorkloads = *f.Spec.AllowIPIPPacketsFromWorkloads
 		}
+		if a, err := netip.ParseAddr(f.Spec.NATOutgoingAddress); err == nil {
+			cfg.NATOutgoingAddress = a
+		}
+		if p := f.Spec.NATPortRange; p != nil && p.PortName == "" {
+			cfg.NATPortMin, cfg.NATPortMax = p.MinPort, p.MaxPort
+		}
+		if a := f.Spec.IptablesFilterAllowAction; a != "" {
+			cfg.FilterAllowAction = a
+		}
+		if a := f.Spec.IptablesMangleAllowAction; a != "" {
+			cfg.MangleAllowAction = a
+		}
+		if m := f.Spec.IptablesMarkMask; m != nil {
+			cfg.MarkAccept, cfg.MarkPass, cfg.MarkScratch = rules.MarksFromMask(*m)
+		}
 	}
 	return cfg
 }

@@ -22,6 +22,19 @@ type Desired struct {
 	// Forwarding is the host-wide IP forwarding (FelixConfiguration
 	// ipForwarding); its zero value turns IPv4 forwarding on.
 	Forwarding Forwarding
+	// ChainInsertMode is FelixConfiguration chainInsertMode: "Append" puts
+	// the jumps to our chains last in the built-in chains; anything else
+	// (Calico's default, Insert) first.
+	ChainInsertMode string
+	// IPTablesBackend is FelixConfiguration iptablesBackend: "Legacy" or
+	// "NFT" pick iptables-legacy-* or iptables-nft-*; anything else (Auto)
+	// the system's iptables-save/-restore. A change removes our chains
+	// from the backend left.
+	IPTablesBackend string
+	// KeepExternalRoutes leaves routes others put on cali* interfaces
+	// (FelixConfiguration removeExternalRoutes false); by default they go
+	// after a grace period.
+	KeepExternalRoutes bool
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	// IPIP is tunl0 (ipip.go); nil takes its address off.
@@ -65,6 +78,8 @@ type Dataplane struct {
 	ipip    *ipipManager
 	lastErr error
 	obs     iptables.Observer
+	// backend is the iptables backend the tables were built for.
+	backend string
 }
 
 // Config of the dataplane.
@@ -89,7 +104,7 @@ func New(cfg Config) *Dataplane {
 	}
 }
 
-func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptables.Table {
+func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendHooks bool) *iptables.Table {
 	present := map[string]bool{}
 	for _, c := range chains {
 		present[c.Name] = true
@@ -103,10 +118,15 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain) *iptabl
 		}
 	}
 	slices.Sort(sig)
+	if appendHooks {
+		sig = append(sig, "append")
+	}
 	key := fmt.Sprintf("%d/%s", ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		st = &tableState{t: iptables.NewTable(name, ver, iptables.TableOptions{Hooks: hooks, LockWait: true, Observer: d.obs}), hooks: strings.Join(sig, ",")}
+		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs}
+		opts.SaveCmd, opts.RestoreCmd = backendCmds(ver, d.backend)
+		st = &tableState{t: iptables.NewTable(name, ver, opts), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
 	}
 	return st.t
@@ -122,6 +142,11 @@ func (d *Dataplane) Apply(des Desired) error {
 	if err := d.fwd.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ip forwarding: %w", err))
 	}
+	if b := normBackend(des.IPTablesBackend); b != d.backend {
+		if err := d.switchBackend(b); err != nil {
+			errs = append(errs, fmt.Errorf("leaving iptables backend %q: %w", d.backend, err))
+		}
+	}
 	removed := d.setIPSets(des.IPSets)
 	if err := d.ipsets.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ipsets: %w", err))
@@ -132,7 +157,7 @@ func (d *Dataplane) Apply(des Desired) error {
 		}
 		for _, name := range []string{"raw", "mangle", "nat", "filter"} {
 			chains := des.Tables[ver][name]
-			t := d.table(ver, name, chains)
+			t := d.table(ver, name, chains, des.ChainInsertMode == "Append")
 			t.SetChains(chains)
 			if _, err := t.Apply(); err != nil {
 				errs = append(errs, fmt.Errorf("ip%stables %s: %w", map[int]string{4: "", 6: "6"}[ver], name, err))
@@ -167,6 +192,51 @@ func (d *Dataplane) Apply(des Desired) error {
 	return d.lastErr
 }
 
+// normBackend is "legacy", "nft" or "" (the system's iptables).
+func normBackend(b string) string {
+	switch strings.ToLower(b) {
+	case "legacy":
+		return "legacy"
+	case "nft":
+		return "nft"
+	}
+	return ""
+}
+
+// backendCmds are the save and restore binaries of a backend ("" for the
+// defaults).
+func backendCmds(ver int, backend string) (save, restore string) {
+	if backend == "" {
+		return "", ""
+	}
+	p := "iptables-"
+	if ver == 6 {
+		p = "ip6tables-"
+	}
+	return p + backend + "-save", p + backend + "-restore"
+}
+
+// switchBackend removes our chains and hooks from every table of the
+// backend in use and makes the next tables use b. A table whose removal
+// fails keeps the switch pending (retried on the next apply).
+func (d *Dataplane) switchBackend(b string) error {
+	var errs []error
+	for key, st := range d.tables {
+		st.t.SetChains(nil)
+		if _, err := st.t.Apply(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			continue
+		}
+		delete(d.tables, key)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	slog.Info("iptables backend", "from", d.backend, "to", b)
+	d.backend = b
+	return nil
+}
+
 // setIPSets hands changed sets to the driver and returns the names of sets
 // that are no longer desired (removed after the tables stop using them).
 func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
@@ -199,15 +269,39 @@ func (d *Dataplane) NeedsRetry() bool {
 // Resync makes the next Apply re-read everything from the kernel, so drift
 // made by others is repaired.
 func (d *Dataplane) Resync() {
+	d.ResyncRoutes()
+	d.ResyncInterfaces()
+	d.ResyncIPTables()
+	d.ResyncIPSets()
+}
+
+// ResyncRoutes makes the next Apply re-read routes and the VXLAN devices
+// (FelixConfiguration routeRefreshInterval).
+func (d *Dataplane) ResyncRoutes() {
 	d.routes.dirty = true
 	d.vxlan.dirty, d.vxlan6.dirty, d.ipip.dirty = true, true, true
+}
+
+// ResyncInterfaces makes the next Apply re-read the endpoints' interface
+// settings and the host's forwarding (interfaceRefreshInterval).
+func (d *Dataplane) ResyncInterfaces() {
 	d.eps.resyncAll()
 	d.fwd.resync()
+}
+
+// ResyncIPTables makes the next Apply re-read every table
+// (iptablesRefreshInterval).
+func (d *Dataplane) ResyncIPTables() {
 	for _, st := range d.tables {
 		if inv, ok := any(st.t).(interface{ InvalidateCache() }); ok {
 			inv.InvalidateCache()
 		}
 	}
+}
+
+// ResyncIPSets makes the next Apply re-read the IP sets
+// (ipsetsRefreshInterval).
+func (d *Dataplane) ResyncIPSets() {
 	if inv, ok := any(d.ipsets).(interface{ InvalidateCache() }); ok {
 		inv.InvalidateCache()
 	}
@@ -229,6 +323,9 @@ func applyOverlayAndRoutes(vm, vm6 *vxlanManager, rm *routeManager, des Desired)
 		if err := x.m.Apply(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", x.m.name, err))
 		}
+	}
+	if rm.keepForeign != des.KeepExternalRoutes {
+		rm.keepForeign, rm.dirty = des.KeepExternalRoutes, true
 	}
 	rm.SetDesired(des.Routes, des.InSync)
 	if err := rm.Apply(); err != nil {

@@ -72,7 +72,10 @@ type routeManager struct {
 	inSync    bool
 	grace     time.Duration
 	strangers map[netip.Prefix]time.Time // foreign routes on cali* interfaces, first seen
-	now       func() time.Time
+	// keepForeign leaves foreign routes on cali* interfaces alone
+	// (FelixConfiguration removeExternalRoutes false).
+	keepForeign bool
+	now         func() time.Time
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
@@ -225,6 +228,10 @@ func (m *routeManager) Apply() error {
 	now := m.now()
 	for p, have := range kernel {
 		if _, want := m.desired[p]; want || !m.inSync {
+			delete(m.strangers, p)
+			continue
+		}
+		if have.proto != rtproto.Workload && have.proto != rtproto.BGP && m.keepForeign {
 			delete(m.strangers, p)
 			continue
 		}

@@ -34,6 +34,20 @@ type Config struct {
 	// ports are accepted ahead of it).
 	HostEndpoints       bool
 	WorkloadIfacePrefix string // "cali" when empty
+	// FilterAllowAction is FelixConfiguration iptablesFilterAllowAction:
+	// what the filter table does with traffic policy accepted, "Accept"
+	// (the default: ACCEPT, later rules in the built-in chain are skipped)
+	// or "Return" (RETURN: they still see it).
+	FilterAllowAction string
+	// MangleAllowAction is iptablesMangleAllowAction, the same for the
+	// mangle table (pre-DNAT policy).
+	MangleAllowAction string
+	// NATOutgoingAddress, when valid, is the IPv4 source address traffic
+	// from natOutgoing pools leaving them gets (SNAT) instead of the
+	// outgoing interface's (MASQUERADE). NATPortMin/Max, when set, limit
+	// the source ports of TCP and UDP so translated.
+	NATOutgoingAddress     netip.Addr
+	NATPortMin, NATPortMax uint16
 	// Packet mark bits, each a distinct single bit; zero means the default
 	// (0x10000, 0x20000, 0x40000).
 	MarkAccept, MarkPass, MarkScratch uint32
@@ -76,6 +90,21 @@ const (
 	DefaultMarkScratch uint32 = 0x40000
 )
 
+// MarksFromMask hands out the accept, pass and scratch bits from mask
+// (FelixConfiguration iptablesMarkMask) as Felix does: its lowest set bits,
+// in that order. A mask with fewer than three bits gives zeros (the
+// defaults) for what it cannot cover; validation refuses such a mask.
+func MarksFromMask(mask uint32) (accept, pass, scratch uint32) {
+	var bits []uint32
+	for b := uint32(1); b != 0 && len(bits) < 3; b <<= 1 {
+		if mask&b != 0 {
+			bits = append(bits, b)
+		}
+	}
+	bits = append(bits, 0, 0, 0)
+	return bits[0], bits[1], bits[2]
+}
+
 // withDefaults fills in the zero values.
 func (c Config) withDefaults() Config {
 	if c.IPVersion != 6 {
@@ -102,6 +131,24 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// filterAllow is the target for traffic policy accepted, in the filter
+// table.
+func (c Config) filterAllow() string {
+	if strings.EqualFold(c.FilterAllowAction, "return") {
+		return "-j RETURN"
+	}
+	return "-j ACCEPT"
+}
+
+// mangleAllow is the target for traffic policy accepted, in the mangle
+// table.
+func (c Config) mangleAllow() string {
+	if strings.EqualFold(c.MangleAllowAction, "return") {
+		return "-j RETURN"
+	}
+	return "-j ACCEPT"
+}
+
 // endpointToHostAction is the iptables target of DefaultEndpointToHostAction.
 func (c Config) endpointToHostAction() string {
 	switch strings.ToLower(c.DefaultEndpointToHostAction) {
@@ -111,6 +158,34 @@ func (c Config) endpointToHostAction() string {
 		return "-j RETURN"
 	}
 	return "-j DROP"
+}
+
+// natOutgoingRules is the cali-nat-outgoing rules for traffic matching
+// match: MASQUERADE, or SNAT to NATOutgoingAddress (IPv4), with the port
+// range for TCP and UDP first when one is set.
+func (c Config) natOutgoingRules(match string) []iptables.Rule {
+	target := func(ports bool) string {
+		pr := ""
+		if ports {
+			pr = strconv.Itoa(int(c.NATPortMin)) + "-" + strconv.Itoa(int(c.NATPortMax))
+		}
+		switch {
+		case c.IPVersion != 6 && c.NATOutgoingAddress.Is4() && ports:
+			return "-j SNAT --to-source " + c.NATOutgoingAddress.String() + ":" + pr
+		case c.IPVersion != 6 && c.NATOutgoingAddress.Is4():
+			return "-j SNAT --to-source " + c.NATOutgoingAddress.String()
+		case ports:
+			return "-j MASQUERADE --to-ports " + pr
+		}
+		return "-j MASQUERADE"
+	}
+	var out []iptables.Rule
+	if c.NATPortMin != 0 {
+		for _, proto := range []string{"tcp", "udp"} {
+			out = append(out, rule("-p "+proto+" "+match, target(true), ""))
+		}
+	}
+	return append(out, rule(match, target(false), ""))
 }
 
 // Tables is the desired content of our chains, per table, in a fixed order.

@@ -243,11 +243,11 @@ func (r *renderer) hostMangleChains(heps []HostEndpoint) []iptables.Chain {
 	ingress := func(h HostEndpoint) bool { return hasPolicies(h.PreDNATTiers) }
 	chains := []iptables.Chain{
 		{Name: ChainManglePrerouting, Rules: []iptables.Rule{
-			rule(markSet(c.MarkAccept), "-j ACCEPT", "Untracked policy allowed the packet"),
+			rule(markSet(c.MarkAccept), c.mangleAllow(), "Untracked policy allowed the packet"),
 			rule("-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT", "Pre-DNAT policy polices new flows only"),
 			rule("", clearMark(ours), "Clear our marks"),
 			rule("", "-j "+ChainFromHostEP, ""),
-			rule(markSet(c.MarkAccept), "-j ACCEPT", "Pre-DNAT policy allowed the packet"),
+			rule(markSet(c.MarkAccept), c.mangleAllow(), "Pre-DNAT policy allowed the packet"),
 		}},
 		r.hepDispatch(ChainFromHostEP, "-i", "fh", heps, ingress),
 	}

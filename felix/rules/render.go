@@ -178,7 +178,7 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 		rule("", clearMark(ours), "Clear our marks"),
 		rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
 		rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
-		rule(markSet(c.MarkAccept), "-j ACCEPT", "Policy explicitly accepted packet"),
+		rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet"),
 	}}
 	input := iptables.Chain{Name: ChainInput, Rules: []iptables.Rule{rule("-i "+wl, "-g "+ChainWorkloadToHost, "")}}
 	output := iptables.Chain{Name: ChainOutput, Rules: []iptables.Rule{
@@ -202,14 +202,14 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 			rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
 			rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
 			rule("", "-j "+ChainToHostEPFwd, ""),
-			rule(markSet(c.MarkAccept), "-j ACCEPT", "Policy explicitly accepted packet"),
+			rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet"),
 		}
 		hostRules := func(dispatch string) []iptables.Rule {
 			return []iptables.Rule{
-				rule(markSet(c.MarkAccept), "-j ACCEPT", "Untracked or pre-DNAT policy allowed the packet"),
+				rule(markSet(c.MarkAccept), c.filterAllow(), "Untracked or pre-DNAT policy allowed the packet"),
 				rule("", clearMark(ours), "Clear our marks"),
 				rule("", "-j "+dispatch, ""),
-				rule(markSet(c.MarkAccept), "-j ACCEPT", "Host endpoint policy accepted packet"),
+				rule(markSet(c.MarkAccept), c.filterAllow(), "Host endpoint policy accepted packet"),
 			}
 		}
 		input.Rules = append(input.Rules, hostRules(ChainFromHostEP)...)
@@ -352,7 +352,7 @@ func (r *renderer) natChains(eps []Endpoint, in Input) []iptables.Chain {
 	if len(in.NATOutgoingPools) > 0 {
 		m := r.ipset(IPSetSpec{Kind: IPSetPools, NATOutgoing: true})
 		all := r.ipset(IPSetSpec{Kind: IPSetPools})
-		masq.Rules = append(masq.Rules, rule("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst", "-j MASQUERADE", ""))
+		masq.Rules = append(masq.Rules, r.cfg.natOutgoingRules("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst")...)
 	}
 	return []iptables.Chain{
 		{Name: ChainNATPrerouting, Rules: []iptables.Rule{rule("", "-j "+ChainFloatingIPDNAT, "")}},

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"math/bits"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -139,8 +141,8 @@ func (c *FelixConfiguration) Validate() error {
 	if s.FloatingIPs != nil {
 		f.oneOf("spec.floatingIPs", *s.FloatingIPs, "Enabled", "Disabled")
 	}
-	if s.IptablesMarkMask != nil && *s.IptablesMarkMask == 0 {
-		f.add("spec.iptablesMarkMask", "0", "must have at least one bit set")
+	if s.IptablesMarkMask != nil && bits.OnesCount32(*s.IptablesMarkMask) < 3 {
+		f.add("spec.iptablesMarkMask", strconv.FormatUint(uint64(*s.IptablesMarkMask), 10), "must have at least 3 bits set (accept, pass and scratch marks)")
 	}
 	for _, fp := range []struct {
 		path  string
@@ -187,6 +189,28 @@ func (c *FelixConfiguration) Validate() error {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))
 		}
 	}
+	if p := s.LogFilePath; p != "" && !strings.EqualFold(p, "none") && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/")) {
+		f.add("spec.logFilePath", p, "must be an absolute file path or none")
+	}
+	for _, h := range []struct {
+		field string
+		v     *string
+	}{{"spec.healthHost", s.HealthHost}, {"spec.prometheusMetricsHost", &s.PrometheusMetricsHost}} {
+		if h.v == nil || (*h.v == "" && h.field == "spec.prometheusMetricsHost") {
+			continue
+		}
+		if *h.v == "" || strings.ContainsAny(*h.v, " /[]") || strings.Contains(*h.v, ":") && !isIP(*h.v) {
+			f.add(h.field, *h.v, "must be a host name or IP address")
+		}
+	}
+	for _, m := range []struct {
+		field string
+		v     *int
+	}{{"spec.ipipMTU", s.IPIPMTU}, {"spec.vxlanMTU", s.VXLANMTU}, {"spec.vxlanMTUV6", s.VXLANMTUV6}, {"spec.wireguardMTU", s.WireguardMTU}} {
+		if m.v != nil && *m.v > 0 && *m.v < 68 { // the kernel's minimum
+			f.add(m.field, strconv.Itoa(*m.v), "must be 0 (computed) or 68-65535")
+		}
+	}
 	if r := s.RouteTableRange; r != nil && (r.Min < 1 || r.Max < r.Min || r.Max > 250) {
 		f.add("spec.routeTableRange", strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), "must be a range within 1-250")
 	}
@@ -215,3 +239,5 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	return f.join()
 }
+
+func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }

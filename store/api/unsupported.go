@@ -80,28 +80,22 @@ var refusals = map[string][]refusal{
 		report("spec.wireguard"),
 	},
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
-	// Issue #15 will honour many of these; until then a value other than
-	// Calico's default (which is what the agent does) is refused.
+	// Issue #15 honours these one by one (felix/settings.go,
+	// docs/CONFIGURATION.md); until then a value other than Calico's
+	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logSeverityScreen", "Info"), never("spec.logSeverityFile"), never("spec.logSeveritySys"),
-		never("spec.logFilePath"), never("spec.logPrefix"),
+		never("spec.logSeveritySys"), never("spec.logPrefix"),
 		// Calico's installs write reportingInterval 0s (no status reports):
 		// reported, so such an object can be written back.
 		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
-		never("spec.iptablesRefreshInterval", "1m30s"), never("spec.iptablesLockTimeout", "0s"),
-		never("spec.routeRefreshInterval", "1m30s"), never("spec.interfaceRefreshInterval", "1m30s"),
-		never("spec.ipsetsRefreshInterval", "1m30s"), never("spec.netlinkTimeout", "10s"),
-		never("spec.ipv6Support", "true"), never("spec.iptablesBackend", "Auto"),
-		never("spec.nftablesMode", "Disabled"), never("spec.chainInsertMode", "Insert"),
-		never("spec.iptablesFilterAllowAction", "Accept"), never("spec.iptablesMangleAllowAction", "Accept"),
-		never("spec.iptablesFilterDenyAction", "Drop"), never("spec.iptablesMarkMask"),
-		never("spec.natOutgoingAddress"), never("spec.natPortRange"),
+		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
+		never("spec.ipv6Support", "true"),
+		never("spec.nftablesMode", "Disabled"),
+
+		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
-		never("spec.routeSource"), never("spec.removeExternalRoutes"), never("spec.deviceRouteProtocol"),
-		never("spec.healthEnabled"), never("spec.healthHost"), never("spec.healthPort", "9099"),
-		never("spec.prometheusMetricsEnabled"), never("spec.prometheusMetricsHost"),
-		never("spec.prometheusMetricsPort", "9091"),
+		never("spec.routeSource"), never("spec.deviceRouteProtocol"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
 		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),

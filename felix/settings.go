@@ -1,0 +1,278 @@
+package felix
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// The effective Felix configuration (docs/CONFIGURATION.md). Each setting
+// is read, as in Calico, from the first of these that has a value:
+//
+//  1. the environment, FELIX_<FIELD> (the name case-insensitive);
+//  2. (Calico's config file: this agent has none);
+//  3. FelixConfiguration node.<nodename>;
+//  4. FelixConfiguration default;
+//  5. Calico's default.
+//
+// A bad environment value is a start-up error naming the variable. A bad
+// datastore value is refused at write by store/api validation; one another
+// tool wrote is logged and the next source is used instead.
+
+// spec is the shape every source is read into.
+type spec = api.FelixConfigurationSpec
+
+type durationPtr = *api.Duration
+
+// setting is one supported field: its JSON name, environment variable,
+// whether a change applies without restarting the dataplane loop, and
+// how its value is read from the environment, checked, copied and
+// compared.
+type setting struct {
+	name string // JSON name in FelixConfiguration.spec
+	env  string // FELIX_<NAME>
+	def  string // Calico's default, as the JSON value reads ("" when unset is the default)
+	live bool
+	// parse reads the environment's text into the field of s.
+	parse func(s *spec, text string) error
+	// check validates the field of s as the datastore holds it (nil: ok).
+	check func(s *spec) error
+	// take copies the field from src to dst when src sets it.
+	take func(dst, src *spec) bool
+	// same reports whether a and b hold the same value of the field.
+	same func(a, b *spec) bool
+}
+
+// field builds a setting for a field of type T (a string, or a pointer:
+// the zero value means unset). parse turns environment text into the
+// value; valid checks a set value as stored (nil accepts any).
+func field[T any](name, def string, live bool, get func(*spec) *T, parse func(string) (T, error), valid func(T) error) setting {
+	set := func(v T) bool { return !reflect.ValueOf(&v).Elem().IsZero() }
+	s := setting{name: name, env: "FELIX_" + strings.ToUpper(name), def: def, live: live}
+	s.parse = func(sp *spec, text string) error {
+		v, err := parse(strings.TrimSpace(text))
+		if err != nil {
+			return err
+		}
+		*get(sp) = v
+		return nil
+	}
+	s.check = func(sp *spec) error {
+		if v := *get(sp); set(v) && valid != nil {
+			return valid(v)
+		}
+		return nil
+	}
+	s.take = func(dst, src *spec) bool {
+		if v := *get(src); set(v) {
+			*get(dst) = v
+			return true
+		}
+		return false
+	}
+	s.same = func(a, b *spec) bool { return reflect.DeepEqual(*get(a), *get(b)) }
+	return s
+}
+
+// withEnv renames a setting's variable where Calico's differs from
+// FELIX_<JSON name>.
+func withEnv(s setting, env string) setting { s.env = env; return s }
+
+// settings is every field the loader reads. A FelixConfiguration field
+// not listed here is either refused at write (store/api/unsupported.go)
+// or read elsewhere (docs/CONFIGURATION.md says which).
+var settings = []setting{
+	field("logSeverityScreen", "Info", true, func(s *spec) *string { return &s.LogSeverityScreen }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
+	field("logSeverityFile", "Info", true, func(s *spec) *string { return &s.LogSeverityFile }, oneOf(logLevelNames...), validOneOf(logLevelNames...)),
+	field("logFilePath", "none", true, func(s *spec) *string { return &s.LogFilePath }, parseLogPath, validLogPath),
+	field("ipForwarding", "Enabled", true, func(s *spec) *string { return &s.IPForwarding }, oneOf("Enabled", "Disabled"), validOneOf("Enabled", "Disabled")),
+	field("defaultEndpointToHostAction", "Drop", true, func(s *spec) *string { return &s.DefaultEndpointToHostAction },
+		oneOf("Drop", "Accept", "Return"), validOneOf("Drop", "Accept", "Return")),
+	field("failsafeInboundHostPorts", "tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, parseProtoPorts, validProtoPorts),
+	field("failsafeOutboundHostPorts", "udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, parseProtoPorts, validProtoPorts),
+	field("mtuIfacePattern", DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
+	field("vxlanEnabled", "", true, func(s *spec) **bool { return &s.VXLANEnabled }, parseBool, nil),
+	field("vxlanPort", "4789", true, func(s *spec) **int { return &s.VXLANPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	field("vxlanVNI", "4096", true, func(s *spec) **int { return &s.VXLANVNI }, parseIntIn(1, 1<<24-1), validIntIn(1, 1<<24-1)),
+	field("vxlanMTU", "0", true, func(s *spec) **int { return &s.VXLANMTU }, parseMTU, validMTU),
+	field("vxlanMTUV6", "0", true, func(s *spec) **int { return &s.VXLANMTUV6 }, parseMTU, validMTU),
+	withEnv(field("ipipEnabled", "", true, func(s *spec) **bool { return &s.IPIPEnabled }, parseBool, nil), "FELIX_IPINIPENABLED"),
+	withEnv(field("ipipMTU", "0", true, func(s *spec) **int { return &s.IPIPMTU }, parseMTU, validMTU), "FELIX_IPINIPMTU"),
+	field("allowVXLANPacketsFromWorkloads", "false", true, func(s *spec) **bool { return &s.AllowVXLANPacketsFromWorkloads }, parseBool, nil),
+	field("allowIPIPPacketsFromWorkloads", "false", true, func(s *spec) **bool { return &s.AllowIPIPPacketsFromWorkloads }, parseBool, nil),
+	field("chainInsertMode", "Insert", true, func(s *spec) *string { return &s.ChainInsertMode }, oneOf("Insert", "Append"), validOneOf("Insert", "Append")),
+	field("iptablesFilterAllowAction", "Accept", true, func(s *spec) *string { return &s.IptablesFilterAllowAction }, oneOf("Accept", "Return"), validOneOf("Accept", "Return")),
+	field("iptablesMangleAllowAction", "Accept", true, func(s *spec) *string { return &s.IptablesMangleAllowAction }, oneOf("Accept", "Return"), validOneOf("Accept", "Return")),
+	field("iptablesMarkMask", "0xffff0000", true, func(s *spec) **uint32 { return &s.IptablesMarkMask }, parseMarkMask, validMarkMask),
+	field("natOutgoingAddress", "", true, func(s *spec) *string { return &s.NATOutgoingAddress }, parseIPv4, validIPv4),
+	field("natPortRange", "", true, func(s *spec) **api.Port { return &s.NATPortRange }, parsePortRange, validPortRange),
+	field("iptablesBackend", "Auto", true, func(s *spec) *string { return &s.IptablesBackend }, oneOf("Legacy", "NFT", "Auto"), validOneOf("Legacy", "NFT", "Auto")),
+	field("removeExternalRoutes", "true", true, func(s *spec) **bool { return &s.RemoveExternalRoutes }, parseBool, nil),
+	field("iptablesRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, parseSeconds, validNonNegative),
+	field("routeRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.RouteRefreshInterval }, parseSeconds, validNonNegative),
+	field("ipsetsRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IpsetsRefreshInterval }, parseSeconds, validNonNegative),
+	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, parseSeconds, validNonNegative),
+	field("healthEnabled", "true", true, func(s *spec) **bool { return &s.HealthEnabled }, parseBool, nil),
+	field("healthHost", "localhost", true, func(s *spec) **string { return &s.HealthHost }, parseHost, validHost),
+	field("healthPort", "9099", true, func(s *spec) **int { return &s.HealthPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
+	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
+	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+}
+
+// envOnly are FELIX_* variables the agent reads as flags (config.go),
+// not FelixConfiguration fields; the loader leaves them alone.
+var envOnly = []string{"FELIX_MTU", "FELIX_HEALTHADDR", "FELIX_METRICSADDR", "FELIX_RESYNC_INTERVAL"}
+
+// parseFelixEnv reads every FELIX_* variable of environ (KEY=value
+// lines) that names a supported setting, case-insensitively. A bad value
+// is an error naming the variable; a variable naming a FelixConfiguration
+// field the agent does not honour is logged and otherwise ignored.
+func parseFelixEnv(environ []string) (spec, error) {
+	var out spec
+	var errs []error
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(strings.ToUpper(k), "FELIX_") || slices.Contains(envOnly, strings.ToUpper(k)) {
+			continue
+		}
+		i := slices.IndexFunc(settings, func(s setting) bool { return strings.EqualFold(s.env, k) })
+		if i < 0 {
+			if strings.TrimSpace(v) != "" {
+				slog.Warn("environment variable not honoured by this agent; ignored (docs/CONFIGURATION.md)", "var", k, "value", v)
+			}
+			continue
+		}
+		if strings.TrimSpace(v) == "" {
+			continue // empty is unset, as in Calico
+		}
+		if err := settings[i].parse(&out, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", k, v, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// effective merges the sources: env over node.<name> over default. A
+// datastore value that fails its check is logged (by the caller, from
+// the returned problems) and skipped.
+func effective(env spec, host, global *api.FelixConfiguration) (spec, []error) {
+	var out spec
+	var problems []error
+	for _, st := range settings {
+		if st.take(&out, &env) {
+			continue
+		}
+		for _, src := range []*api.FelixConfiguration{host, global} {
+			if src == nil {
+				continue
+			}
+			if err := st.check(&src.Spec); err != nil {
+				problems = append(problems, fmt.Errorf("FelixConfiguration %s spec.%s: %w; ignored", src.Metadata.Name, st.name, err))
+				continue
+			}
+			if st.take(&out, &src.Spec) {
+				break
+			}
+		}
+	}
+	return out, problems
+}
+
+// settingValue is a setting's value in s as JSON text (strings
+// unquoted), or Calico's default when s leaves it unset.
+func settingValue(s *spec, st setting) string {
+	var probe spec
+	if !st.take(&probe, s) {
+		return st.def
+	}
+	b, _ := json.Marshal(probe)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	v := string(m[st.name])
+	if u, err := strconv.Unquote(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// changedSettings names the settings whose values differ between a and b.
+func changedSettings(a, b *spec) []string {
+	var out []string
+	for _, st := range settings {
+		if !st.same(a, b) {
+			out = append(out, st.name)
+		}
+	}
+	return out
+}
+
+// settingsLoader keeps the effective configuration as the two
+// FelixConfiguration objects that concern this node change.
+type settingsLoader struct {
+	node           string
+	env            spec
+	host, global   *api.FelixConfiguration
+	cur            spec
+	loggedProblems map[string]bool // a bad stored value is logged once
+}
+
+func newSettingsLoader(node string, env spec) *settingsLoader {
+	l := &settingsLoader{node: node, env: env, loggedProblems: map[string]bool{}}
+	l.cur, _ = effective(env, nil, nil)
+	return l
+}
+
+// Current is the effective configuration.
+func (l *settingsLoader) Current() spec { return l.cur }
+
+// apply records a FelixConfiguration update and recomputes. It returns
+// whether u concerned this node's configuration and which settings
+// changed.
+func (l *settingsLoader) apply(u calc.Update) (mine bool, changed []string) {
+	if u.Kind != "felixconfigurations" {
+		return false, nil
+	}
+	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
+	var f *api.FelixConfiguration
+	if !u.Deleted {
+		f, _ = u.Resource.(*api.FelixConfiguration)
+	}
+	switch name {
+	case "default":
+		l.global = f
+	case "node." + l.node:
+		l.host = f
+	default:
+		return false, nil
+	}
+	next, problems := effective(l.env, l.host, l.global)
+	for _, p := range problems {
+		if !l.loggedProblems[p.Error()] {
+			l.loggedProblems[p.Error()] = true
+			slog.Warn("bad FelixConfiguration value", "err", p)
+		}
+	}
+	changed = changedSettings(&l.cur, &next)
+	l.cur = next
+	return true, changed
+}
+
+// effectiveUpdate is the effective configuration as one FelixConfiguration
+// "default" update: the calculation and the overlay read their fields
+// from it, so every source reaches them with the same precedence.
+func (l *settingsLoader) effectiveUpdate() calc.Update {
+	k, _ := api.LookupKind("FelixConfiguration")
+	f := &api.FelixConfiguration{TypeMeta: api.TypeMeta{Kind: "FelixConfiguration", APIVersion: api.APIVersion},
+		Metadata: api.ObjectMeta{Name: "default"}, Spec: l.cur}
+	return calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", "default"), Resource: f}
+}

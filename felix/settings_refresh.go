@@ -1,0 +1,64 @@
+package felix
+
+import (
+	"time"
+
+	"github.com/calico-aio/calico-aio/felix/dataplane"
+)
+
+// Periodic refreshes: each re-reads one part of the kernel on the next
+// apply so drift made by others is repaired, at its own interval
+// (FelixConfiguration iptablesRefreshInterval, routeRefreshInterval,
+// ipsetsRefreshInterval, interfaceRefreshInterval; Calico's default 90 s,
+// 0 turns the refresh off). A changed interval applies at once.
+
+// refresh is one periodic re-read.
+type refresh struct {
+	name     string // the setting
+	interval func(s *spec) time.Duration
+	do       func(d *dataplane.Dataplane)
+	last     time.Time
+}
+
+const defaultRefresh = 90 * time.Second
+
+func refreshInterval(get func(s *spec) *durationPtr) func(s *spec) time.Duration {
+	return func(s *spec) time.Duration {
+		if d := *get(s); d != nil {
+			return d.Duration
+		}
+		return defaultRefresh
+	}
+}
+
+// newRefreshes lists the refreshes, all last done at now.
+func newRefreshes(now time.Time) []*refresh {
+	return []*refresh{
+		{"iptablesRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IptablesRefreshInterval }), (*dataplane.Dataplane).ResyncIPTables, now},
+		{"routeRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.RouteRefreshInterval }), (*dataplane.Dataplane).ResyncRoutes, now},
+		{"ipsetsRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IpsetsRefreshInterval }), (*dataplane.Dataplane).ResyncIPSets, now},
+		{"interfaceRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.InterfaceRefreshInterval }), (*dataplane.Dataplane).ResyncInterfaces, now},
+	}
+}
+
+// dueRefreshes runs the refreshes due at now and returns them and how long
+// until the next one is due (0: none is on).
+func dueRefreshes(rs []*refresh, s *spec, d *dataplane.Dataplane, now time.Time) (ran []string, next time.Duration) {
+	for _, r := range rs {
+		iv := r.interval(s)
+		if iv <= 0 {
+			continue
+		}
+		if !now.Before(r.last.Add(iv)) {
+			if d != nil {
+				r.do(d)
+			}
+			r.last = now
+			ran = append(ran, r.name)
+		}
+		if wait := r.last.Add(iv).Sub(now); next == 0 || wait < next {
+			next = wait
+		}
+	}
+	return ran, next
+}

@@ -1,0 +1,471 @@
+package felix
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/internal/nstest"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// settingCase is one supported setting with a value from each source: the
+// environment's text and what it reads as, and two datastore values (JSON)
+// that differ from it and from each other; bad is a stored value the
+// loader must skip (empty: the type admits no bad value).
+type settingCase struct {
+	envText, envJSON string
+	node, global     string
+	bad              string
+}
+
+var settingCases = map[string]settingCase{
+	"logSeverityScreen":           {"debug", `"Debug"`, `"Warning"`, `"Error"`, `"Loud"`},
+	"logSeverityFile":             {"ERROR", `"Error"`, `"Debug"`, `"Info"`, `"Chatty"`},
+	"logFilePath":                 {"/var/log/x.log", `"/var/log/x.log"`, `"none"`, `"/tmp/felix.log"`, `"relative.log"`},
+	"ipForwarding":                {"DISABLED", `"Disabled"`, `"Enabled"`, `"Disabled"`, `"Sometimes"`},
+	"defaultEndpointToHostAction": {"accept", `"Accept"`, `"Return"`, `"Drop"`, `"Allow"`},
+	"failsafeInboundHostPorts": {"tcp:22, udp:68, tcp:[fd00::/8]:179", `[{"protocol":"TCP","port":22},{"protocol":"UDP","port":68},{"protocol":"TCP","port":179,"net":"fd00::/8"}]`,
+		`[{"protocol":"TCP","port":2222}]`, `[]`, `[{"protocol":"ICMP","port":1}]`},
+	"failsafeOutboundHostPorts":      {"none", `[]`, `[{"protocol":"UDP","port":53,"net":"10.0.0.0/8"}]`, `[{"protocol":"TCP","port":443}]`, `[{"protocol":"TCP","port":1,"net":"nope"}]`},
+	"mtuIfacePattern":                {"^bond", `"^bond"`, `"^eth"`, `"^ens"`, `"("`},
+	"vxlanEnabled":                   {"yes", `true`, `false`, `true`, ``},
+	"vxlanPort":                      {"4790", `4790`, `8472`, `4791`, `70000`},
+	"vxlanVNI":                       {"42", `42`, `4097`, `7`, `16777216`},
+	"vxlanMTU":                       {"1350", `1350`, `1400`, `1410`, `20`},
+	"vxlanMTUV6":                     {"1330", `1330`, `1380`, `1390`, `70000`},
+	"ipipMTU":                        {"1420", `1420`, `1440`, `1430`, `30`},
+	"ipipEnabled":                    {"true", `true`, `false`, `true`, ``},
+	"allowVXLANPacketsFromWorkloads": {"true", `true`, `false`, `true`, ``},
+	"allowIPIPPacketsFromWorkloads":  {"1", `true`, `true`, `false`, ``},
+	"chainInsertMode":                {"append", `"Append"`, `"Insert"`, `"Append"`, `"Prepend"`},
+	"iptablesFilterAllowAction":      {"return", `"Return"`, `"Accept"`, `"Return"`, `"Allow"`},
+	"iptablesMangleAllowAction":      {"RETURN", `"Return"`, `"Accept"`, `"Return"`, `"Drop"`},
+	"iptablesMarkMask":               {"0xff000000", `4278190080`, `983040`, `1792`, `3`},
+	"natOutgoingAddress":             {"192.0.2.7", `"192.0.2.7"`, `"192.0.2.8"`, `"192.0.2.9"`, `"fd00::1"`},
+	"natPortRange":                   {"32768-40000", `"32768:40000"`, `"1000:2000"`, `5000`, `"9:1"`},
+	"iptablesBackend":                {"nft", `"NFT"`, `"Legacy"`, `"Auto"`, `"Both"`},
+	"removeExternalRoutes":           {"false", `false`, `true`, `false`, ``},
+	"iptablesRefreshInterval":        {"10", `"10s"`, `"5s"`, `"1m0s"`, `"-1s"`},
+	"routeRefreshInterval":           {"2.5", `"2.5s"`, `"0s"`, `"1m0s"`, `"-1s"`},
+	"ipsetsRefreshInterval":          {"1m", `"1m0s"`, `"15s"`, `"0s"`, `"-1s"`},
+	"interfaceRefreshInterval":       {"0", `"0s"`, `"20s"`, `"30s"`, `"-1m0s"`},
+	"healthEnabled":                  {"false", `false`, `true`, `false`, ``},
+	"healthHost":                     {"0.0.0.0", `"0.0.0.0"`, `"127.0.0.2"`, `"node1.example"`, `"a b"`},
+	"healthPort":                     {"19099", `19099`, `29099`, `9098`, `0`},
+	"prometheusMetricsEnabled":       {"f", `false`, `false`, `true`, ``},
+	"prometheusMetricsHost":          {"::1", `"::1"`, `"127.0.0.1"`, `"localhost"`, `"[::1]"`},
+	"prometheusMetricsPort":          {"19091", `19091`, `9092`, `9093`, `65536`},
+}
+
+// fc decodes a FelixConfiguration whose spec has one field.
+func fc(t *testing.T, name, field, value string) *api.FelixConfiguration {
+	t.Helper()
+	var f api.FelixConfiguration
+	doc := `{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"` + name + `"},"spec":{"` + field + `":` + value + `}}`
+	if err := json.Unmarshal([]byte(doc), &f); err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	return &f
+}
+
+// fieldJSON is field's value in s as JSON, "" when unset.
+func fieldJSON(s spec, field string) string {
+	b, _ := json.Marshal(s)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	return string(m[field])
+}
+
+// TestSettingsPrecedence runs every FELIX_* variable the agent supports
+// and its FelixConfiguration field through Calico's precedence:
+// environment over node.<name> over default over Calico's default; a bad
+// stored value falls through to the next source.
+func TestSettingsPrecedence(t *testing.T) {
+	for _, st := range settings {
+		c, ok := settingCases[st.name]
+		if !ok {
+			t.Errorf("%s: no precedence case; add one to settingCases", st.name)
+			continue
+		}
+		env, err := parseFelixEnv([]string{strings.ToLower(st.env) + "=" + c.envText}) // the name in any case
+		if err != nil {
+			t.Errorf("%s=%s: %v", st.env, c.envText, err)
+			continue
+		}
+		node, global := fc(t, "node.n1", st.name, c.node), fc(t, "default", st.name, c.global)
+		for _, tc := range []struct {
+			why          string
+			env          spec
+			node, global *api.FelixConfiguration
+			want         string
+		}{
+			{"nothing set: Calico's default", spec{}, nil, nil, ""},
+			{"default only", spec{}, nil, global, c.global},
+			{"node over default", spec{}, node, global, c.node},
+			{"node only", spec{}, node, nil, c.node},
+			{"env over node and default", env, node, global, c.envJSON},
+			{"env only", env, nil, nil, c.envJSON},
+		} {
+			got, problems := effective(tc.env, tc.node, tc.global)
+			if g := fieldJSON(got, st.name); g != tc.want {
+				t.Errorf("%s (%s): %s, want %s", st.name, tc.why, g, tc.want)
+			}
+			if len(problems) > 0 {
+				t.Errorf("%s (%s): problems %v", st.name, tc.why, problems)
+			}
+		}
+		if v := settingValue(&spec{}, st); v != st.def {
+			t.Errorf("%s unset reads %q, want Calico's default %q", st.name, v, st.def)
+		}
+		if c.bad == "" {
+			continue
+		}
+		got, problems := effective(spec{}, fc(t, "node.n1", st.name, c.bad), global)
+		if g := fieldJSON(got, st.name); g != c.global {
+			t.Errorf("%s: bad node value %s gave %s, want the default object's %s", st.name, c.bad, g, c.global)
+		}
+		if len(problems) != 1 || !strings.Contains(problems[0].Error(), "node.n1 spec."+st.name) {
+			t.Errorf("%s: bad node value: problems %v, want one naming the object and field", st.name, problems)
+		}
+		if _, err := parseFelixEnv([]string{st.env + "=" + strings.Trim(c.bad, `"`)}); c.bad != `[]` && !strings.HasPrefix(c.bad, "[") && (err == nil || !strings.Contains(err.Error(), st.env)) {
+			t.Errorf("%s=%s: error %v, want one naming the variable", st.env, c.bad, err)
+		}
+		// What validation refuses at write is what the loader skips.
+		if err := fc(t, "default", st.name, c.bad).Validate(); err == nil {
+			t.Errorf("%s=%s: validation accepts what the loader refuses", st.name, c.bad)
+		}
+	}
+	for name := range settingCases {
+		if !slices.ContainsFunc(settings, func(s setting) bool { return s.name == name }) {
+			t.Errorf("settingCases has %s, which is no setting", name)
+		}
+	}
+}
+
+func TestSettingsEnvErrorsAndUnknown(t *testing.T) {
+	_, err := parseFelixEnv([]string{"FELIX_VXLANPORT=abc", "Felix_LogSeverityScreen=loud", "FELIX_BPFENABLED=true", "FELIX_MTU=1400", "PATH=/bin"})
+	for _, want := range []string{`FELIX_VXLANPORT="abc": must be an integer`, `Felix_LogSeverityScreen="loud": must be one of`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to contain %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "BPFENABLED") {
+		t.Errorf("an unsupported variable is logged, not an error: %v", err)
+	}
+	if _, err := ParseFlags([]string{"--nodename", "n", "--log-level", "chatty"}, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "--log-level") {
+		t.Errorf("--log-level chatty: %v", err)
+	}
+	c, err := ParseFlags([]string{"--nodename", "n", "--log-level", "warn"}, func(k string) string { return map[string]string{"FELIX_LOGSEVERITYSCREEN": "debug"}[k] })
+	if err != nil || c.felixEnv.LogSeverityScreen != "Warning" {
+		t.Errorf("--log-level warn over FELIX_LOGSEVERITYSCREEN=debug: %q %v", c.felixEnv.LogSeverityScreen, err)
+	}
+}
+
+// felixUpdate is the syncer's update for a FelixConfiguration.
+func felixUpdate(f *api.FelixConfiguration, deleted bool) calc.Update {
+	k, _ := api.LookupKind("FelixConfiguration")
+	u := calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", f.Metadata.Name), Deleted: deleted}
+	if !deleted {
+		u.Resource = f
+	}
+	return u
+}
+
+// TestSettingsLoaderChanges: the loader recomputes on either object,
+// ignores other nodes' objects, and names what changed.
+func TestSettingsLoaderChanges(t *testing.T) {
+	l := newSettingsLoader("n1", spec{VXLANMTU: ptr(1300)})
+	steps := []struct {
+		u       calc.Update
+		mine    bool
+		changed []string
+	}{
+		{felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), false), true, []string{"logSeverityScreen"}},
+		{felixUpdate(fc(t, "node.n2", "logSeverityScreen", `"Error"`), false), false, nil},
+		{felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), false), true, []string{"logSeverityScreen"}},
+		{felixUpdate(fc(t, "default", "vxlanMTU", `1400`), false), true, nil}, // env wins; the default object lost its logSeverityScreen, the node's still sets it
+		{felixUpdate(fc(t, "node.n1", "", `0`), true), true, []string{"logSeverityScreen"}},
+	}
+	for i, s := range steps {
+		mine, changed := l.apply(s.u)
+		if mine != s.mine || !slices.Equal(changed, s.changed) {
+			t.Errorf("step %d: mine %v changed %v, want %v %v", i, mine, changed, s.mine, s.changed)
+		}
+	}
+	if c := l.Current(); *c.VXLANMTU != 1300 || c.LogSeverityScreen != "" {
+		t.Errorf("final %+v", c)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestSettingsLogSeverityLive: logSeverityScreen from FelixConfiguration
+// changes the running logger's level, node.<name> over default, and the
+// environment wins over both.
+func TestSettingsLogSeverityLive(t *testing.T) {
+	for _, tc := range []struct {
+		env  spec
+		want []slog.Level
+	}{
+		{spec{}, []slog.Level{slog.LevelInfo, slog.LevelDebug, slog.LevelError, slog.LevelDebug, slog.LevelInfo}},
+		{spec{LogSeverityScreen: "Warning"}, []slog.Level{slog.LevelWarn, slog.LevelWarn, slog.LevelWarn, slog.LevelWarn, slog.LevelWarn}},
+	} {
+		var screen bytes.Buffer
+		logs, h := newLogOutputs(&screen, "")
+		log := slog.New(h)
+		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", tc.env), logs: logs}
+		a.foldSettings()
+		got := []slog.Level{logs.screen.Level()}
+		for _, u := range []calc.Update{
+			felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), false),
+			felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), false),
+			felixUpdate(fc(t, "node.n1", "logSeverityScreen", `"Error"`), true),
+			felixUpdate(fc(t, "default", "logSeverityScreen", `"Debug"`), true),
+		} {
+			a.fold(u)
+			got = append(got, logs.screen.Level())
+			log.Debug("probe")
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("env %q: levels %v, want %v", tc.env.LogSeverityScreen, got, tc.want)
+		}
+		if n, want := strings.Count(screen.String(), "probe"), strings.Count(fmt.Sprint(tc.want[1:]), "DEBUG"); n != want {
+			t.Errorf("env %q: debug probes on the screen: %d, want %d (one per Debug step)", tc.env.LogSeverityScreen, n, want)
+		}
+	}
+}
+
+// TestSettingsLogFileLive: logFilePath opens a file at logSeverityFile
+// while the agent runs; a new path moves it; none closes it.
+func TestSettingsLogFileLive(t *testing.T) {
+	dir := t.TempDir()
+	logs, h := newLogOutputs(io.Discard, "")
+	log := slog.New(h)
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
+	a.foldSettings()
+	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
+	log.Info("before any file")
+	f := fc(t, "default", "logFilePath", `"`+dir+`/a/felix.log"`)
+	a.fold(felixUpdate(f, false))
+	log.Info("info one")
+	log.Debug("debug one")
+	f.Spec.LogSeverityFile = "Debug"
+	a.fold(felixUpdate(f, false))
+	log.Debug("debug two")
+	f.Spec.LogFilePath = dir + "/b.log"
+	a.fold(felixUpdate(f, false))
+	log.Warn("warn three")
+	f.Spec.LogFilePath = "none"
+	a.fold(felixUpdate(f, false))
+	log.Error("error four")
+	fa, fb := read("a/felix.log"), read("b.log")
+	for _, c := range []struct {
+		file, text string
+		want       bool
+	}{
+		{fa, "before any file", false}, {fa, "info one", true}, {fa, "debug one", false}, {fa, "debug two", true},
+		{fa, "warn three", false}, {fb, "warn three", true}, {fb, "error four", false},
+	} {
+		if strings.Contains(c.file, c.text) != c.want {
+			t.Errorf("%q in file: %v, want %v\na: %s\nb: %s", c.text, !c.want, c.want, fa, fb)
+		}
+	}
+}
+
+// TestRefreshSchedule: each refresh runs at its own interval, 0 turns one
+// off, and a changed interval takes effect from the last run.
+func TestRefreshSchedule(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rs := newRefreshes(t0)
+	s := spec{IptablesRefreshInterval: &api.Duration{Duration: 10 * time.Second}, RouteRefreshInterval: &api.Duration{}}
+	ran, next := dueRefreshes(rs, &s, nil, t0.Add(5*time.Second))
+	if len(ran) != 0 || next != 5*time.Second {
+		t.Errorf("at 5s: ran %v next %v, want nothing, next in 5s", ran, next)
+	}
+	ran, next = dueRefreshes(rs, &s, nil, t0.Add(10*time.Second))
+	if !slices.Equal(ran, []string{"iptablesRefreshInterval"}) || next != 10*time.Second {
+		t.Errorf("at 10s: ran %v next %v", ran, next)
+	}
+	ran, _ = dueRefreshes(rs, &s, nil, t0.Add(90*time.Second))
+	if !slices.Equal(ran, []string{"iptablesRefreshInterval", "ipsetsRefreshInterval", "interfaceRefreshInterval"}) {
+		t.Errorf("at 90s: ran %v (routes are off, the others at Calico's 90s)", ran)
+	}
+	s.RouteRefreshInterval = &api.Duration{Duration: time.Second}
+	ran, next = dueRefreshes(rs, &s, nil, t0.Add(91*time.Second))
+	if !slices.Equal(ran, []string{"routeRefreshInterval"}) || next != time.Second {
+		t.Errorf("routes turned on at 1s: ran %v next %v", ran, next)
+	}
+}
+
+// httpGetIn asks addr for path from inside n, dialling on the locked
+// thread (an http.Client would dial from a thread outside n).
+func httpGetIn(n ns.NetNS, addr, path string) (status string, err error) {
+	err = n.Do(func(ns.NetNS) error {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		status = strings.TrimSpace(line)
+		return err
+	})
+	return status, err
+}
+
+// TestSettingsServersLive: in a namespace of its own, the health and
+// metrics servers start at Calico's addresses (health on localhost:9099,
+// metrics on :9091) and move, or stop, as FelixConfiguration changes
+// while they run; --health-addr given wins over the settings.
+func TestSettingsServersLive(t *testing.T) {
+	nstest.NeedKernel(t)
+	n := nstest.NewNS(t)
+	if err := n.Do(func(ns.NetNS) error {
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(lo) // all of 127/8 is then local
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
+		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{})}
+	a.health.beat()
+	a.health.setReady(true)
+	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { a.healthSrv.close(); a.metricsSrv.close() }()
+	want := func(addr, path string, up bool) {
+		t.Helper()
+		st, err := httpGetIn(n, addr, path)
+		if up && (err != nil || !strings.Contains(st, "200")) {
+			t.Errorf("%s%s: %q %v, want 200", addr, path, st, err)
+		}
+		if !up && err == nil {
+			t.Errorf("%s%s answers %q, want nothing listening", addr, path, st)
+		}
+	}
+	want("127.0.0.1:9099", "/liveness", true)
+	want("127.0.0.2:9099", "/liveness", false) // localhost only
+	want("127.0.0.2:9091", "/metrics", true)   // every address
+
+	fold := func(f *api.FelixConfiguration) {
+		t.Helper()
+		if err := n.Do(func(ns.NetNS) error { a.fold(felixUpdate(f, false)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := fc(t, "default", "healthHost", `"127.0.0.2"`)
+	f.Spec.HealthPort, f.Spec.PrometheusMetricsPort = ptr(19099), ptr(19091)
+	fold(f)
+	want("127.0.0.2:19099", "/liveness", true)
+	want("127.0.0.1:9099", "/liveness", false)
+	want("127.0.0.1:19091", "/metrics", true)
+	want("127.0.0.1:9091", "/metrics", false)
+
+	f.Spec.HealthEnabled, f.Spec.PrometheusMetricsEnabled = ptr(false), ptr(false)
+	fold(f)
+	want("127.0.0.2:19099", "/liveness", false)
+	want("127.0.0.1:19091", "/metrics", false)
+
+	// A node's own object turns health back on at its port; the flag
+	// given wins over both for metrics.
+	a.cfg.metricsAddrSet, a.cfg.MetricsAddr = true, "127.0.0.1:29091"
+	fold(fc(t, "node.n1", "healthEnabled", `true`))
+	want("127.0.0.2:19099", "/liveness", true)
+	want("127.0.0.1:29091", "/metrics", true)
+}
+
+// TestSettingsVXLANEnvReachesDeviceAndPodMTU: FELIX_VXLANMTU (and the
+// other vxlan* variables) reach the VXLAN device the overlay wants and the
+// pod MTU alike, over what FelixConfiguration says, and a datastore value
+// is used when the environment has none.
+func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
+	env, err := parseFelixEnv([]string{"FELIX_VXLANMTU=1350", "felix_vxlanenabled=true", "FELIX_VXLANVNI=77"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env       spec
+		mtu, vni  int
+		podMTUWas int
+	}{{env, 1350, 77, 1350}, {spec{}, 1400, 4096, 1400}} {
+		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", tc.env)}
+		a.foldSettings()
+		nk, _ := api.LookupKind("Node")
+		n := nk.NewObject().(*api.Node)
+		n.Metadata.Name = "n1"
+		n.Spec.BGP = &api.NodeBGPSpec{IPv4Address: "10.0.1.1/24"}
+		n.Spec.IPv4VXLANTunnelAddr, n.Spec.VXLANTunnelMACAddr = "10.65.0.1", "66:00:00:00:00:01"
+		a.overlay.Apply(calc.Update{Kind: nk.Plural, Key: store.ResourceKey(nk, "", "n1"), Resource: n})
+		f := fc(t, "default", "vxlanMTU", `1400`)
+		f.Spec.VXLANEnabled = ptr(true)
+		a.fold(felixUpdate(f, false))
+		dev := a.overlay.Desired().V4.Device
+		if dev.MTU != tc.mtu || dev.VNI != tc.vni {
+			t.Errorf("env %+v: device MTU %d VNI %d, want %d %d", tc.env.VXLANMTU, dev.MTU, dev.VNI, tc.mtu, tc.vni)
+		}
+		cur := a.settings.Current()
+		in := mtuInputs{Links: []linkMTU{{"eth0", 1500, true}}, Pattern: regexp.MustCompile("^eth"), Encaps: encaps{VXLAN: true},
+			Settings: mtuFromSpec(0, cur)}
+		eff, _ := effective(tc.env, nil, f) // what mtuWatch computes from the same objects
+		in2 := in
+		in2.Settings = mtuFromSpec(0, eff)
+		if got, got2 := podMTU(in), podMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
+			t.Errorf("env %+v: pod MTU %d (agent) %d (MTU watch), want %d", tc.env.VXLANMTU, got, got2, tc.podMTUWas)
+		}
+	}
+}
+
+// TestConfigurationDocListsEveryField: docs/CONFIGURATION.md has a row for
+// every modelled FelixConfiguration field, and every setting the loader
+// reads is there as honoured with its variable.
+func TestConfigurationDocListsEveryField(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "CONFIGURATION.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	st := reflect.TypeFor[api.FelixConfigurationSpec]()
+	for i := range st.NumField() {
+		name, _, _ := strings.Cut(st.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(doc, "| `"+name+"` |") {
+			t.Errorf("docs/CONFIGURATION.md has no row for %s", name)
+		}
+	}
+	for _, s := range settings {
+		if !strings.Contains(doc, "| `"+s.name+"` | honoured | "+s.env+" | live |") {
+			t.Errorf("docs/CONFIGURATION.md does not list %s as honoured live with %s", s.name, s.env)
+		}
+	}
+}
