@@ -30,9 +30,10 @@ func (p FieldProblem) String() string { return p.Field + "=" + p.Value }
 // where "[]" stands for every element of an array. Values in ok are what
 // the agent does anyway and pass.
 type refusal struct {
-	path   string
-	ok     []string
-	report bool
+	path       string
+	ok         []string
+	report     bool
+	unmodelled bool // a Calico field our types have no member for
 }
 
 // ruleKind is the pseudo-kind whose refusals apply to every rule of a
@@ -44,6 +45,12 @@ const ruleKind = "Rule"
 var rulesKinds = []string{"NetworkPolicy", "GlobalNetworkPolicy", "Profile"}
 
 func never(path string, ok ...string) refusal { return refusal{path: path, ok: ok} }
+
+// calicoOnly refuses a Calico field our types do not model (unmodelled.go
+// keeps it verbatim) when set to anything but ok.
+func calicoOnly(path string, ok ...string) refusal {
+	return refusal{path: path, ok: ok, unmodelled: true}
+}
 func report(path string, ok ...string) refusal {
 	return refusal{path: path, ok: ok, report: true}
 }
@@ -99,6 +106,21 @@ var refusals = map[string][]refusal{
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
 		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),
+		// Calico fields our types do not model (kept verbatim by
+		// unmodelled.go, so an object from real Calico round-trips); the
+		// agent does what Calico's default says and refuses the rest.
+		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.deviceRouteSourceAddress"),
+		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
+		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
+		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
+		calicoOnly("spec.maxIpsetSize", "1048576"), calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
+		calicoOnly("spec.iptablesNATOutgoingInterfaceFilter"), calicoOnly("spec.prometheusMetricsCAFile"),
+		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
+		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
+		// The agent always programs an endpoint's ipNATs (floating IPs);
+		// Calico's installs write floatingIPs Disabled, so that is
+		// reported, not refused.
+		report("spec.floatingIPs", "Enabled"),
 	},
 }
 
@@ -107,7 +129,7 @@ var refusals = map[string][]refusal{
 // returns (but the Report ones); the agent logs and counts it for objects
 // others wrote.
 func Unsupported(r Resource) []FieldProblem {
-	b, err := json.Marshal(r)
+	b, err := Marshal(r) // with the members our types do not model
 	if err != nil {
 		return nil
 	}
