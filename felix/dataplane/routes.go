@@ -75,11 +75,17 @@ type routeManager struct {
 	// keepForeign leaves foreign routes on cali* interfaces alone
 	// (FelixConfiguration removeExternalRoutes false).
 	keepForeign bool
-	now         func() time.Time
+	// known holds the workload interfaces some desired route has named.
+	// A workload route to an interface not known yet is a new pod's,
+	// written by the CNI plugin before its endpoint reached the agent: it
+	// gets the grace period instead of being deleted at once.
+	known map[string]bool
+	now   func() time.Time
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
-	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{}, now: time.Now, dirty: true}
+	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{},
+		known: map[string]bool{}, now: time.Now, dirty: true}
 }
 
 // SetDesired records the full desired set (no kernel I/O); it marks the
@@ -96,6 +102,11 @@ func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
 		return
 	}
 	m.desired, m.inSync, m.dirty = d, inSync, true
+	for _, t := range d {
+		if strings.HasPrefix(t.Iface, "cali") {
+			m.known[t.Iface] = true
+		}
+	}
 }
 
 func sameRoutes(a, b map[netip.Prefix]RouteTarget) bool {
@@ -235,8 +246,10 @@ func (m *routeManager) Apply() error {
 			delete(m.strangers, p)
 			continue
 		}
-		if have.proto != rtproto.Workload && have.proto != rtproto.BGP {
-			// A foreign route on a cali* interface: wait out the grace period.
+		// A foreign route on a cali* interface, or a workload route to a
+		// cali* interface no desired route has named yet (m.known): wait
+		// out the grace period.
+		if have.proto != rtproto.Workload && have.proto != rtproto.BGP || (strings.HasPrefix(have.target.Iface, "cali") && !m.known[have.target.Iface]) {
 			first, seen := m.strangers[p]
 			if !seen {
 				m.strangers[p] = now
@@ -251,8 +264,27 @@ func (m *routeManager) Apply() error {
 		}
 		delete(m.strangers, p)
 	}
+	m.forget(kernel)
 	m.dirty = len(errs) > 0
 	return errors.Join(errs...)
+}
+
+// forget drops the known interfaces that neither a desired nor a kernel
+// route names any more (their pods are gone; a name reused later is a new
+// pod's).
+func (m *routeManager) forget(kernel map[netip.Prefix]kernelRoute) {
+	in := map[string]bool{}
+	for _, r := range kernel {
+		in[r.target.Iface] = true
+	}
+	for _, t := range m.desired {
+		in[t.Iface] = true
+	}
+	for name := range m.known {
+		if !in[name] {
+			delete(m.known, name)
+		}
+	}
 }
 
 func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) error {
