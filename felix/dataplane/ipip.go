@@ -3,7 +3,6 @@ package dataplane
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"syscall"
 
@@ -120,45 +119,11 @@ func (m *ipipManager) ensureLink(dev *IPIPDevice) (netlink.Link, error) {
 			mtu = p.Attrs().MTU - ipipOverhead
 		}
 	}
-	var errs []error
-	if l.Attrs().MTU != mtu {
-		if err := netlink.LinkSetMTU(l, mtu); err != nil {
-			errs = append(errs, fmt.Errorf("%s: setting MTU %d: %w", dev.Name, mtu, err))
-		}
-	}
-	if l.Attrs().Flags&net.FlagUp == 0 {
-		if err := netlink.LinkSetUp(l); err != nil {
-			errs = append(errs, fmt.Errorf("%s: setting up: %w", dev.Name, err))
-		}
-	}
-	return l, errors.Join(errs...)
+	return l, errors.Join(ensureMTUUp(l, dev.Name, mtu)...)
 }
 
 // ensureAddr leaves exactly the tunnel address (/32) on the device, or
 // none when the node has no tunnel address yet.
 func (m *ipipManager) ensureAddr(l netlink.Link, dev *IPIPDevice) error {
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-	if err != nil {
-		return fmt.Errorf("%s: listing addresses: %w", dev.Name, err)
-	}
-	var errs []error
-	found := false
-	for _, a := range addrs {
-		ip, _ := netip.AddrFromSlice(a.IP)
-		ones, _ := a.Mask.Size()
-		if dev.Addr.IsValid() && ip.Unmap() == dev.Addr && ones == 32 {
-			found = true
-			continue
-		}
-		if err := netlink.AddrDel(l, &a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: removing address %s: %w", dev.Name, a.IPNet, err))
-		}
-	}
-	if dev.Addr.IsValid() && !found {
-		a := &netlink.Addr{IPNet: &net.IPNet{IP: dev.Addr.AsSlice(), Mask: net.CIDRMask(32, 32)}}
-		if err := netlink.AddrAdd(l, a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: adding address %s: %w", dev.Name, dev.Addr, err))
-		}
-	}
-	return errors.Join(errs...)
+	return ensureOnlyAddr(l, dev.Name, netlink.FAMILY_V4, dev.Addr)
 }

@@ -174,53 +174,14 @@ func (m *vxlanManager) ensureLink(dev *VXLANDevice) (netlink.Link, error) {
 			errs = append(errs, fmt.Errorf("%s: setting MAC %s: %w", dev.Name, mac, err))
 		}
 	}
-	if l.Attrs().MTU != mtu {
-		if err := netlink.LinkSetMTU(l, mtu); err != nil {
-			errs = append(errs, fmt.Errorf("%s: setting MTU %d: %w", dev.Name, mtu, err))
-		}
-	}
-	if l.Attrs().Flags&net.FlagUp == 0 {
-		if err := netlink.LinkSetUp(l); err != nil {
-			errs = append(errs, fmt.Errorf("%s: setting up: %w", dev.Name, err))
-		}
-	}
+	errs = append(errs, ensureMTUUp(l, dev.Name, mtu)...)
 	return l, errors.Join(errs...)
 }
 
 // ensureAddr leaves exactly the tunnel address (/32, /128) on the device
 // (and the kernel's IPv6 link-local address).
 func (m *vxlanManager) ensureAddr(l netlink.Link, dev *VXLANDevice) error {
-	addrs, err := netlink.AddrList(l, family(dev.Addr))
-	if err != nil {
-		return fmt.Errorf("%s: listing addresses: %w", dev.Name, err)
-	}
-	bits := dev.Addr.BitLen()
-	var errs []error
-	found := false
-	for _, a := range addrs {
-		ip, _ := netip.AddrFromSlice(a.IP)
-		ones, _ := a.Mask.Size()
-		if ip.Unmap() == dev.Addr && ones == bits {
-			found = true
-			continue
-		}
-		if ip.IsLinkLocalUnicast() {
-			continue
-		}
-		if err := netlink.AddrDel(l, &a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: removing address %s: %w", dev.Name, a.IPNet, err))
-		}
-	}
-	if !found {
-		a := &netlink.Addr{IPNet: &net.IPNet{IP: dev.Addr.AsSlice(), Mask: net.CIDRMask(bits, bits)}}
-		if dev.Addr.Is6() {
-			a.Flags = unix.IFA_F_NODAD
-		}
-		if err := netlink.AddrAdd(l, a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: adding address %s: %w", dev.Name, dev.Addr, err))
-		}
-	}
-	return errors.Join(errs...)
+	return ensureOnlyAddr(l, dev.Name, family(dev.Addr), dev.Addr)
 }
 
 // ensurePeers keeps one permanent neighbour and one FDB entry per peer and
