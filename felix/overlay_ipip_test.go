@@ -95,14 +95,7 @@ func TestIPIPInputFilter(t *testing.T) {
 		"-i cali+ -g cali-wl-to-host",
 	}
 	in := des.Tables[4]["filter"][0]
-	if len(in.Rules) != len(want) {
-		t.Fatalf("cali-INPUT %v", in.Rules)
-	}
-	for i, r := range in.Rules {
-		if got := r.Match + " " + r.Action; got != want[i] {
-			t.Errorf("cali-INPUT rule %d: %q, want %q", i, got, want[i])
-		}
-	}
+	expectRules(t, "cali-INPUT", in.Rules, want)
 	if out := des.Tables[4]["filter"][1]; len(out.Rules) != 1 || out.Rules[0].Match != "-p 4 -m set --match-set cali40all-hosts-net dst -m addrtype --src-type LOCAL" {
 		t.Errorf("cali-OUTPUT %v", out.Rules)
 	}

@@ -81,14 +81,7 @@ func TestVXLANInputFilter(t *testing.T) {
 		"-p udp -m udp --dport 4790 -m addrtype --dst-type LOCAL -j DROP",
 		"-i cali+ -g cali-wl-to-host",
 	}
-	if len(in.Rules) != len(want) {
-		t.Fatalf("cali-INPUT %v", in.Rules)
-	}
-	for i, r := range in.Rules {
-		if got := r.Match + " " + r.Action; got != want[i] {
-			t.Errorf("cali-INPUT rule %d: %q, want %q", i, got, want[i])
-		}
-	}
+	expectRules(t, "cali-INPUT", in.Rules, want)
 	if out := des.Tables[4]["filter"][1]; len(out.Rules) != 1 || out.Rules[0].Action != "-j ACCEPT" {
 		t.Errorf("cali-OUTPUT %v", out.Rules)
 	}
@@ -100,5 +93,18 @@ func TestVXLANInputFilter(t *testing.T) {
 	addOverlay(&des, ov, nil)
 	if _, ok := des.IPSets["cali40all-vxlan-net"]; ok || len(des.Tables[4]["filter"][0].Rules) != 1 {
 		t.Errorf("VXLAN off, yet set %v, cali-INPUT %v", des.IPSets, des.Tables[4]["filter"][0].Rules)
+	}
+}
+
+// expectRules checks a chain's rules, as "match action" lines, against want.
+func expectRules(t *testing.T, chain string, rules []iptables.Rule, want []string) {
+	t.Helper()
+	if len(rules) != len(want) {
+		t.Fatalf("%s %v", chain, rules)
+	}
+	for i, r := range rules {
+		if got := r.Match + " " + r.Action; got != want[i] {
+			t.Errorf("%s rule %d: %q, want %q", chain, i, got, want[i])
+		}
 	}
 }
