@@ -19,21 +19,8 @@ import (
 func TestIPIPTunnelAddrLifecycle(t *testing.T) {
 	ctx := context.Background()
 	cl := storetest.StartEtcd(t).Client(t)
-	put := func(r api.Resource) {
-		t.Helper()
-		if _, err := cl.ApplyResource(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	getNode := func() *api.Node {
-		t.Helper()
-		k, _ := api.LookupKind("Node")
-		r, err := cl.GetResource(ctx, k, "", "n1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.(*api.Node)
-	}
+	rs := resourceStore{t, cl}
+	put, getNode := rs.put, func() *api.Node { return rs.node("n1") }
 	ipipAddr := func() string {
 		if b := getNode().Spec.BGP; b != nil {
 			return b.IPv4IPIPTunnelAddr

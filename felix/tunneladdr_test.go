@@ -8,6 +8,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
@@ -47,21 +48,8 @@ func TestVXLANTunnelPools(t *testing.T) {
 func TestTunnelAddrLifecycle(t *testing.T) {
 	ctx := context.Background()
 	cl := storetest.StartEtcd(t).Client(t)
-	put := func(r api.Resource) {
-		t.Helper()
-		if _, err := cl.ApplyResource(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	getNode := func() *api.Node {
-		t.Helper()
-		k, _ := api.LookupKind("Node")
-		r, err := cl.GetResource(ctx, k, "", "n1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.(*api.Node)
-	}
+	rs := resourceStore{t, cl}
+	put, getNode := rs.put, func() *api.Node { return rs.node("n1") }
 	pool := func(name, cidr string, mode api.VXLANMode) *api.IPPool {
 		return &api.IPPool{TypeMeta: api.TypeMeta{Kind: "IPPool", APIVersion: api.APIVersion},
 			Metadata: api.ObjectMeta{Name: name}, Spec: api.IPPoolSpec{CIDR: cidr, VXLANMode: mode}}
@@ -187,4 +175,27 @@ func TestTunnelAddrLifecycle(t *testing.T) {
 	if n := getNode(); n.Spec.IPv4VXLANTunnelAddr != "" || n.Spec.VXLANTunnelMACAddr != "" || len(handle()) != 0 {
 		t.Fatalf("encapsulation off, yet address %q MAC %q handle %v", n.Spec.IPv4VXLANTunnelAddr, n.Spec.VXLANTunnelMACAddr, handle())
 	}
+}
+
+// resourceStore writes and reads resources for the tunnel address tests.
+type resourceStore struct {
+	t  *testing.T
+	cl *store.Client
+}
+
+func (s resourceStore) put(r api.Resource) {
+	s.t.Helper()
+	if _, err := s.cl.ApplyResource(context.Background(), r); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s resourceStore) node(name string) *api.Node {
+	s.t.Helper()
+	k, _ := api.LookupKind("Node")
+	r, err := s.cl.GetResource(context.Background(), k, "", name)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r.(*api.Node)
 }
