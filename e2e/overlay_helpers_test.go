@@ -260,3 +260,64 @@ func (c *cluster) tunnelAddr6(name string) string {
 	}
 	return r.(*api.Node).Spec.IPv6VXLANTunnelAddr
 }
+
+// nodePair is an ordered pair of nodes (traffic from a to b).
+type nodePair struct{ a, b *clusterNode }
+
+// vxlanPairs are the ordered node pairs of a three-node two-subnet cluster
+// (nodes 1 and 2 share a subnet, node 3 is in the other) and a counter of
+// the VXLAN packets the router saw from a to b.
+type vxlanPairs struct {
+	same, cross []nodePair
+	packets     func(a, b *clusterNode) int
+}
+
+func newVXLANPairs(c *cluster, packets func(a, b *clusterNode) int) vxlanPairs {
+	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
+	return vxlanPairs{
+		same:    []nodePair{{n1, n2}, {n2, n1}},
+		cross:   []nodePair{{n1, n3}, {n3, n1}, {n2, n3}, {n3, n2}},
+		packets: packets,
+	}
+}
+
+// counts is every pair's packet count now.
+func (v vxlanPairs) counts() map[nodePair]int {
+	m := map[nodePair]int{}
+	for _, p := range append(append([]nodePair{}, v.same...), v.cross...) {
+		m[p] = v.packets(p.a, p.b)
+	}
+	return m
+}
+
+// expect checks the counts taken around step's traffic: the tunnelled
+// pairs carried VXLAN packets, the direct ones none.
+func (v vxlanPairs) expect(t *testing.T, step string, before, after map[nodePair]int, tunnelled, direct []nodePair) {
+	t.Helper()
+	for _, p := range direct {
+		if d := after[p] - before[p]; d != 0 {
+			t.Errorf("%s: %d VXLAN packets from %s to %s, want none (direct)", step, d, p.a.name, p.b.name)
+		}
+	}
+	for _, p := range tunnelled {
+		if after[p] == before[p] {
+			t.Errorf("%s: no VXLAN packets from %s to %s", step, p.a.name, p.b.name)
+		}
+	}
+}
+
+// blockRouteIs is a check that on's route to block (IPv4 or IPv6) contains
+// want.
+func blockRouteIs(on *clusterNode, block, want string) func() error {
+	return func() error {
+		args := []string{"route", "show", block}
+		if strings.Contains(block, ":") {
+			args = append([]string{"-6"}, args...)
+		}
+		out, _ := inNS(on.ns, "ip", args...)
+		if got := strings.TrimSpace(out); !strings.Contains(got, want) {
+			return fmt.Errorf("%s: route to %s is %q, want %q", on.name, block, got, want)
+		}
+		return nil
+	}
+}

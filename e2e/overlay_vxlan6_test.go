@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ func TestOverlayVXLANIPv6TwoSubnets(t *testing.T) {
 	for _, nd := range c.nodes {
 		nd.start("--ip6", ip6Of(nd)+"/64")
 	}
-	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
+	n1, n2 := c.nodes[0], c.nodes[1]
 	for _, nd := range c.nodes {
 		eventually(t, 30*time.Second, nd.name+" IPv6 VXLAN tunnel address", func() error {
 			if c.tunnelAddr6(nd.name) == "" {
@@ -58,24 +57,10 @@ func TestOverlayVXLANIPv6TwoSubnets(t *testing.T) {
 		}
 	}
 	routeIs := func(on *clusterNode, p pod, want string) func() error {
-		return func() error {
-			out, _ := inNS(on.ns, "ip", "-6", "route", "show", blockOf(p.ip6, 122))
-			if !strings.Contains(out, want) {
-				return fmt.Errorf("%s: route to %s is %q, want %q", on.name, blockOf(p.ip6, 122), strings.TrimSpace(out), want)
-			}
-			return nil
-		}
+		return blockRouteIs(on, blockOf(p.ip6, 122), want)
 	}
-	type pair struct{ a, b *clusterNode }
-	same := []pair{{n1, n2}, {n2, n1}}
-	cross := []pair{{n1, n3}, {n3, n1}, {n2, n3}, {n3, n2}}
-	counts := func() map[pair]int {
-		m := map[pair]int{}
-		for _, p := range append(append([]pair{}, same...), cross...) {
-			m[p] = c.vxlanPackets6(p.a, p.b)
-		}
-		return m
-	}
+	pairs := newVXLANPairs(c, c.vxlanPackets6)
+	counts := pairs.counts
 
 	checkAll("Always")
 	for p, n := range counts() {
@@ -103,15 +88,5 @@ func TestOverlayVXLANIPv6TwoSubnets(t *testing.T) {
 	eventually(t, 5*time.Second, "CrossSubnet: node1 -> node3 tunnelled", routeIs(n1, pods[2], "dev vxlan-v6.calico"))
 	before := counts()
 	checkAll("CrossSubnet")
-	after := counts()
-	for _, p := range same {
-		if d := after[p] - before[p]; d != 0 {
-			t.Errorf("CrossSubnet: %d VXLAN packets over IPv6 from %s to %s in the same subnet", d, p.a.name, p.b.name)
-		}
-	}
-	for _, p := range cross {
-		if after[p] == before[p] {
-			t.Errorf("CrossSubnet: no VXLAN over IPv6 from %s to %s across subnets", p.a.name, p.b.name)
-		}
-	}
+	pairs.expect(t, "CrossSubnet", before, counts(), pairs.cross, pairs.same)
 }
