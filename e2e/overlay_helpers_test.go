@@ -93,16 +93,37 @@ func (c *cluster) tunnelAddr(name string) string {
 // observeVXLAN installs nftables counters in the router for UDP to port
 // between every ordered pair of nodes, on both paths a packet can take:
 // bridged inside a subnet and routed between them.
-func (c *cluster) observeVXLAN(port int) {
+func (c *cluster) observeVXLAN(port int) { c.observeUDP(v4Obs, port) }
+
+// vxlanPackets is how many VXLAN packets the router has seen from a to b
+// (bridged plus routed).
+func (c *cluster) vxlanPackets(a, b *clusterNode) int { return c.udpPackets(v4Obs, a, b) }
+
+// udpObs is one address family's router counters: the nft family and
+// table, the node address, and the counter line as nft lists it.
+type udpObs struct {
+	fam, table string
+	addr       func(*clusterNode) string
+	counter    *regexp.Regexp
+}
+
+var (
+	v4Obs = udpObs{"ip", "obs", func(nd *clusterNode) string { return nd.ip },
+		regexp.MustCompile(`ip saddr (\S+) ip daddr (\S+) udp dport \d+ counter packets (\d+)`)}
+	v6Obs = udpObs{"ip6", "obs6", ip6Of,
+		regexp.MustCompile(`ip6 saddr (\S+) ip6 daddr (\S+) udp dport \d+ counter packets (\d+)`)}
+)
+
+func (c *cluster) observeUDP(o udpObs, port int) {
 	t := c.t
 	t.Helper()
-	for _, fam := range []string{"bridge", "ip"} {
-		mustNS(t, c.br, "nft", "add", "table", fam, "obs")
-		mustNS(t, c.br, "nft", "add", "chain", fam, "obs", "pass", "{ type filter hook forward priority 0; }")
+	for _, fam := range []string{"bridge", o.fam} {
+		mustNS(t, c.br, "nft", "add", "table", fam, o.table)
+		mustNS(t, c.br, "nft", "add", "chain", fam, o.table, "pass", "{ type filter hook forward priority 0; }")
 		for _, a := range c.nodes {
 			for _, b := range c.nodes {
 				if a != b {
-					mustNS(t, c.br, "nft", "add", "rule", fam, "obs", "pass", "ip", "saddr", a.ip, "ip", "daddr", b.ip,
+					mustNS(t, c.br, "nft", "add", "rule", fam, o.table, "pass", o.fam, "saddr", o.addr(a), o.fam, "daddr", o.addr(b),
 						"udp", "dport", strconv.Itoa(port), "counter")
 				}
 			}
@@ -110,16 +131,12 @@ func (c *cluster) observeVXLAN(port int) {
 	}
 }
 
-var nftCounter = regexp.MustCompile(`ip saddr (\S+) ip daddr (\S+) udp dport \d+ counter packets (\d+)`)
-
-// vxlanPackets is how many VXLAN packets the router has seen from a to b
-// (bridged plus routed).
-func (c *cluster) vxlanPackets(a, b *clusterNode) int {
+func (c *cluster) udpPackets(o udpObs, a, b *clusterNode) int {
 	c.t.Helper()
 	n := 0
-	for _, fam := range []string{"bridge", "ip"} {
-		for _, m := range nftCounter.FindAllStringSubmatch(mustNS(c.t, c.br, "nft", "list", "table", fam, "obs"), -1) {
-			if m[1] == a.ip && m[2] == b.ip {
+	for _, fam := range []string{"bridge", o.fam} {
+		for _, m := range o.counter.FindAllStringSubmatch(mustNS(c.t, c.br, "nft", "list", "table", fam, o.table), -1) {
+			if m[1] == o.addr(a) && m[2] == o.addr(b) {
 				v, _ := strconv.Atoi(m[3])
 				n += v
 			}
@@ -216,40 +233,11 @@ func (c *cluster) addIPv6() {
 
 // observeVXLAN6 is observeVXLAN for VXLAN over IPv6 between the nodes'
 // IPv6 addresses.
-func (c *cluster) observeVXLAN6(port int) {
-	t := c.t
-	t.Helper()
-	for _, fam := range []string{"bridge", "ip6"} {
-		mustNS(t, c.br, "nft", "add", "table", fam, "obs6")
-		mustNS(t, c.br, "nft", "add", "chain", fam, "obs6", "pass", "{ type filter hook forward priority 0; }")
-		for _, a := range c.nodes {
-			for _, b := range c.nodes {
-				if a != b {
-					mustNS(t, c.br, "nft", "add", "rule", fam, "obs6", "pass", "ip6", "saddr", ip6Of(a), "ip6", "daddr", ip6Of(b),
-						"udp", "dport", strconv.Itoa(port), "counter")
-				}
-			}
-		}
-	}
-}
-
-var nftCounter6 = regexp.MustCompile(`ip6 saddr (\S+) ip6 daddr (\S+) udp dport \d+ counter packets (\d+)`)
+func (c *cluster) observeVXLAN6(port int) { c.observeUDP(v6Obs, port) }
 
 // vxlanPackets6 is how many VXLAN-over-IPv6 packets the router has seen
 // from a to b.
-func (c *cluster) vxlanPackets6(a, b *clusterNode) int {
-	c.t.Helper()
-	n := 0
-	for _, fam := range []string{"bridge", "ip6"} {
-		for _, m := range nftCounter6.FindAllStringSubmatch(mustNS(c.t, c.br, "nft", "list", "table", fam, "obs6"), -1) {
-			if m[1] == ip6Of(a) && m[2] == ip6Of(b) {
-				v, _ := strconv.Atoi(m[3])
-				n += v
-			}
-		}
-	}
-	return n
-}
+func (c *cluster) vxlanPackets6(a, b *clusterNode) int { return c.udpPackets(v6Obs, a, b) }
 
 // tunnelAddr6 is the node's spec.ipv6VXLANTunnelAddr.
 func (c *cluster) tunnelAddr6(name string) string {
