@@ -1,11 +1,8 @@
 package felix
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -76,29 +73,6 @@ func (h *health) handler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
-}
-
-// serve runs an HTTP server on addr until ctx ends ("" disables it).
-func serve(ctx context.Context, addr string, h http.Handler, name string) error {
-	if addr == "" {
-		return nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("server stopped", "server", name, "err", err)
-		}
-	}()
-	slog.Info("serving", "server", name, "addr", l.Addr().String())
-	return nil
 }
 
 // watchEmbeddedEtcd makes the embedded member's alarms a readiness condition
