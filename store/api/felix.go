@@ -28,6 +28,8 @@ type FelixConfigurationSpec struct {
 
 	ReportingInterval        *Duration `json:"reportingInterval,omitempty"`
 	ReportingTTL             *Duration `json:"reportingTTL,omitempty"`
+	EndpointReportingEnabled *bool     `json:"endpointReportingEnabled,omitempty"`
+	EndpointReportingDelay   *Duration `json:"endpointReportingDelay,omitempty"`
 	IptablesRefreshInterval  *Duration `json:"iptablesRefreshInterval,omitempty"`
 	IptablesLockTimeout      *Duration `json:"iptablesLockTimeout,omitempty"`
 	RouteRefreshInterval     *Duration `json:"routeRefreshInterval,omitempty"`
@@ -229,6 +231,7 @@ func (c *FelixConfiguration) Validate() error {
 		d     *Duration
 	}{
 		{"spec.reportingInterval", s.ReportingInterval}, {"spec.reportingTTL", s.ReportingTTL},
+		{"spec.endpointReportingDelay", s.EndpointReportingDelay},
 		{"spec.iptablesRefreshInterval", s.IptablesRefreshInterval}, {"spec.iptablesLockTimeout", s.IptablesLockTimeout},
 		{"spec.routeRefreshInterval", s.RouteRefreshInterval}, {"spec.interfaceRefreshInterval", s.InterfaceRefreshInterval},
 		{"spec.ipsetsRefreshInterval", s.IpsetsRefreshInterval}, {"spec.netlinkTimeout", s.NetlinkTimeout},

@@ -166,6 +166,10 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.routeRefreshInterval":        "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.ipsetsRefreshInterval":       "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.interfaceRefreshInterval":    "TestConfigRefreshIntervalsLive",
+	"FelixConfiguration.spec.reportingInterval":           "TestStatusReportingLive",
+	"FelixConfiguration.spec.reportingTTL":                "TestStatusReportingLive",
+	"FelixConfiguration.spec.endpointReportingEnabled":    "TestStatusReportingLive",
+	"FelixConfiguration.spec.endpointReportingDelay":      "TestStatusReportingLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
