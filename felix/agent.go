@@ -279,6 +279,9 @@ func (a *agent) apply(ctx context.Context) error {
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
 		ChainInsertMode: cur.ChainInsertMode, IPTablesBackend: cur.IptablesBackend,
 		KeepExternalRoutes: cur.RemoveExternalRoutes != nil && !*cur.RemoveExternalRoutes}
+	if cur.MaxIpsetSize != nil {
+		des.MaxIPSetSize = *cur.MaxIpsetSize
+	}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}

@@ -131,6 +131,7 @@ var settings = []setting{
 	field("endpointReportingEnabled", "false", true, func(s *spec) **bool { return &s.EndpointReportingEnabled }, parseBool, nil),
 	withEnv(field("endpointReportingDelay", "1s", true, func(s *spec) **api.Duration { return &s.EndpointReportingDelay }, parseSeconds, validNonNegative), "FELIX_ENDPOINTREPORTINGDELAYSECS"),
 	withEnv(field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative), "FELIX_REPORTINGINTERVALSECS"),
+	field("maxIpsetSize", "1048576", true, func(s *spec) **int { return &s.MaxIpsetSize }, parseIntIn(1, 1<<31-1), validIntIn(1, 1<<31-1)),
 	withEnv(field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative), "FELIX_REPORTINGTTLSECS"),
 }
 

@@ -35,6 +35,9 @@ type Desired struct {
 	// (FelixConfiguration removeExternalRoutes false); by default they go
 	// after a grace period.
 	KeepExternalRoutes bool
+	// MaxIPSetSize is FelixConfiguration maxIpsetSize: the maxelem of our
+	// IP sets (0: the iptables package's default, Calico's 1048576).
+	MaxIPSetSize int
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	// IPIP is tunl0 (ipip.go); nil takes its address off.
@@ -147,6 +150,7 @@ func (d *Dataplane) Apply(des Desired) error {
 			errs = append(errs, fmt.Errorf("leaving iptables backend %q: %w", d.backend, err))
 		}
 	}
+	d.ipsets.SetMaxElem(des.MaxIPSetSize)
 	removed := d.setIPSets(des.IPSets)
 	if err := d.ipsets.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ipsets: %w", err))

@@ -35,6 +35,7 @@ type FelixConfigurationSpec struct {
 	RouteRefreshInterval     *Duration `json:"routeRefreshInterval,omitempty"`
 	InterfaceRefreshInterval *Duration `json:"interfaceRefreshInterval,omitempty"`
 	IpsetsRefreshInterval    *Duration `json:"ipsetsRefreshInterval,omitempty"`
+	MaxIpsetSize             *int      `json:"maxIpsetSize,omitempty"`
 	NetlinkTimeout           *Duration `json:"netlinkTimeout,omitempty"`
 
 	IPv6Support                 *bool        `json:"ipv6Support,omitempty"`
@@ -186,6 +187,7 @@ func (c *FelixConfiguration) Validate() error {
 		{"spec.vxlanMTUV6", s.VXLANMTUV6, 0, 65535},
 		{"spec.wireguardMTU", s.WireguardMTU, 0, 65535},
 		{"spec.deviceRouteProtocol", s.DeviceRouteProtocol, 0, 255},
+		{"spec.maxIpsetSize", s.MaxIpsetSize, 1, 1<<31 - 1}, // Calico: non-zero
 	} {
 		if pp.v != nil && (*pp.v < pp.lo || *pp.v > pp.hi) {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))

@@ -109,7 +109,7 @@ var refusals = map[string][]refusal{
 		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.deviceRouteSourceAddress"),
 		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
 		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
-		calicoOnly("spec.maxIpsetSize", "1048576"), calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
+		calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
 		calicoOnly("spec.iptablesNATOutgoingInterfaceFilter"), calicoOnly("spec.prometheusMetricsCAFile"),
 		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
