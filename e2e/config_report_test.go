@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,4 +59,92 @@ func TestConfigMaxIpsetSizeLive(t *testing.T) {
 	e.felixDefault(func(s *api.FelixConfigurationSpec) { n := 1000; s.MaxIpsetSize = &n })
 	eventually(t, 15*time.Second, "sets re-created with maxelem 1000", check("1000"))
 	eventually(t, 15*time.Second, "policy still allows the selected pod", reachable(a.ns, b.ip))
+}
+
+// restoreWaiting finds a running iptables-legacy-restore that uses the
+// xtables lock file lockPath and returns its command line.
+func restoreWaiting(lockPath string) (string, error) {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(p + "/cmdline")
+		if err != nil || !strings.Contains(string(cmd), "iptables-legacy-restore") {
+			continue
+		}
+		env, _ := os.ReadFile(p + "/environ")
+		if strings.Contains(string(env), "XTABLES_LOCKFILE="+lockPath+"\x00") {
+			return strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), nil
+		}
+	}
+	return "", fmt.Errorf("no iptables-legacy-restore waiting on %s", lockPath)
+}
+
+// TestConfigIPTablesLockLive: with the legacy backend (which takes the
+// xtables lock; a test-made lock file through XTABLES_LOCKFILE, never the
+// host's) and the lock held by the test, the agent's iptables-restore
+// waits with --wait <iptablesLockTimeout> --wait-interval
+// <iptablesLockProbeInterval in µs>; changed while the agent runs, the
+// next restore waits with the new values; once the lock is free the
+// policy is programmed.
+func TestConfigIPTablesLockLive(t *testing.T) {
+	e := newCNIEnv(t, 242)
+	e.pool("p", "10.242.0.0/24")
+	lockPath := filepath.Join(t.TempDir(), "xtables.lock")
+	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		s.IptablesLockTimeout, s.IptablesLockProbeInterval = secs(7), &api.Duration{Duration: 20 * time.Millisecond}
+	})
+	startAgentEnv(t, e.host.ns, "node1", e.etcd.Endpoints()[0], e.state,
+		[]string{"NO_DEFAULT_POOLS=true", "XTABLES_LOCKFILE=" + lockPath, "FELIX_IPTABLESBACKEND=Legacy"}, "--bgp=false")
+	l := e.conflist("1.0.0", "locknet", e.calicoPlugin("node1", ""))
+	e.newPod(l, "lp") // policies apply to it, so they reach the filter table
+	hold := func() {
+		t.Helper()
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := func() {
+		t.Helper()
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_UN); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer release()
+	waitsWith := func(args string) func() error {
+		return func() error {
+			cmd, err := restoreWaiting(lockPath)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(cmd, args) {
+				return fmt.Errorf("restore runs as %q, want %q", cmd, args)
+			}
+			return nil
+		}
+	}
+	programmed := func(policies int) func() error {
+		return func() error {
+			out := mustNS(t, e.host.ns, "iptables-legacy-save", "-t", "filter")
+			if n := strings.Count(out, "\n:cali-pi-"); n != policies {
+				return fmt.Errorf("%d policy chains, want %d:\n%s", n, policies, out)
+			}
+			return nil
+		}
+	}
+	hold()
+	e.apply(gnp("lock-a", 10, "all()", []api.Rule{{Action: api.ActionAllow}}, nil))
+	eventually(t, 15*time.Second, "restore waits 7 s probing every 20 ms", waitsWith("--noflush --wait 7 --wait-interval 20000"))
+	release()
+	eventually(t, 15*time.Second, "policy programmed once the lock is free", programmed(1))
+
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesLockTimeout, s.IptablesLockProbeInterval = secs(4), nil })
+	hold()
+	e.apply(gnp("lock-b", 11, "all()", []api.Rule{{Action: api.ActionAllow}}, nil))
+	eventually(t, 15*time.Second, "restore waits 4 s probing every 50 ms (default)", waitsWith("--noflush --wait 4 --wait-interval 50000"))
+	release()
+	eventually(t, 15*time.Second, "second policy programmed", programmed(2))
 }

@@ -279,6 +279,12 @@ func (a *agent) apply(ctx context.Context) error {
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
 		ChainInsertMode: cur.ChainInsertMode, IPTablesBackend: cur.IptablesBackend,
 		KeepExternalRoutes: cur.RemoveExternalRoutes != nil && !*cur.RemoveExternalRoutes}
+	if cur.IptablesLockTimeout != nil {
+		des.IPTablesLockTimeout = cur.IptablesLockTimeout.Duration
+	}
+	if cur.IptablesLockProbeInterval != nil {
+		des.IPTablesLockProbeInterval = cur.IptablesLockProbeInterval.Duration
+	}
 	if cur.MaxIpsetSize != nil {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}

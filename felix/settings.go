@@ -132,6 +132,8 @@ var settings = []setting{
 	withEnv(field("endpointReportingDelay", "1s", true, func(s *spec) **api.Duration { return &s.EndpointReportingDelay }, parseSeconds, validNonNegative), "FELIX_ENDPOINTREPORTINGDELAYSECS"),
 	withEnv(field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative), "FELIX_REPORTINGINTERVALSECS"),
 	field("maxIpsetSize", "1048576", true, func(s *spec) **int { return &s.MaxIpsetSize }, parseIntIn(1, 1<<31-1), validIntIn(1, 1<<31-1)),
+	withEnv(field("iptablesLockTimeout", "0s", true, func(s *spec) **api.Duration { return &s.IptablesLockTimeout }, parseSeconds, validNonNegative), "FELIX_IPTABLESLOCKTIMEOUTSECS"),
+	withEnv(field("iptablesLockProbeInterval", "50ms", true, func(s *spec) **api.Duration { return &s.IptablesLockProbeInterval }, parseMillis, validNonNegative), "FELIX_IPTABLESLOCKPROBEINTERVALMILLIS"),
 	withEnv(field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative), "FELIX_REPORTINGTTLSECS"),
 }
 

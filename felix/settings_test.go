@@ -78,6 +78,8 @@ var settingCases = map[string]settingCase{
 	"endpointReportingDelay":         {"2", `"2s"`, `"0s"`, `"5s"`, `"-1s"`},
 	"reportingInterval":              {"0", `"0s"`, `"10s"`, `"1m0s"`, `"-1s"`},
 	"reportingTTL":                   {"45", `"45s"`, `"30s"`, `"2m0s"`, `"-1s"`},
+	"iptablesLockTimeout":            {"3", `"3s"`, `"10s"`, `"0s"`, `"-1s"`},
+	"iptablesLockProbeInterval":      {"20", `"20ms"`, `"100ms"`, `"1s"`, `"-1s"`},
 	"maxIpsetSize":                   {"65536", `65536`, `1000`, `2097152`, `0`},
 }
 

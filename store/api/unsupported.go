@@ -92,7 +92,7 @@ var refusals = map[string][]refusal{
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
 		never("spec.logSeveritySys"), never("spec.logPrefix"),
-		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
+		never("spec.netlinkTimeout", "10s"),
 		never("spec.ipv6Support", "true"),
 		never("spec.nftablesMode", "Disabled"),
 

@@ -170,6 +170,8 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.reportingTTL":                "TestStatusReportingLive",
 	"FelixConfiguration.spec.endpointReportingEnabled":    "TestStatusReportingLive",
 	"FelixConfiguration.spec.endpointReportingDelay":      "TestStatusReportingLive",
+	"FelixConfiguration.spec.iptablesLockTimeout":         "TestConfigIPTablesLockLive",
+	"FelixConfiguration.spec.iptablesLockProbeInterval":   "TestConfigIPTablesLockLive",
 	"FelixConfiguration.spec.maxIpsetSize":                "TestConfigMaxIpsetSizeLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
