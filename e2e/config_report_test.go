@@ -148,3 +148,48 @@ func TestConfigIPTablesLockLive(t *testing.T) {
 	release()
 	eventually(t, 15*time.Second, "second policy programmed", programmed(2))
 }
+
+// TestConfigIPv6SupportLive: with an IPv6 pool and a dual-stack pod, the
+// agent programs IPv6 (our ip6tables chains, the pod's IPv6 route);
+// ipv6Support false written while it runs removes our ip6tables chains and
+// IPv6 routes and sets, IPv4 untouched; true brings them back.
+func TestConfigIPv6SupportLive(t *testing.T) {
+	e, l := policyEnv(t, 243, "10.243.0.0/24", "fd00:243::/64")
+	p := e.newPod(l, "v6p")
+	if p.ip6 == "" {
+		t.Fatal("pod has no IPv6 address")
+	}
+	v6 := func(want bool) func() error {
+		return func() error {
+			chains := strings.Count(mustNS(t, e.host.ns, "ip6tables-save", "-t", "filter"), "\n:cali-")
+			routes := mustNS(t, e.host.ns, "ip", "-6", "route", "show", "proto", "80")
+			sets := strings.Count(mustNS(t, e.host.ns, "ipset", "list", "-n"), "cali60")
+			has := strings.Contains(routes, p.ip6)
+			if want && (chains == 0 || !has) {
+				return fmt.Errorf("IPv6 not programmed: %d ip6tables chains, routes:\n%s", chains, routes)
+			}
+			if !want && (chains != 0 || has || sets != 0) {
+				return fmt.Errorf("IPv6 still programmed: %d ip6tables chains, %d cali60 sets, routes:\n%s", chains, sets, routes)
+			}
+			v4 := mustNS(t, e.host.ns, "ip", "-4", "route", "show", "proto", "80")
+			if !strings.Contains(v4, p.ip) || strings.Count(mustNS(t, e.host.ns, "iptables-save", "-t", "filter"), "\n:cali-") == 0 {
+				return fmt.Errorf("IPv4 lost: routes\n%s", v4)
+			}
+			return nil
+		}
+	}
+	// A policy with a source selector gives each family an IP set.
+	e.apply(gnp("v6-sel", 10, "all()", []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{Selector: "all()"}}}, nil))
+	eventually(t, 15*time.Second, "IPv6 programmed (ipv6Support default true)", v6(true))
+	eventually(t, 15*time.Second, "an IPv6 set for the selector", func() error {
+		if !strings.Contains(mustNS(t, e.host.ns, "ipset", "list", "-n"), "cali60") {
+			return fmt.Errorf("no cali60 set")
+		}
+		return nil
+	})
+	off, on := false, true
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IPv6Support = &off })
+	eventually(t, 15*time.Second, "ipv6Support false: no IPv6 programmed", v6(false))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IPv6Support = &on })
+	eventually(t, 15*time.Second, "ipv6Support true: IPv6 back", v6(true))
+}

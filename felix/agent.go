@@ -272,8 +272,9 @@ func (a *agent) apply(ctx context.Context) error {
 			slog.Warn("reading host interfaces", "err", err)
 		}
 	}
-	d := a.state.Desired(a.ipv6 || a.state.HasIPv6Pools())
 	cur := a.settings.Current()
+	v6Support := cur.IPv6Support == nil || *cur.IPv6Support // ipv6Support, Calico's default true
+	d := a.state.Desired(v6Support && (a.ipv6 || a.state.HasIPv6Pools()))
 	calcDone := time.Now()
 	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
@@ -306,6 +307,9 @@ func (a *agent) apply(ctx context.Context) error {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
 	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
+	if !v6Support {
+		dropIPv6(&des)
+	}
 	err := a.dp.Apply(des)
 	dpDone := time.Now()
 	a.recordMetrics(d, des, time.Since(start), err)
@@ -319,6 +323,28 @@ func (a *agent) apply(ctx context.Context) error {
 	slog.Debug("dataplane applied", "calc", calcDone.Sub(start), "dataplane", dpDone.Sub(calcDone), "status", time.Since(dpDone),
 		"endpoints", len(d.Endpoints), "policies", d.LocalPolicies)
 	return nil
+}
+
+// dropIPv6 takes everything IPv6 out of des (ipv6Support false): no
+// ip6tables chains (the dataplane empties ours), IPv6 sets, routes, VXLAN
+// device or endpoint addresses, so the dataplane removes what it had.
+func dropIPv6(des *dataplane.Desired) {
+	delete(des.Tables, 6)
+	des.Forwarding.IPv6 = false
+	for name, s := range des.IPSets {
+		if s.Family == iptables.FamilyInet6 {
+			delete(des.IPSets, name)
+		}
+	}
+	for p := range des.Routes {
+		if p.Addr().Is6() {
+			delete(des.Routes, p)
+		}
+	}
+	des.VXLANV6 = dataplane.VXLAN{}
+	for i, ep := range des.Endpoints {
+		des.Endpoints[i].Addrs = slices.DeleteFunc(slices.Clone(ep.Addrs), netip.Addr.Is6)
+	}
 }
 
 // reportStatus writes the status reports due now and schedules the next.

@@ -134,6 +134,7 @@ var settings = []setting{
 	field("maxIpsetSize", "1048576", true, func(s *spec) **int { return &s.MaxIpsetSize }, parseIntIn(1, 1<<31-1), validIntIn(1, 1<<31-1)),
 	withEnv(field("iptablesLockTimeout", "0s", true, func(s *spec) **api.Duration { return &s.IptablesLockTimeout }, parseSeconds, validNonNegative), "FELIX_IPTABLESLOCKTIMEOUTSECS"),
 	withEnv(field("iptablesLockProbeInterval", "50ms", true, func(s *spec) **api.Duration { return &s.IptablesLockProbeInterval }, parseMillis, validNonNegative), "FELIX_IPTABLESLOCKPROBEINTERVALMILLIS"),
+	field("ipv6Support", "true", true, func(s *spec) **bool { return &s.IPv6Support }, parseBool, nil),
 	withEnv(field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative), "FELIX_REPORTINGTTLSECS"),
 }
 

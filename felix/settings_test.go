@@ -80,6 +80,7 @@ var settingCases = map[string]settingCase{
 	"reportingTTL":                   {"45", `"45s"`, `"30s"`, `"2m0s"`, `"-1s"`},
 	"iptablesLockTimeout":            {"3", `"3s"`, `"10s"`, `"0s"`, `"-1s"`},
 	"iptablesLockProbeInterval":      {"20", `"20ms"`, `"100ms"`, `"1s"`, `"-1s"`},
+	"ipv6Support":                    {"false", `false`, `true`, `false`, ``},
 	"maxIpsetSize":                   {"65536", `65536`, `1000`, `2097152`, `0`},
 }
 

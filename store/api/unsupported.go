@@ -93,7 +93,6 @@ var refusals = map[string][]refusal{
 	"FelixConfiguration": {
 		never("spec.logSeveritySys"), never("spec.logPrefix"),
 		never("spec.netlinkTimeout", "10s"),
-		never("spec.ipv6Support", "true"),
 		never("spec.nftablesMode", "Disabled"),
 
 		never("spec.iptablesFilterDenyAction", "Drop"),

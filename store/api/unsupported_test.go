@@ -172,6 +172,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.endpointReportingDelay":      "TestStatusReportingLive",
 	"FelixConfiguration.spec.iptablesLockTimeout":         "TestConfigIPTablesLockLive",
 	"FelixConfiguration.spec.iptablesLockProbeInterval":   "TestConfigIPTablesLockLive",
+	"FelixConfiguration.spec.ipv6Support":                 "TestConfigIPv6SupportLive",
 	"FelixConfiguration.spec.maxIpsetSize":                "TestConfigMaxIpsetSizeLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
