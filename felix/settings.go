@@ -135,6 +135,7 @@ var settings = []setting{
 	withEnv(field("iptablesLockTimeout", "0s", true, func(s *spec) **api.Duration { return &s.IptablesLockTimeout }, parseSeconds, validNonNegative), "FELIX_IPTABLESLOCKTIMEOUTSECS"),
 	withEnv(field("iptablesLockProbeInterval", "50ms", true, func(s *spec) **api.Duration { return &s.IptablesLockProbeInterval }, parseMillis, validNonNegative), "FELIX_IPTABLESLOCKPROBEINTERVALMILLIS"),
 	field("ipv6Support", "true", true, func(s *spec) **bool { return &s.IPv6Support }, parseBool, nil),
+	field("logSeveritySys", "Info", true, func(s *spec) *string { return &s.LogSeveritySys }, oneOf(append(logLevelNames, "None")...), validOneOf(logLevelNames...)),
 	withEnv(field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative), "FELIX_REPORTINGTTLSECS"),
 }
 

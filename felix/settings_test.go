@@ -81,6 +81,7 @@ var settingCases = map[string]settingCase{
 	"iptablesLockTimeout":            {"3", `"3s"`, `"10s"`, `"0s"`, `"-1s"`},
 	"iptablesLockProbeInterval":      {"20", `"20ms"`, `"100ms"`, `"1s"`, `"-1s"`},
 	"ipv6Support":                    {"false", `false`, `true`, `false`, ``},
+	"logSeveritySys":                 {"none", `"None"`, `"Debug"`, `"Warning"`, `"Verbose"`},
 	"maxIpsetSize":                   {"65536", `65536`, `1000`, `2097152`, `0`},
 }
 

@@ -91,7 +91,7 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md); until then a value other than Calico's
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logSeveritySys"), never("spec.logPrefix"),
+		never("spec.logPrefix"),
 		never("spec.netlinkTimeout", "10s"),
 		never("spec.nftablesMode", "Disabled"),
 

@@ -173,6 +173,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.iptablesLockTimeout":         "TestConfigIPTablesLockLive",
 	"FelixConfiguration.spec.iptablesLockProbeInterval":   "TestConfigIPTablesLockLive",
 	"FelixConfiguration.spec.ipv6Support":                 "TestConfigIPv6SupportLive",
+	"FelixConfiguration.spec.logSeveritySys":              "TestSettingsLogSyslogLive",
 	"FelixConfiguration.spec.maxIpsetSize":                "TestConfigMaxIpsetSizeLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
