@@ -78,6 +78,7 @@ type statusReporter struct {
 	haveWant       bool // setEndpoints was called: the agent is in sync
 	epLease        clientv3.LeaseID
 	lastEpWrite    time.Time
+	epRetryAt      time.Time // after a failed write, not before
 }
 
 func newStatusReporter(c *store.Client, node string, cfg statusConfig) *statusReporter {
@@ -142,7 +143,11 @@ func (r *statusReporter) next(now time.Time) time.Duration {
 		consider(r.lastBeat.Add(r.cfg.interval))
 	}
 	if r.endpointsDirty() {
-		consider(r.lastEpWrite.Add(r.cfg.delay))
+		at := r.lastEpWrite.Add(r.cfg.delay)
+		if r.epRetryAt.After(at) {
+			at = r.epRetryAt
+		}
+		consider(at)
 	}
 	return d
 }
@@ -158,9 +163,10 @@ func (r *statusReporter) tick(ctx context.Context, now time.Time) error {
 			r.retryAt = now.Add(time.Second)
 		}
 	}
-	if r.endpointsDirty() && !now.Before(r.lastEpWrite.Add(r.cfg.delay)) {
+	if r.endpointsDirty() && !now.Before(r.lastEpWrite.Add(r.cfg.delay)) && !now.Before(r.epRetryAt) {
 		if err := r.writeEndpoints(ctx); err != nil {
 			errs = append(errs, err.Error())
+			r.epRetryAt = now.Add(time.Second)
 		}
 		r.lastEpWrite = now
 	}
