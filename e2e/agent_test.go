@@ -108,10 +108,33 @@ func TestAgentStartupHealthMetricsStatus(t *testing.T) {
 			metricsAddr = a.cmd.Args[i+1]
 		}
 	}
-	// A pod: its endpoint status appears under Calico's felix status keys.
+	// A pod: with endpointReportingEnabled false (Calico's default) no
+	// endpoint status is written; the agent's own status is.
 	l := e.conflist("1.0.0", "stat", e.calicoPlugin("node1", ""))
 	p := e.newPod(l, "statuspod")
 	key := "/calico/felix/v2/no-region/host/node1/workload/cni/statuspod/endpoint/eth0"
+	eventually(t, 10*time.Second, "metrics count the endpoint", func() error {
+		code, body := httpGetIn(e.host.ns, "http://"+metricsAddr+"/metrics")
+		if code != 200 || !strings.Contains(body, "felix_active_local_endpoints 1") || !strings.Contains(body, "felix_int_dataplane_apply_time_seconds_count") {
+			return fmt.Errorf("metrics %d: %.300s", code, body)
+		}
+		return nil
+	})
+	if kv, err := e.cl.Get(context.Background(), "/calico/felix/v2/no-region/host/node1/status"); err != nil || !strings.Contains(string(kv.Value), `"uptime"`) {
+		t.Errorf("agent status: %s, %v", kv.Value, err)
+	}
+	if kv, err := e.cl.Get(context.Background(), key); err == nil {
+		t.Errorf("endpoint status written with endpointReportingEnabled unset: %s", kv.Value)
+	}
+	// Turned on live, it appears under Calico's felix status keys.
+	fk, _ := api.LookupKind("FelixConfiguration")
+	fcfg := fk.NewObject().(*api.FelixConfiguration)
+	fcfg.Metadata.Name = "default"
+	on := true
+	fcfg.Spec.EndpointReportingEnabled = &on
+	if _, err := e.cl.CreateResource(context.Background(), fcfg); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 10*time.Second, "endpoint status reported", func() error {
 		kv, err := e.cl.Get(context.Background(), key)
 		if err != nil {
@@ -119,13 +142,6 @@ func TestAgentStartupHealthMetricsStatus(t *testing.T) {
 		}
 		if string(kv.Value) != `{"status":"up"}` {
 			return fmt.Errorf("status %s", kv.Value)
-		}
-		return nil
-	})
-	eventually(t, 10*time.Second, "metrics count the endpoint", func() error {
-		code, body := httpGetIn(e.host.ns, "http://"+metricsAddr+"/metrics")
-		if code != 200 || !strings.Contains(body, "felix_active_local_endpoints 1") || !strings.Contains(body, "felix_int_dataplane_apply_time_seconds_count") {
-			return fmt.Errorf("metrics %d: %.300s", code, body)
 		}
 		return nil
 	})

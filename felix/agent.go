@@ -49,6 +49,8 @@ type agent struct {
 	// scheduled them.
 	refreshes      []*refresh
 	refreshChanged bool
+	// statusTimer fires when the status reporter has work (status.go).
+	statusTimer *time.Timer
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
 }
@@ -57,7 +59,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
 		health:  &health{maxGap: 3*housekeepingInterval(cfg) + 10*time.Second},
-		metrics: newMetrics(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName),
+		metrics: newMetrics(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName, statusConfig{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
@@ -65,6 +67,8 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
 	a.foldSettings()                                                                    // the environment's values before any object arrives
+	cur := a.settings.Current()
+	a.status.configure(statusConfigOf(&cur))
 	return a
 }
 
@@ -110,6 +114,9 @@ func (a *agent) settingsChanged(changed []string) {
 		servers = servers || strings.HasPrefix(name, "health") || strings.HasPrefix(name, "prometheusMetrics")
 		if slices.ContainsFunc(a.refreshes, func(r *refresh) bool { return r.name == name }) {
 			a.refreshChanged = true
+		}
+		if strings.Contains(strings.ToLower(name), "reporting") {
+			a.status.configure(statusConfigOf(&cur))
 		}
 		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
 		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
@@ -172,6 +179,9 @@ func (a *agent) loop(ctx context.Context) error {
 	defer retry.Stop()
 	heartbeat := time.NewTicker(5 * time.Second)
 	defer heartbeat.Stop()
+	a.statusTimer = time.NewTimer(time.Hour)
+	defer a.statusTimer.Stop()
+	a.scheduleStatus()
 	a.health.beat()
 	go a.tunnels.run(ctx, a.housekeepingInterval())
 	dirty := false
@@ -197,6 +207,7 @@ func (a *agent) loop(ctx context.Context) error {
 				a.refreshChanged = false
 				a.rescheduleRefresh(refresh)
 			}
+			a.scheduleStatus() // a reporting setting may have changed
 			dirty = true
 		case evs := <-a.bgpRoutes():
 			applyRouteEvents(a.extraRoutes, evs)
@@ -222,6 +233,8 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case <-heartbeat.C:
 			a.health.beat()
+		case <-a.statusTimer.C:
+			a.reportStatus(ctx)
 		}
 		a.health.beat()
 		if !dirty || !a.state.InSync() {
@@ -259,13 +272,23 @@ func (a *agent) apply(ctx context.Context) error {
 			slog.Warn("reading host interfaces", "err", err)
 		}
 	}
-	d := a.state.Desired(a.ipv6 || a.state.HasIPv6Pools())
 	cur := a.settings.Current()
+	v6Support := cur.IPv6Support == nil || *cur.IPv6Support // ipv6Support, Calico's default true
+	d := a.state.Desired(v6Support && (a.ipv6 || a.state.HasIPv6Pools()))
 	calcDone := time.Now()
 	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
 		ChainInsertMode: cur.ChainInsertMode, IPTablesBackend: cur.IptablesBackend,
 		KeepExternalRoutes: cur.RemoveExternalRoutes != nil && !*cur.RemoveExternalRoutes}
+	if cur.IptablesLockTimeout != nil {
+		des.IPTablesLockTimeout = cur.IptablesLockTimeout.Duration
+	}
+	if cur.IptablesLockProbeInterval != nil {
+		des.IPTablesLockProbeInterval = cur.IptablesLockProbeInterval.Duration
+	}
+	if cur.MaxIpsetSize != nil {
+		des.MaxIPSetSize = *cur.MaxIpsetSize
+	}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}
@@ -284,6 +307,9 @@ func (a *agent) apply(ctx context.Context) error {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
 	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
+	if !v6Support {
+		dropIPv6(&des)
+	}
 	err := a.dp.Apply(des)
 	dpDone := time.Now()
 	a.recordMetrics(d, des, time.Since(start), err)
@@ -292,12 +318,58 @@ func (a *agent) apply(ctx context.Context) error {
 		return err
 	}
 	a.health.setReady(true)
-	if serr := a.status.report(ctx, statuses); serr != nil {
-		slog.Warn("status report failed", "err", serr)
-	}
+	a.status.setEndpoints(statuses)
+	a.reportStatus(ctx)
 	slog.Debug("dataplane applied", "calc", calcDone.Sub(start), "dataplane", dpDone.Sub(calcDone), "status", time.Since(dpDone),
 		"endpoints", len(d.Endpoints), "policies", d.LocalPolicies)
 	return nil
+}
+
+// dropIPv6 takes everything IPv6 out of des (ipv6Support false): no
+// ip6tables chains (the dataplane empties ours), IPv6 sets, routes, VXLAN
+// device or endpoint addresses, so the dataplane removes what it had.
+func dropIPv6(des *dataplane.Desired) {
+	delete(des.Tables, 6)
+	des.Forwarding.IPv6 = false
+	for name, s := range des.IPSets {
+		if s.Family == iptables.FamilyInet6 {
+			delete(des.IPSets, name)
+		}
+	}
+	for p := range des.Routes {
+		if p.Addr().Is6() {
+			delete(des.Routes, p)
+		}
+	}
+	des.VXLANV6 = dataplane.VXLAN{}
+	for i, ep := range des.Endpoints {
+		des.Endpoints[i].Addrs = slices.DeleteFunc(slices.Clone(ep.Addrs), netip.Addr.Is6)
+	}
+}
+
+// reportStatus writes the status reports due now and schedules the next.
+func (a *agent) reportStatus(ctx context.Context) {
+	if err := a.status.tick(ctx, time.Now()); err != nil {
+		slog.Warn("status report failed", "err", err)
+	}
+	a.scheduleStatus()
+}
+
+// scheduleStatus sets the status timer to the reporter's next work
+// (a failed write is retried after a second).
+func (a *agent) scheduleStatus() {
+	if a.statusTimer == nil {
+		return
+	}
+	if !a.statusTimer.Stop() {
+		select {
+		case <-a.statusTimer.C:
+		default:
+		}
+	}
+	if d := a.status.next(time.Now()); d > 0 {
+		a.statusTimer.Reset(max(d, 10*time.Millisecond))
+	}
 }
 
 // replayJournal completes DELs the CNI plugin could not finish while the

@@ -127,6 +127,16 @@ var settings = []setting{
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	// Status reports (status.go).
+	field("endpointReportingEnabled", "false", true, func(s *spec) **bool { return &s.EndpointReportingEnabled }, parseBool, nil),
+	withEnv(field("endpointReportingDelay", "1s", true, func(s *spec) **api.Duration { return &s.EndpointReportingDelay }, parseSeconds, validNonNegative), "FELIX_ENDPOINTREPORTINGDELAYSECS"),
+	withEnv(field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative), "FELIX_REPORTINGINTERVALSECS"),
+	field("maxIpsetSize", "1048576", true, func(s *spec) **int { return &s.MaxIpsetSize }, parseIntIn(1, 1<<31-1), validIntIn(1, 1<<31-1)),
+	withEnv(field("iptablesLockTimeout", "0s", true, func(s *spec) **api.Duration { return &s.IptablesLockTimeout }, parseSeconds, validNonNegative), "FELIX_IPTABLESLOCKTIMEOUTSECS"),
+	withEnv(field("iptablesLockProbeInterval", "50ms", true, func(s *spec) **api.Duration { return &s.IptablesLockProbeInterval }, parseMillis, validNonNegative), "FELIX_IPTABLESLOCKPROBEINTERVALMILLIS"),
+	field("ipv6Support", "true", true, func(s *spec) **bool { return &s.IPv6Support }, parseBool, nil),
+	field("logSeveritySys", "Info", true, func(s *spec) *string { return &s.LogSeveritySys }, oneOf(append(logLevelNames, "None")...), validOneOf(logLevelNames...)),
+	withEnv(field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative), "FELIX_REPORTINGTTLSECS"),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

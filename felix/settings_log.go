@@ -41,11 +41,13 @@ func logLevelAlias(s string) string {
 }
 
 // logOutputs are the agent's log destinations: the screen (stderr) at
-// logSeverityScreen and, when logFilePath is set, a file at
-// logSeverityFile. Both change while the agent runs.
+// logSeverityScreen, when logFilePath is set a file at logSeverityFile,
+// and the local syslog socket at logSeveritySys (settings_syslog.go). All
+// change while the agent runs.
 type logOutputs struct {
-	screen, file *slog.LevelVar
-	sink         *fileSink
+	screen, file, sys *slog.LevelVar
+	sink              *fileSink
+	syslog            *syslogSink
 }
 
 // levelOff is above every level: the file is off.
@@ -55,24 +57,50 @@ const levelOff = slog.Level(1 << 20)
 // severity and to the file the settings name.
 func installLogger(severity string) *logOutputs {
 	o, h := newLogOutputs(os.Stderr, severity)
+	o.syslog.path = defaultSyslogSocket
 	slog.SetDefault(slog.New(h))
 	return o
 }
 
-// newLogOutputs makes the outputs and the handler writing to them.
+// newLogOutputs makes the outputs and the handler writing to them. The
+// syslog output has no socket (o.syslog.path) until the caller sets one.
 func newLogOutputs(screen io.Writer, severity string) (*logOutputs, slog.Handler) {
-	o := &logOutputs{screen: new(slog.LevelVar), file: new(slog.LevelVar), sink: &fileSink{}}
+	o := &logOutputs{screen: new(slog.LevelVar), file: new(slog.LevelVar), sys: new(slog.LevelVar),
+		sink: &fileSink{}, syslog: &syslogSink{}}
 	o.screen.Set(slogLevel(severity))
 	o.file.Set(levelOff)
+	o.sys.Set(levelOff)
 	return o, slog.NewMultiHandler(
 		slog.NewTextHandler(screen, &slog.HandlerOptions{Level: o.screen}),
-		slog.NewTextHandler(o.sink, &slog.HandlerOptions{Level: o.file}))
+		slog.NewTextHandler(o.sink, &slog.HandlerOptions{Level: o.file}),
+		&syslogHandler{level: o.sys, sink: o.syslog})
+}
+
+// applySyslog sets the syslog level; a socket that cannot be reached is
+// reported once (until it works again) and leaves the output silent.
+func (o *logOutputs) applySyslog(s *spec) {
+	lvl := sysLevel(s.LogSeveritySys)
+	if lvl == levelOff || o.syslog.path == "" {
+		o.sys.Set(levelOff)
+		o.syslog.close()
+		return
+	}
+	err := o.syslog.open()
+	o.sys.Set(lvl)
+	o.syslog.mu.Lock()
+	warn := err != nil && !o.syslog.warned
+	o.syslog.warned = err != nil
+	o.syslog.mu.Unlock()
+	if warn {
+		slog.Warn("no syslog output: the local syslog socket cannot be reached", "err", err)
+	}
 }
 
 // apply sets the levels and the file from the effective configuration.
 // A file that cannot be opened is reported and the file output stays off.
 func (o *logOutputs) apply(s *spec) {
 	o.screen.Set(slogLevel(s.LogSeverityScreen))
+	o.applySyslog(s)
 	path := s.LogFilePath
 	if strings.EqualFold(path, "none") {
 		path = ""

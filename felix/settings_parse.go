@@ -106,6 +106,22 @@ func parseSeconds(s string) (*api.Duration, error) {
 	return &api.Duration{Duration: d}, nil
 }
 
+// parseMillis reads a duration in milliseconds ("50"), as Calico's
+// *MILLIS variables give them, or with a unit ("50ms").
+func parseMillis(s string) (*api.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || math.IsNaN(f) || f > math.MaxInt64/float64(time.Millisecond) {
+			return nil, errors.New("must be a non-negative number of milliseconds")
+		}
+		return &api.Duration{Duration: time.Duration(f * float64(time.Millisecond))}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return nil, errors.New("must be a non-negative number of milliseconds (or a duration such as 50ms)")
+	}
+	return &api.Duration{Duration: d}, nil
+}
+
 func validNonNegative(d *api.Duration) error {
 	if d.Duration < 0 {
 		return fmt.Errorf("%s is negative", d.Duration)

@@ -74,6 +74,15 @@ var settingCases = map[string]settingCase{
 	"prometheusMetricsEnabled":       {"f", `false`, `false`, `true`, ``},
 	"prometheusMetricsHost":          {"::1", `"::1"`, `"127.0.0.1"`, `"localhost"`, `"[::1]"`},
 	"prometheusMetricsPort":          {"19091", `19091`, `9092`, `9093`, `65536`},
+	"endpointReportingEnabled":       {"true", `true`, `false`, `true`, ``},
+	"endpointReportingDelay":         {"2", `"2s"`, `"0s"`, `"5s"`, `"-1s"`},
+	"reportingInterval":              {"0", `"0s"`, `"10s"`, `"1m0s"`, `"-1s"`},
+	"reportingTTL":                   {"45", `"45s"`, `"30s"`, `"2m0s"`, `"-1s"`},
+	"iptablesLockTimeout":            {"3", `"3s"`, `"10s"`, `"0s"`, `"-1s"`},
+	"iptablesLockProbeInterval":      {"20", `"20ms"`, `"100ms"`, `"1s"`, `"-1s"`},
+	"ipv6Support":                    {"false", `false`, `true`, `false`, ``},
+	"logSeveritySys":                 {"none", `"None"`, `"Debug"`, `"Warning"`, `"Verbose"`},
+	"maxIpsetSize":                   {"65536", `65536`, `1000`, `2097152`, `0`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

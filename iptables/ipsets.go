@@ -15,8 +15,10 @@ import (
 // set named with cali4t/cali6t in place of those six characters (Calico's
 // convention too); a leftover temporary set is destroyed by the next Apply.
 const (
-	maxSetName = 31      // IPSET_MAXNAMELEN - 1
-	maxElem    = 1 << 20 // maxelem of every set we create
+	maxSetName = 31 // IPSET_MAXNAMELEN - 1
+	// DefaultMaxElem is the maxelem of every set we create unless
+	// IPSetsOptions or SetMaxElem say otherwise (Felix's maxIpsetSize).
+	DefaultMaxElem = 1 << 20
 )
 
 var (
@@ -36,7 +38,14 @@ type IPSetsOptions struct {
 	Cmd       string // the ipset binary; default "ipset"
 	// Observer, when set, is told of every ipset save and restore run.
 	Observer Observer
+	// MaxElem is the maxelem of the sets (0: DefaultMaxElem).
+	MaxElem int
 }
+
+// ErrIPSetTooBig is wrapped by Apply's error for a desired set with more
+// members than maxelem: the kernel would refuse them ("Hash is full"), so
+// the set is left as the kernel has it until it fits again.
+var ErrIPSetTooBig = errors.New("more members than the maximum IP set size")
 
 type setSpec struct {
 	setType, family string
@@ -70,12 +79,18 @@ type IPSets struct {
 	retryWait time.Duration
 	writes    int // ipset commands run beyond the read-back, for tests
 	observer  Observer
+	maxElem   int
+	// tooBig names the desired sets the last plan left alone (ErrIPSetTooBig).
+	tooBig []string
 }
 
 // NewIPSets returns a driver with no desired sets. No I/O.
 func NewIPSets(opts IPSetsOptions) *IPSets {
 	s := &IPSets{cmd: opts.Cmd, desired: map[string]*setSpec{}, pending: map[string]struct{}{}, run: runCommand,
-		saveTries: 3, retryWait: 50 * time.Millisecond, observer: opts.Observer}
+		saveTries: 3, retryWait: 50 * time.Millisecond, observer: opts.Observer, maxElem: opts.MaxElem}
+	if s.maxElem <= 0 {
+		s.maxElem = DefaultMaxElem
+	}
 	if s.cmd == "" {
 		s.cmd = "ipset"
 	}
@@ -109,9 +124,6 @@ func (s *IPSets) SetIPSet(name, setType, family string, members []string) error 
 		strings.ContainsAny(name, " \t\n") {
 		return fmt.Errorf("ipset name %q: want prefix %s (family %s) managed by this driver, at most %d chars, no blanks",
 			name, prefix, family, maxSetName)
-	}
-	if len(members) > maxElem {
-		return fmt.Errorf("ipset %s: %d members, at most %d", name, len(members), maxElem)
 	}
 	spec := &setSpec{setType: setType, family: family, members: make(map[string]struct{}, len(members))}
 	canon, err := spec.canon(members)
@@ -161,9 +173,6 @@ func (s *IPSets) AddMembers(name string, members []string) error {
 	if err != nil {
 		return fmt.Errorf("ipset %s: %w", name, err)
 	}
-	if len(sp.members)+len(canon) > maxElem {
-		return fmt.Errorf("ipset %s: more than %d members", name, maxElem)
-	}
 	for _, c := range canon {
 		sp.members[c] = struct{}{}
 	}
@@ -186,6 +195,22 @@ func (s *IPSets) RemoveMembers(name string, members []string) error {
 	}
 	s.changed(name)
 	return nil
+}
+
+// SetMaxElem changes the maxelem of our sets: the next Apply rewrites
+// every set whose maxelem differs, through a temporary set swapped in, so
+// members are kept and iptables references stay valid. No I/O.
+func (s *IPSets) SetMaxElem(n int) {
+	if n <= 0 {
+		n = DefaultMaxElem
+	}
+	if n == s.maxElem {
+		return
+	}
+	s.maxElem = n
+	for name := range s.desired {
+		s.changed(name)
+	}
 }
 
 // Dirty reports whether desired state changed, an Apply failed, or
@@ -251,7 +276,13 @@ func (s *IPSets) apply() (fromCache bool, err error) {
 	}
 	s.cache, s.dirty = kernel, false
 	clear(s.pending)
-	return fromCache, nil
+	var errs []error
+	for _, name := range s.tooBig { // planned again on every Apply until they fit
+		s.changed(name)
+		errs = append(errs, fmt.Errorf("ipset %s: %d members, maxelem %d: %w; left as it is",
+			name, len(s.desired[name].members), s.maxElem, ErrIPSetTooBig))
+	}
+	return false, errors.Join(errs...)
 }
 
 func (s *IPSets) read() (map[string]*savedSet, error) {
@@ -302,7 +333,7 @@ func (s *IPSets) commit(kernel map[string]*savedSet, groups []group) {
 			delete(kernel, g.set)
 		case effReplace:
 			sp := s.desired[g.set]
-			kernel[g.set] = &savedSet{setType: sp.setType, family: sp.family, maxElem: maxElem,
+			kernel[g.set] = &savedSet{setType: sp.setType, family: sp.family, maxElem: s.maxElem,
 				members: maps.Clone(sp.members)}
 		case effDelta:
 			k := kernel[g.set]
@@ -316,8 +347,8 @@ func (s *IPSets) commit(kernel map[string]*savedSet, groups []group) {
 	}
 }
 
-func createLine(name string, sp *setSpec) string {
-	return fmt.Sprintf("create %s %s family %s maxelem %d", name, sp.setType, sp.family, maxElem)
+func (s *IPSets) createLine(name string, sp *setSpec) string {
+	return fmt.Sprintf("create %s %s family %s maxelem %d", name, sp.setType, sp.family, s.maxElem)
 }
 
 func addLines(lines []string, name string, members []string) []string {
@@ -345,6 +376,7 @@ func (s *IPSets) plan(kernel map[string]*savedSet, only map[string]struct{}) []g
 		}
 	}
 	var groups []group
+	s.tooBig = nil
 	for _, name := range kernelNames {
 		if isTemp(name) { // left over from an interrupted rewrite
 			groups = append(groups, group{set: name, lines: []string{"destroy " + name}})
@@ -352,13 +384,17 @@ func (s *IPSets) plan(kernel map[string]*savedSet, only map[string]struct{}) []g
 	}
 	for _, name := range desiredNames {
 		sp, k := s.desired[name], kernel[name]
+		if len(sp.members) > s.maxElem {
+			s.tooBig = append(s.tooBig, name)
+			continue
+		}
 		all := slices.Sorted(maps.Keys(sp.members))
 		switch {
 		case k == nil:
 			groups = append(groups, group{set: name, effect: effReplace,
-				lines: addLines([]string{createLine(name, sp)}, name, all)})
+				lines: addLines([]string{s.createLine(name, sp)}, name, all)})
 		case k.setType != sp.setType || k.family != sp.family:
-			lines := []string{"destroy " + name, createLine(name, sp)}
+			lines := []string{"destroy " + name, s.createLine(name, sp)}
 			groups = append(groups, group{set: name, effect: effReplace, lines: addLines(lines, name, all)})
 		default:
 			var adds, dels []string
@@ -376,9 +412,9 @@ func (s *IPSets) plan(kernel map[string]*savedSet, only map[string]struct{}) []g
 			switch {
 			// A rewrite costs len(all)+3 lines, but is atomic: prefer it
 			// once the delta reaches half of that.
-			case k.maxElem != maxElem || 2*(len(adds)+len(dels)) > len(all)+3:
+			case k.maxElem != s.maxElem || 2*(len(adds)+len(dels)) > len(all)+3:
 				tmp := tempPrefix[name[:6]] + name[6:]
-				lines := addLines([]string{createLine(tmp, sp)}, tmp, all)
+				lines := addLines([]string{s.createLine(tmp, sp)}, tmp, all)
 				lines = append(lines, "swap "+tmp+" "+name, "destroy "+tmp)
 				groups = append(groups, group{set: name, effect: effReplace, lines: lines})
 			case len(adds)+len(dels) > 0:

@@ -12,11 +12,13 @@ const (
 // Exec describes one command a driver ran, for its owner's metrics.
 type Exec struct {
 	Op        Op
-	IPSet     bool   // the ipset binary, not iptables
-	IPVersion int    // 4 or 6 for iptables; 0 for ipset
-	Table     string // the iptables table; "" for ipset
-	Lines     int    // input lines fed to a restore
-	Err       error  // the command's failure, nil on success
+	IPSet     bool     // the ipset binary, not iptables
+	IPVersion int      // 4 or 6 for iptables; 0 for ipset
+	Table     string   // the iptables table; "" for ipset
+	Lines     int      // input lines fed to a restore
+	Cmd       string   // the binary run
+	Args      []string // its arguments
+	Err       error    // the command's failure, nil on success
 }
 
 // Observer is told of every command a driver runs, after it ends. It is

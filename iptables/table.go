@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,7 +30,13 @@ type TableOptions struct {
 	AppendHooks bool
 	// LockWait passes --wait to iptables-save/-restore where the binary
 	// accepts it (legacy iptables takes the xtables lock; nft ignores it).
-	LockWait bool
+	// iptables-restore waits at most LockTimeout (Felix's
+	// iptablesLockTimeout; 0 means 10 s, as Felix does since
+	// iptables-restore takes the lock itself) and retries every
+	// LockProbeInterval (iptablesLockProbeInterval; 0 means 50 ms):
+	// "--wait <seconds> --wait-interval <microseconds>".
+	LockWait                       bool
+	LockTimeout, LockProbeInterval time.Duration
 	// SaveCmd and RestoreCmd override the binaries; the defaults are
 	// iptables-save/iptables-restore, or ip6tables-* for IPv6.
 	SaveCmd, RestoreCmd string
@@ -70,7 +77,8 @@ type Table struct {
 	hooks                map[string]string
 	appendHooks          bool
 	lockWait             bool
-	saveWait, restWait   bool // --wait still believed supported
+	restWaitArgs         []string // what follows --wait for iptables-restore
+	saveWait, restWait   bool     // --wait still believed supported
 	err                  error
 
 	haveDesired bool
@@ -105,7 +113,7 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 		saveWait: opts.LockWait, restWait: opts.LockWait,
 		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
-		ipVersion: ipVersion, observer: opts.Observer,
+		ipVersion: ipVersion, observer: opts.Observer, restWaitArgs: restoreWaitArgs(opts.LockTimeout, opts.LockProbeInterval),
 	}
 	prefix := "iptables"
 	switch ipVersion {
@@ -317,7 +325,7 @@ func (t *Table) read() (*savedTable, error) {
 			try--
 			continue // a probe of the binary, not a save: not observed
 		}
-		t.observer.tell(Exec{Op: OpSave, IPVersion: t.ipVersion, Table: t.table, Err: err})
+		t.observer.tell(Exec{Op: OpSave, IPVersion: t.ipVersion, Table: t.table, Cmd: t.save, Args: args, Err: err})
 		if err != nil {
 			lastErr = fmt.Errorf("%s -t %s: %w: %s", t.save, t.table, err, bytes.TrimSpace(stderr))
 			continue
@@ -344,18 +352,33 @@ func (e *RestoreError) Error() string {
 
 func (e *RestoreError) Unwrap() error { return e.Err }
 
+// restoreWaitArgs are the arguments of iptables-restore's --wait: whole
+// seconds (rounded up; 0 is 10, Felix's choice for an iptables-restore that
+// takes the lock itself) and the probe interval in microseconds (0 is 50 ms).
+func restoreWaitArgs(timeout, probe time.Duration) []string {
+	secs := int64((timeout + time.Second - 1) / time.Second)
+	if timeout <= 0 {
+		secs = 10
+	}
+	if probe <= 0 {
+		probe = 50 * time.Millisecond
+	}
+	return []string{strconv.FormatInt(secs, 10), "--wait-interval", strconv.FormatInt(probe.Microseconds(), 10)}
+}
+
 func (t *Table) write(input []byte) error {
 	for {
 		args := []string{"--noflush"}
 		if t.restWait {
-			args = append(args, "--wait")
+			args = append(append(args, "--wait"), t.restWaitArgs...)
 		}
 		_, stderr, err := t.run(input, t.restore, args...)
 		if err != nil && t.restWait && waitRejected(stderr) {
 			t.restWait = false
 			continue // a probe of the binary, not a restore: not observed
 		}
-		t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")), Err: err})
+		t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")),
+			Cmd: t.restore, Args: args, Err: err})
 		if err != nil {
 			n := failedLine(stderr)
 			return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),

@@ -35,6 +35,14 @@ type Desired struct {
 	// (FelixConfiguration removeExternalRoutes false); by default they go
 	// after a grace period.
 	KeepExternalRoutes bool
+	// IPTablesLockTimeout and IPTablesLockProbeInterval are Felix's
+	// iptablesLockTimeout and iptablesLockProbeInterval, handed to
+	// iptables-restore's --wait (iptables.TableOptions); a change rebuilds
+	// the table drivers.
+	IPTablesLockTimeout, IPTablesLockProbeInterval time.Duration
+	// MaxIPSetSize is FelixConfiguration maxIpsetSize: the maxelem of our
+	// IP sets (0: the iptables package's default, Calico's 1048576).
+	MaxIPSetSize int
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	// IPIP is tunl0 (ipip.go); nil takes its address off.
@@ -80,6 +88,9 @@ type Dataplane struct {
 	obs     iptables.Observer
 	// backend is the iptables backend the tables were built for.
 	backend string
+	// lockTimeout and lockProbe are the xtables lock wait the next tables
+	// are built with.
+	lockTimeout, lockProbe time.Duration
 }
 
 // Config of the dataplane.
@@ -121,10 +132,12 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 	if appendHooks {
 		sig = append(sig, "append")
 	}
+	sig = append(sig, fmt.Sprintf("wait=%s/%s", d.lockTimeout, d.lockProbe))
 	key := fmt.Sprintf("%d/%s", ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs}
+		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs,
+			LockTimeout: d.lockTimeout, LockProbeInterval: d.lockProbe}
 		opts.SaveCmd, opts.RestoreCmd = backendCmds(ver, d.backend)
 		st = &tableState{t: iptables.NewTable(name, ver, opts), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
@@ -147,6 +160,8 @@ func (d *Dataplane) Apply(des Desired) error {
 			errs = append(errs, fmt.Errorf("leaving iptables backend %q: %w", d.backend, err))
 		}
 	}
+	d.lockTimeout, d.lockProbe = des.IPTablesLockTimeout, des.IPTablesLockProbeInterval
+	d.ipsets.SetMaxElem(des.MaxIPSetSize)
 	removed := d.setIPSets(des.IPSets)
 	if err := d.ipsets.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ipsets: %w", err))

@@ -26,14 +26,18 @@ type FelixConfigurationSpec struct {
 	LogFilePath       string `json:"logFilePath,omitempty"`
 	LogPrefix         string `json:"logPrefix,omitempty"`
 
-	ReportingInterval        *Duration `json:"reportingInterval,omitempty"`
-	ReportingTTL             *Duration `json:"reportingTTL,omitempty"`
-	IptablesRefreshInterval  *Duration `json:"iptablesRefreshInterval,omitempty"`
-	IptablesLockTimeout      *Duration `json:"iptablesLockTimeout,omitempty"`
-	RouteRefreshInterval     *Duration `json:"routeRefreshInterval,omitempty"`
-	InterfaceRefreshInterval *Duration `json:"interfaceRefreshInterval,omitempty"`
-	IpsetsRefreshInterval    *Duration `json:"ipsetsRefreshInterval,omitempty"`
-	NetlinkTimeout           *Duration `json:"netlinkTimeout,omitempty"`
+	ReportingInterval         *Duration `json:"reportingInterval,omitempty"`
+	ReportingTTL              *Duration `json:"reportingTTL,omitempty"`
+	EndpointReportingEnabled  *bool     `json:"endpointReportingEnabled,omitempty"`
+	EndpointReportingDelay    *Duration `json:"endpointReportingDelay,omitempty"`
+	IptablesRefreshInterval   *Duration `json:"iptablesRefreshInterval,omitempty"`
+	IptablesLockTimeout       *Duration `json:"iptablesLockTimeout,omitempty"`
+	IptablesLockProbeInterval *Duration `json:"iptablesLockProbeInterval,omitempty"`
+	RouteRefreshInterval      *Duration `json:"routeRefreshInterval,omitempty"`
+	InterfaceRefreshInterval  *Duration `json:"interfaceRefreshInterval,omitempty"`
+	IpsetsRefreshInterval     *Duration `json:"ipsetsRefreshInterval,omitempty"`
+	MaxIpsetSize              *int      `json:"maxIpsetSize,omitempty"`
+	NetlinkTimeout            *Duration `json:"netlinkTimeout,omitempty"`
 
 	IPv6Support                 *bool        `json:"ipv6Support,omitempty"`
 	IptablesBackend             string       `json:"iptablesBackend,omitempty"`
@@ -184,6 +188,7 @@ func (c *FelixConfiguration) Validate() error {
 		{"spec.vxlanMTUV6", s.VXLANMTUV6, 0, 65535},
 		{"spec.wireguardMTU", s.WireguardMTU, 0, 65535},
 		{"spec.deviceRouteProtocol", s.DeviceRouteProtocol, 0, 255},
+		{"spec.maxIpsetSize", s.MaxIpsetSize, 1, 1<<31 - 1}, // Calico: non-zero
 	} {
 		if pp.v != nil && (*pp.v < pp.lo || *pp.v > pp.hi) {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))
@@ -229,6 +234,7 @@ func (c *FelixConfiguration) Validate() error {
 		d     *Duration
 	}{
 		{"spec.reportingInterval", s.ReportingInterval}, {"spec.reportingTTL", s.ReportingTTL},
+		{"spec.endpointReportingDelay", s.EndpointReportingDelay}, {"spec.iptablesLockProbeInterval", s.IptablesLockProbeInterval},
 		{"spec.iptablesRefreshInterval", s.IptablesRefreshInterval}, {"spec.iptablesLockTimeout", s.IptablesLockTimeout},
 		{"spec.routeRefreshInterval", s.RouteRefreshInterval}, {"spec.interfaceRefreshInterval", s.InterfaceRefreshInterval},
 		{"spec.ipsetsRefreshInterval", s.IpsetsRefreshInterval}, {"spec.netlinkTimeout", s.NetlinkTimeout},

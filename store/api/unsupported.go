@@ -91,12 +91,8 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md); until then a value other than Calico's
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logSeveritySys"), never("spec.logPrefix"),
-		// Calico's installs write reportingInterval 0s (no status reports):
-		// reported, so such an object can be written back.
-		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
-		never("spec.iptablesLockTimeout", "0s"), never("spec.netlinkTimeout", "10s"),
-		never("spec.ipv6Support", "true"),
+		never("spec.logPrefix"),
+		never("spec.netlinkTimeout", "10s"),
 		never("spec.nftablesMode", "Disabled"),
 
 		never("spec.iptablesFilterDenyAction", "Drop"),
@@ -112,8 +108,7 @@ var refusals = map[string][]refusal{
 		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.deviceRouteSourceAddress"),
 		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
 		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
-		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
-		calicoOnly("spec.maxIpsetSize", "1048576"), calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
+		calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
 		calicoOnly("spec.iptablesNATOutgoingInterfaceFilter"), calicoOnly("spec.prometheusMetricsCAFile"),
 		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),

@@ -166,6 +166,15 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.routeRefreshInterval":        "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.ipsetsRefreshInterval":       "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.interfaceRefreshInterval":    "TestConfigRefreshIntervalsLive",
+	"FelixConfiguration.spec.reportingInterval":           "TestStatusReportingLive",
+	"FelixConfiguration.spec.reportingTTL":                "TestStatusReportingLive",
+	"FelixConfiguration.spec.endpointReportingEnabled":    "TestStatusReportingLive",
+	"FelixConfiguration.spec.endpointReportingDelay":      "TestStatusReportingLive",
+	"FelixConfiguration.spec.iptablesLockTimeout":         "TestConfigIPTablesLockLive",
+	"FelixConfiguration.spec.iptablesLockProbeInterval":   "TestConfigIPTablesLockLive",
+	"FelixConfiguration.spec.ipv6Support":                 "TestConfigIPv6SupportLive",
+	"FelixConfiguration.spec.logSeveritySys":              "TestSettingsLogSyslogLive",
+	"FelixConfiguration.spec.maxIpsetSize":                "TestConfigMaxIpsetSizeLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
