@@ -127,6 +127,9 @@ var settings = []setting{
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	// Policy rendering (felix/rules).
+	field("iptablesFilterDenyAction", "Drop", true, func(s *spec) *string { return &s.IptablesFilterDenyAction }, oneOf("Drop", "Reject"), validOneOf("Drop", "Reject")),
+	field("disableConntrackInvalidCheck", "false", true, func(s *spec) **bool { return &s.DisableConntrackInvalidCheck }, parseBool, nil),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

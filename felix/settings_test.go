@@ -74,6 +74,8 @@ var settingCases = map[string]settingCase{
 	"prometheusMetricsEnabled":       {"f", `false`, `false`, `true`, ``},
 	"prometheusMetricsHost":          {"::1", `"::1"`, `"127.0.0.1"`, `"localhost"`, `"[::1]"`},
 	"prometheusMetricsPort":          {"19091", `19091`, `9092`, `9093`, `65536`},
+	"iptablesFilterDenyAction":       {"reject", `"Reject"`, `"Drop"`, `"Reject"`, `"Deny"`},
+	"disableConntrackInvalidCheck":   {"true", `true`, `false`, `true`, ``},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

@@ -228,6 +228,12 @@ func (s *State) rulesConfig() rules.Config {
 		if m := f.Spec.IptablesMarkMask; m != nil {
 			cfg.MarkAccept, cfg.MarkPass, cfg.MarkScratch = rules.MarksFromMask(*m)
 		}
+		if a := f.Spec.IptablesFilterDenyAction; a != "" {
+			cfg.FilterDenyAction = a
+		}
+		if d := f.Spec.DisableConntrackInvalidCheck; d != nil {
+			cfg.DisableConntrackInvalid = *d
+		}
 	}
 	return cfg
 }

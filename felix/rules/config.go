@@ -57,6 +57,14 @@ type Config struct {
 	// (FelixConfiguration, default false) lift the drop of encapsulated
 	// packets a workload sends.
 	AllowVXLANPacketsFromWorkloads, AllowIPIPPacketsFromWorkloads bool
+	// FilterDenyAction is iptablesFilterDenyAction: what the filter table
+	// does with traffic policy denied, "Drop" (the default: DROP) or
+	// "Reject" (REJECT). The raw and mangle tables always DROP: REJECT
+	// exists only in the filter table.
+	FilterDenyAction string
+	// DisableConntrackInvalid is disableConntrackInvalidCheck: no rule
+	// denies packets conntrack calls INVALID.
+	DisableConntrackInvalid bool
 }
 
 // Calico's default failsafe ports (FailsafeInboundHostPorts and
@@ -147,6 +155,24 @@ func (c Config) mangleAllow() string {
 		return "-j RETURN"
 	}
 	return "-j ACCEPT"
+}
+
+// filterDeny is the target for traffic policy denied, in the filter
+// table.
+func (c Config) filterDeny() string {
+	if strings.EqualFold(c.FilterDenyAction, "reject") {
+		return "-j REJECT"
+	}
+	return "-j DROP"
+}
+
+// denyWord is the verdict's word in rule comments, as Calico writes it
+// ("Drop if no profiles matched", "Reject if ...").
+func (c Config) denyWord() string {
+	if strings.EqualFold(c.FilterDenyAction, "reject") {
+		return "Reject"
+	}
+	return "Drop"
 }
 
 // endpointToHostAction is the iptables target of DefaultEndpointToHostAction.

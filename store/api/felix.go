@@ -86,6 +86,9 @@ type FelixConfigurationSpec struct {
 	// Workloads may not send VXLAN or IP-in-IP unless these say so.
 	AllowVXLANPacketsFromWorkloads *bool `json:"allowVXLANPacketsFromWorkloads,omitempty"`
 	AllowIPIPPacketsFromWorkloads  *bool `json:"allowIPIPPacketsFromWorkloads,omitempty"`
+
+	// Policy rendering (felix/rules).
+	DisableConntrackInvalidCheck *bool `json:"disableConntrackInvalidCheck,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an

@@ -99,7 +99,6 @@ var refusals = map[string][]refusal{
 		never("spec.ipv6Support", "true"),
 		never("spec.nftablesMode", "Disabled"),
 
-		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"), never("spec.deviceRouteProtocol"),
@@ -109,7 +108,7 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.deviceRouteSourceAddress"),
+		calicoOnly("spec.deviceRouteSourceAddress"),
 		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
 		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
