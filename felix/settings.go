@@ -130,6 +130,8 @@ var settings = []setting{
 	// Policy rendering (felix/rules).
 	field("iptablesFilterDenyAction", "Drop", true, func(s *spec) *string { return &s.IptablesFilterDenyAction }, oneOf("Drop", "Reject"), validOneOf("Drop", "Reject")),
 	field("disableConntrackInvalidCheck", "false", true, func(s *spec) **bool { return &s.DisableConntrackInvalidCheck }, parseBool, nil),
+	field("natOutgoingExclusions", "IPPoolsOnly", true, func(s *spec) *string { return &s.NATOutgoingExclusions }, oneOf("IPPoolsOnly", "IPPoolsAndHostIPs"), validOneOf("IPPoolsOnly", "IPPoolsAndHostIPs")),
+	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

@@ -234,6 +234,12 @@ func (s *State) rulesConfig() rules.Config {
 		if d := f.Spec.DisableConntrackInvalidCheck; d != nil {
 			cfg.DisableConntrackInvalid = *d
 		}
+		if e := f.Spec.NATOutgoingExclusions; e != "" {
+			cfg.NATOutgoingExcludeHosts = strings.EqualFold(e, "IPPoolsAndHostIPs")
+		}
+		if i := f.Spec.IptablesNATOutgoingInterfaceFilter; i != "" {
+			cfg.NATOutgoingInterface = i
+		}
 	}
 	return cfg
 }

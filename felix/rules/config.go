@@ -48,6 +48,13 @@ type Config struct {
 	// the source ports of TCP and UDP so translated.
 	NATOutgoingAddress     netip.Addr
 	NATPortMin, NATPortMax uint16
+	// NATOutgoingExcludeHosts is natOutgoingExclusions IPPoolsAndHostIPs:
+	// traffic to a Calico node's address (IPv4) is not NATed either.
+	NATOutgoingExcludeHosts bool
+	// NATOutgoingInterface is iptablesNATOutgoingInterfaceFilter: when
+	// set, only traffic leaving by this interface (iptables -o syntax,
+	// "+" a wildcard) is NATed.
+	NATOutgoingInterface string
 	// Packet mark bits, each a distinct single bit; zero means the default
 	// (0x10000, 0x20000, 0x40000).
 	MarkAccept, MarkPass, MarkScratch uint32
@@ -187,8 +194,9 @@ func (c Config) endpointToHostAction() string {
 }
 
 // natOutgoingRules is the cali-nat-outgoing rules for traffic matching
-// match: MASQUERADE, or SNAT to NATOutgoingAddress (IPv4), with the port
-// range for TCP and UDP first when one is set.
+// match (and leaving by NATOutgoingInterface, when set): MASQUERADE, or
+// SNAT to NATOutgoingAddress (IPv4), with the port range for TCP and UDP
+// first when one is set.
 func (c Config) natOutgoingRules(match string) []iptables.Rule {
 	target := func(ports bool) string {
 		pr := ""
@@ -204,6 +212,9 @@ func (c Config) natOutgoingRules(match string) []iptables.Rule {
 			return "-j MASQUERADE --to-ports " + pr
 		}
 		return "-j MASQUERADE"
+	}
+	if c.NATOutgoingInterface != "" {
+		match += " -o " + c.NATOutgoingInterface
 	}
 	var out []iptables.Rule
 	if c.NATPortMin != 0 {

@@ -38,6 +38,9 @@ type kernelHost struct {
 	t  *testing.T
 	ns ns.NetNS
 	dp *dataplane.Dataplane
+	// hosts are the members of cali40all-hosts-net (the calculation
+	// fills it from the nodes' addresses).
+	hosts []string
 }
 
 func newKernelHost(t *testing.T) *kernelHost {
@@ -108,10 +111,13 @@ func (h *kernelHost) apply(cfg rules.Config, in rules.Input) {
 		Tables: map[int]map[string][]iptables.Chain{4: {"filter": tb.Filter, "nat": tb.NAT, "mangle": tb.Mangle, "raw": tb.Raw}}}
 	for _, s := range specs {
 		set := dataplane.IPSet{Type: "hash:net", Family: "inet"}
-		if s.Kind == rules.IPSetPools {
+		switch s.Kind {
+		case rules.IPSetPools:
 			for _, p := range in.PoolSetMembers(s) {
 				set.Members = append(set.Members, p.String())
 			}
+		case rules.IPSetAllHosts:
+			set.Members = h.hosts
 		}
 		des.IPSets[s.Name] = set
 	}
@@ -340,4 +346,161 @@ func icmpMessage(typ, code byte, body []byte) []byte {
 	cs := ^uint16(sum)
 	b[2], b[3] = byte(cs>>8), byte(cs)
 	return b
+}
+
+// uplink wires an "outside" namespace to the host: host end "uplink" with
+// 192.168.77.1/24, outside end with 192.168.77.2/24 and a route back to
+// the pods' 10.0.0.0/8 via the host. It returns the outside namespace.
+func (h *kernelHost) uplink() ns.NetNS {
+	t := h.t
+	t.Helper()
+	out := nstest.NewNS(t)
+	err := h.ns.Do(func(ns.NetNS) error {
+		la := netlink.NewLinkAttrs()
+		la.Name = "uplink"
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: "outside"}); err != nil {
+			return err
+		}
+		peer, err := netlink.LinkByName("outside")
+		if err != nil {
+			return err
+		}
+		if err := netlink.LinkSetNsFd(peer, int(out.Fd())); err != nil {
+			return err
+		}
+		l, err := netlink.LinkByName("uplink")
+		if err != nil {
+			return err
+		}
+		a, _ := netlink.ParseAddr("192.168.77.1/24")
+		if err := netlink.AddrAdd(l, a); err != nil {
+			return err
+		}
+		return netlink.LinkSetUp(l)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = out.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName("outside")
+		if err != nil {
+			return err
+		}
+		a, _ := netlink.ParseAddr("192.168.77.2/24")
+		if err := netlink.AddrAdd(l, a); err != nil {
+			return err
+		}
+		if err := netlink.LinkSetUp(l); err != nil {
+			return err
+		}
+		_, pods, _ := net.ParseCIDR("10.0.0.0/8")
+		return netlink.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Dst: pods, Gw: net.ParseIP("192.168.77.1")})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sourceSeen listens on addr in ns and returns a function that connects
+// from the pod and reports the source address the listener saw.
+func sourceSeen(t *testing.T, in ns.NetNS, addr netip.AddrPort) func(p *kpod) string {
+	var l net.Listener
+	err := in.Do(func(ns.NetNS) error {
+		var err error
+		l, err = net.Listen("tcp4", addr.String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	seen := make(chan string, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			seen <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+			c.Close()
+		}
+	}()
+	return func(p *kpod) string {
+		t.Helper()
+		if err := p.dial(addr, 10*time.Second); err != nil {
+			t.Fatalf("connect to %s: %v", addr, err)
+		}
+		return <-seen
+	}
+}
+
+// TestNATOutgoingExclusionsKernel: a pod in a natOutgoing pool reaching
+// an address outside the pools leaves with the host's uplink address
+// (MASQUERADE) while natOutgoingExclusions is IPPoolsOnly, even when the
+// address is another Calico host's; with IPPoolsAndHostIPs traffic to that
+// host keeps the pod's address while traffic to a non-Calico address is
+// still translated; IPPoolsOnly again translates both.
+func TestNATOutgoingExclusionsKernel(t *testing.T) {
+	h := newKernelHost(t)
+	a := h.pod("calinata", 64)
+	out := h.uplink()
+	if err := out.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName("outside")
+		if err != nil {
+			return err
+		}
+		b, _ := netlink.ParseAddr("192.168.77.3/24") // an address that is no Calico host's
+		return netlink.AddrAdd(l, b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.hosts = []string{"192.168.77.1/32", "192.168.77.2/32"}
+	calicoHost := sourceSeen(t, out, netip.MustParseAddrPort("192.168.77.2:9000"))
+	other := sourceSeen(t, out, netip.MustParseAddrPort("192.168.77.3:9000"))
+	in := rules.Input{Endpoints: []rules.Endpoint{{Iface: a.Iface, Addrs: []netip.Addr{a.Addr}, Profiles: []string{"open"}}},
+		Profiles: openProfile, NATOutgoingPools: []netip.Prefix{netip.MustParsePrefix("10.64.0.0/24")},
+		AllPools: []netip.Prefix{netip.MustParsePrefix("10.64.0.0/24")}}
+	for _, step := range []struct {
+		exclude           bool
+		toCalico, toOther string
+	}{
+		{false, "192.168.77.1", "192.168.77.1"},
+		{true, a.Addr.String(), "192.168.77.1"},
+		{false, "192.168.77.1", "192.168.77.1"},
+	} {
+		h.apply(rules.Config{DefaultEndpointToHostAction: "Accept", NATOutgoingExcludeHosts: step.exclude}, in)
+		if got := calicoHost(a); got != step.toCalico {
+			t.Fatalf("IPPoolsAndHostIPs %v: a Calico host saw source %s, want %s", step.exclude, got, step.toCalico)
+		}
+		if got := other(a); got != step.toOther {
+			t.Fatalf("IPPoolsAndHostIPs %v: a non-Calico address saw source %s, want %s", step.exclude, got, step.toOther)
+		}
+	}
+}
+
+// TestNATOutgoingInterfaceKernel: with iptablesNATOutgoingInterfaceFilter
+// naming the uplink (or a "+" prefix of it) traffic leaving by it is
+// translated; naming another interface leaves its source alone; unset
+// (the default) translates.
+func TestNATOutgoingInterfaceKernel(t *testing.T) {
+	h := newKernelHost(t)
+	a := h.pod("calinatb", 65)
+	out := h.uplink()
+	seen := sourceSeen(t, out, netip.MustParseAddrPort("192.168.77.2:9000"))
+	in := rules.Input{Endpoints: []rules.Endpoint{{Iface: a.Iface, Addrs: []netip.Addr{a.Addr}, Profiles: []string{"open"}}},
+		Profiles: openProfile, NATOutgoingPools: []netip.Prefix{netip.MustParsePrefix("10.65.0.0/24")},
+		AllPools: []netip.Prefix{netip.MustParsePrefix("10.65.0.0/24")}}
+	for _, step := range []struct{ filter, want string }{
+		{"", "192.168.77.1"},
+		{"eth9", a.Addr.String()},
+		{"upl+", "192.168.77.1"},
+		{"uplink0+", a.Addr.String()},
+		{"uplink", "192.168.77.1"},
+	} {
+		h.apply(rules.Config{DefaultEndpointToHostAction: "Accept", NATOutgoingInterface: step.filter}, in)
+		if got := seen(a); got != step.want {
+			t.Fatalf("iptablesNATOutgoingInterfaceFilter %q: source %s, want %s", step.filter, got, step.want)
+		}
+	}
 }

@@ -129,3 +129,32 @@ func TestDisableConntrackInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestNATOutgoingOptions: natOutgoingExclusions IPPoolsAndHostIPs adds the
+// hosts set to the NAT outgoing match (IPv4 only) and lists it among the
+// sets in use; iptablesNATOutgoingInterfaceFilter limits every NAT
+// outgoing rule (the port-range ones too) to the outgoing interface.
+func TestNATOutgoingOptions(t *testing.T) {
+	in := sampleInput(4)
+	cfg := Config{NATOutgoingExcludeHosts: true, NATOutgoingInterface: "eth+", NATPortMin: 40000, NATPortMax: 40010}
+	tb, sets := Render(cfg, in)
+	got := chainLines(t, tb.NAT, ChainNATOutgoing)
+	const m = "-m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -m set ! --match-set cali40all-hosts-net dst -o eth+"
+	want := "-p tcp " + m + " -j MASQUERADE --to-ports 40000-40010\n" +
+		"-p udp " + m + " -j MASQUERADE --to-ports 40000-40010\n" +
+		m + " -j MASQUERADE\n"
+	if got != want {
+		t.Errorf("cali-nat-outgoing:\n%s\nwant\n%s", got, want)
+	}
+	if !strings.Contains(dumpSets(sets), "cali40all-hosts-net") {
+		t.Errorf("hosts set not among the sets in use:\n%s", dumpSets(sets))
+	}
+	tb6, sets6 := Render(Config{IPVersion: 6, NATOutgoingExcludeHosts: true}, sampleInput(6))
+	if d := dump(tb6) + dumpSets(sets6); strings.Contains(d, "hosts") {
+		t.Errorf("IPv6 references a hosts set:\n%s", d)
+	}
+	plain, plainSets := Render(Config{}, in)
+	if d := chainLines(t, plain.NAT, ChainNATOutgoing) + dumpSets(plainSets); strings.Contains(d, "hosts") || strings.Contains(d, " -o ") {
+		t.Errorf("defaults: hosts set or interface filter:\n%s", d)
+	}
+}

@@ -354,7 +354,11 @@ func (r *renderer) natChains(eps []Endpoint, in Input) []iptables.Chain {
 	if len(in.NATOutgoingPools) > 0 {
 		m := r.ipset(IPSetSpec{Kind: IPSetPools, NATOutgoing: true})
 		all := r.ipset(IPSetSpec{Kind: IPSetPools})
-		masq.Rules = append(masq.Rules, r.cfg.natOutgoingRules("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst")...)
+		match := "-m set --match-set " + m + " src -m set ! --match-set " + all + " dst"
+		if r.cfg.NATOutgoingExcludeHosts && r.cfg.IPVersion == 4 {
+			match += " -m set ! --match-set " + r.ipset(IPSetSpec{Kind: IPSetAllHosts}) + " dst"
+		}
+		masq.Rules = append(masq.Rules, r.cfg.natOutgoingRules(match)...)
 	}
 	return []iptables.Chain{
 		{Name: ChainNATPrerouting, Rules: []iptables.Rule{rule("", "-j "+ChainFloatingIPDNAT, "")}},

@@ -88,7 +88,9 @@ type FelixConfigurationSpec struct {
 	AllowIPIPPacketsFromWorkloads  *bool `json:"allowIPIPPacketsFromWorkloads,omitempty"`
 
 	// Policy rendering (felix/rules).
-	DisableConntrackInvalidCheck *bool `json:"disableConntrackInvalidCheck,omitempty"`
+	DisableConntrackInvalidCheck       *bool  `json:"disableConntrackInvalidCheck,omitempty"`
+	NATOutgoingExclusions              string `json:"natOutgoingExclusions,omitempty"`
+	IptablesNATOutgoingInterfaceFilter string `json:"iptablesNATOutgoingInterfaceFilter,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
@@ -104,6 +106,10 @@ type RouteTableRange struct {
 	Min int `json:"min"`
 	Max int `json:"max"`
 }
+
+// IfaceFilterRE is Calico's interface filter (iptables -o syntax, "+" a
+// wildcard): iptablesNATOutgoingInterfaceFilter.
+var IfaceFilterRE = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
 
 var logLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
 
@@ -138,6 +144,10 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.iptablesMangleAllowAction", s.IptablesMangleAllowAction, "Accept", "Return")
 	f.oneOf("spec.iptablesFilterDenyAction", s.IptablesFilterDenyAction, "Drop", "Reject")
 	f.oneOf("spec.serviceLoopPrevention", s.ServiceLoopPrevention, "Drop", "Reject", "Disabled")
+	f.oneOf("spec.natOutgoingExclusions", s.NATOutgoingExclusions, "IPPoolsOnly", "IPPoolsAndHostIPs")
+	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
+		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
+	}
 	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
 	f.oneOf("spec.routeSource", s.RouteSource, "WorkloadIPs", "CalicoIPAM")
 	f.oneOf("spec.bpfLogLevel", s.BPFLogLevel, "Off", "Info", "Debug")

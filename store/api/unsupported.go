@@ -112,8 +112,8 @@ var refusals = map[string][]refusal{
 		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
 		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
-		calicoOnly("spec.maxIpsetSize", "1048576"), calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
-		calicoOnly("spec.iptablesNATOutgoingInterfaceFilter"), calicoOnly("spec.prometheusMetricsCAFile"),
+		calicoOnly("spec.maxIpsetSize", "1048576"),
+		calicoOnly("spec.prometheusMetricsCAFile"),
 		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
 		// The agent always programs an endpoint's ipNATs (floating IPs);

@@ -1,0 +1,92 @@
+package calc_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+func calicoNode(name, ipv4 string) *api.Node {
+	n := newObj("Node").(*api.Node)
+	n.Metadata.Name = name
+	n.Spec.BGP = &api.NodeBGPSpec{IPv4Address: ipv4}
+	return n
+}
+
+func felixDefault(set func(s *api.FelixConfigurationSpec)) *api.FelixConfiguration {
+	f := newObj("FelixConfiguration").(*api.FelixConfiguration)
+	f.Metadata.Name = "default"
+	set(&f.Spec)
+	return f
+}
+
+// natRule is the v4 cali-nat-outgoing rules of d, one a line.
+func natRules(d calc.Desired) string {
+	var out []string
+	for _, c := range d.Tables[4].NAT {
+		if c.Name == "cali-nat-outgoing" {
+			for _, r := range c.Rules {
+				out = append(out, r.Match+" "+r.Action)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestNATOutgoingExclusionsHosts: with natOutgoingExclusions
+// IPPoolsAndHostIPs the NAT outgoing rule also skips destinations in
+// cali40all-hosts-net, which holds every node's IPv4 address (following
+// node changes); IPPoolsOnly (the default) neither references nor keeps
+// the set. iptablesNATOutgoingInterfaceFilter limits the rule to an
+// outgoing interface.
+func TestNATOutgoingExclusionsHosts(t *testing.T) {
+	ds := datastore{}
+	ds.put(t, pool("p", "10.64.0.0/24", true))
+	ds.put(t, wep("default", "a", thisNode, "calia", nil, []string{"10.64.0.1/32"}, "open"))
+	ds.put(t, profile("open", nil))
+	ds.put(t, calicoNode(thisNode, "192.168.77.1/24"))
+	ds.put(t, calicoNode("node2", "192.168.77.2"))
+	s := fresh(t, ds, 0)
+	apply := func(next datastore) calc.Desired {
+		t.Helper()
+		for _, u := range diff(t, ds, next) {
+			s.Apply(u)
+		}
+		ds = next
+		return s.Desired(false)
+	}
+
+	d := s.Desired(false)
+	if _, ok := d.IPSets["cali40all-hosts-net"]; ok || strings.Contains(natRules(d), "all-hosts") {
+		t.Fatalf("IPPoolsOnly (default): hosts set used:\n%s", dump(d))
+	}
+	next := ds.clone()
+	next.put(t, felixDefault(func(s *api.FelixConfigurationSpec) { s.NATOutgoingExclusions = "IPPoolsAndHostIPs" }))
+	d = apply(next)
+	if r := natRules(d); !strings.Contains(r, "-m set ! --match-set cali40all-ipam-pools dst -m set ! --match-set cali40all-hosts-net dst -j MASQUERADE") {
+		t.Fatalf("IPPoolsAndHostIPs: rule\n%s", r)
+	}
+	if got := strings.Join(d.IPSets["cali40all-hosts-net"].Members, " "); got != "192.168.77.1/32 192.168.77.2/32" {
+		t.Fatalf("hosts set %q", got)
+	}
+	next = ds.clone()
+	next.remove("Node", "", "node2")
+	next.put(t, calicoNode("node3", "192.168.77.3"))
+	d = apply(next)
+	if got := strings.Join(d.IPSets["cali40all-hosts-net"].Members, " "); got != "192.168.77.1/32 192.168.77.3/32" {
+		t.Fatalf("hosts set after node changes %q", got)
+	}
+	next = ds.clone()
+	next.put(t, felixDefault(func(s *api.FelixConfigurationSpec) {
+		s.NATOutgoingExclusions, s.IptablesNATOutgoingInterfaceFilter = "IPPoolsOnly", "eth+"
+	}))
+	d = apply(next)
+	if _, ok := d.IPSets["cali40all-hosts-net"]; ok {
+		t.Fatalf("IPPoolsOnly again: hosts set kept")
+	}
+	if r := natRules(d); r != "-m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -o eth+ -j MASQUERADE" {
+		t.Fatalf("interface filter eth+: rule\n%s", r)
+	}
+}
