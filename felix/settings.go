@@ -132,6 +132,7 @@ var settings = []setting{
 	field("disableConntrackInvalidCheck", "false", true, func(s *spec) **bool { return &s.DisableConntrackInvalidCheck }, parseBool, nil),
 	field("natOutgoingExclusions", "IPPoolsOnly", true, func(s *spec) *string { return &s.NATOutgoingExclusions }, oneOf("IPPoolsOnly", "IPPoolsAndHostIPs"), validOneOf("IPPoolsOnly", "IPPoolsAndHostIPs")),
 	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
+	field("workloadSourceSpoofing", "Disabled", true, func(s *spec) *string { return &s.WorkloadSourceSpoofing }, oneOf("Disabled", "Any"), validOneOf("Disabled", "Any")),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

@@ -78,6 +78,7 @@ var settingCases = map[string]settingCase{
 	"disableConntrackInvalidCheck":       {"true", `true`, `false`, `true`, ``},
 	"natOutgoingExclusions":              {"ippoolsandhostips", `"IPPoolsAndHostIPs"`, `"IPPoolsOnly"`, `"IPPoolsAndHostIPs"`, `"HostIPs"`},
 	"iptablesNATOutgoingInterfaceFilter": {"eth+", `"eth+"`, `"ens3"`, `"bond0.1"`, `"eth 0"`},
+	"workloadSourceSpoofing":             {"any", `"Any"`, `"Disabled"`, `"Any"`, `"All"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

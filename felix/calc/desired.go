@@ -38,6 +38,7 @@ type Desired struct {
 func (s *State) Desired(ipv6 bool) Desired {
 	s.refreshLocalPolicies()
 	base := s.rulesConfig()
+	spoofing := s.workloadSourceSpoofing()
 	d := Desired{Tables: map[int]rules.Tables{}, IPForwarding: s.ipForwarding(), IPv6: ipv6}
 	keys := make([]string, 0, len(s.localPolicies))
 	for k := range s.localPolicies {
@@ -69,8 +70,10 @@ func (s *State) Desired(ipv6 bool) Desired {
 				ep.NATs = append(ep.NATs, rules.NAT{Internal: in, External: ex})
 			}
 		}
+		// As in Calico, a workload's allowSpoofedSourcePrefixes count only
+		// while workloadSourceSpoofing is Any.
 		for _, n := range w.Spec.AllowSpoofedSourcePrefixes {
-			if p, err := netip.ParsePrefix(n); err == nil {
+			if p, err := netip.ParsePrefix(n); err == nil && spoofing {
 				ep.AllowSpoofedFrom = append(ep.AllowSpoofedFrom, p)
 			}
 		}
@@ -242,6 +245,19 @@ func (s *State) rulesConfig() rules.Config {
 		}
 	}
 	return cfg
+}
+
+// workloadSourceSpoofing reads spec.workloadSourceSpoofing, "default"
+// overlaid by "node.<name>": whether it is Any (Calico's default is
+// Disabled).
+func (s *State) workloadSourceSpoofing() bool {
+	mode := ""
+	for _, name := range []string{"default", "node." + s.node} {
+		if f, ok := s.felixCfgs[name]; ok && f.Spec.WorkloadSourceSpoofing != "" {
+			mode = f.Spec.WorkloadSourceSpoofing
+		}
+	}
+	return strings.EqualFold(mode, "Any")
 }
 
 // ipForwarding reads spec.ipForwarding, "default" overlaid by "node.<name>".

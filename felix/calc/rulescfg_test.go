@@ -90,3 +90,56 @@ func TestNATOutgoingExclusionsHosts(t *testing.T) {
 		t.Fatalf("interface filter eth+: rule\n%s", r)
 	}
 }
+
+// TestWorkloadSourceSpoofing: an endpoint's allowSpoofedSourcePrefixes
+// widen its anti-spoofing rule only while workloadSourceSpoofing is Any
+// (node.<name> overriding default); Disabled, Calico's default, ignores
+// them.
+func TestWorkloadSourceSpoofing(t *testing.T) {
+	ds := datastore{}
+	w := wep("default", "a", thisNode, "calia", nil, []string{"10.64.0.1/32"}, "open")
+	w.Spec.AllowSpoofedSourcePrefixes = []string{"10.99.0.0/16"}
+	ds.put(t, w)
+	ds.put(t, profile("open", nil))
+	s := fresh(t, ds, 0)
+	spoofRules := func() string {
+		var out []string
+		for _, c := range s.Desired(false).Tables[4].Filter {
+			if c.Name == "cali-fw-calia" {
+				for _, r := range c.Rules {
+					if strings.Contains(r.Match, "-s ") {
+						out = append(out, r.Match+" "+r.Action)
+					}
+				}
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	step := func(what string, change func(next datastore), want bool) {
+		t.Helper()
+		next := ds.clone()
+		change(next)
+		for _, u := range diff(t, ds, next) {
+			s.Apply(u)
+		}
+		ds = next
+		if got := strings.Contains(spoofRules(), "10.99.0.0/16"); got != want {
+			t.Fatalf("%s: prefix in the anti-spoofing rules %v, want %v:\n%s", what, got, want, spoofRules())
+		}
+		if !strings.Contains(spoofRules(), "10.64.0.1/32") {
+			t.Fatalf("%s: the endpoint's own address is not allowed:\n%s", what, spoofRules())
+		}
+	}
+	mode := func(name, v string) func(datastore) {
+		return func(next datastore) {
+			f := felixDefault(func(s *api.FelixConfigurationSpec) { s.WorkloadSourceSpoofing = v })
+			f.Metadata.Name = name
+			next.put(t, f)
+		}
+	}
+	step("unset (Disabled)", func(datastore) {}, false)
+	step("Any", mode("default", "Any"), true)
+	step("node.<name> Disabled over default Any", mode("node."+thisNode, "Disabled"), false)
+	step("node.<name> removed: default Any", func(next datastore) { next.remove("FelixConfiguration", "", "node."+thisNode) }, true)
+	step("default Disabled", mode("default", "Disabled"), false)
+}

@@ -91,6 +91,7 @@ type FelixConfigurationSpec struct {
 	DisableConntrackInvalidCheck       *bool  `json:"disableConntrackInvalidCheck,omitempty"`
 	NATOutgoingExclusions              string `json:"natOutgoingExclusions,omitempty"`
 	IptablesNATOutgoingInterfaceFilter string `json:"iptablesNATOutgoingInterfaceFilter,omitempty"`
+	WorkloadSourceSpoofing             string `json:"workloadSourceSpoofing,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
@@ -145,6 +146,7 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.iptablesFilterDenyAction", s.IptablesFilterDenyAction, "Drop", "Reject")
 	f.oneOf("spec.serviceLoopPrevention", s.ServiceLoopPrevention, "Drop", "Reject", "Disabled")
 	f.oneOf("spec.natOutgoingExclusions", s.NATOutgoingExclusions, "IPPoolsOnly", "IPPoolsAndHostIPs")
+	f.oneOf("spec.workloadSourceSpoofing", s.WorkloadSourceSpoofing, "Disabled", "Any")
 	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
 		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
 	}

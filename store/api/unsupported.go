@@ -110,7 +110,7 @@ var refusals = map[string][]refusal{
 		// agent does what Calico's default says and refuses the rest.
 		calicoOnly("spec.deviceRouteSourceAddress"),
 		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
-		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
+		calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
 		calicoOnly("spec.maxIpsetSize", "1048576"),
 		calicoOnly("spec.prometheusMetricsCAFile"),

@@ -170,6 +170,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.disableConntrackInvalidCheck":       "TestConntrackInvalidKernel",
 	"FelixConfiguration.spec.natOutgoingExclusions":              "TestNATOutgoingExclusionsKernel",
 	"FelixConfiguration.spec.iptablesNATOutgoingInterfaceFilter": "TestNATOutgoingInterfaceKernel",
+	"FelixConfiguration.spec.workloadSourceSpoofing":             "TestPolicyTrafficAntiSpoof",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
