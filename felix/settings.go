@@ -133,6 +133,11 @@ var settings = []setting{
 	field("natOutgoingExclusions", "IPPoolsOnly", true, func(s *spec) *string { return &s.NATOutgoingExclusions }, oneOf("IPPoolsOnly", "IPPoolsAndHostIPs"), validOneOf("IPPoolsOnly", "IPPoolsAndHostIPs")),
 	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
 	field("workloadSourceSpoofing", "Disabled", true, func(s *spec) *string { return &s.WorkloadSourceSpoofing }, oneOf("Disabled", "Any"), validOneOf("Disabled", "Any")),
+	field("logPrefix", "calico-packet", true, func(s *spec) *string { return &s.LogPrefix }, parseLogPrefix, validLogPrefix),
+	// Calico renders service loop prevention only for the service CIDRs
+	// BGPConfiguration advertises, which this agent refuses: accepted,
+	// validated, nothing to render (docs/CONFIGURATION.md).
+	field("serviceLoopPrevention", "Drop", true, func(s *spec) *string { return &s.ServiceLoopPrevention }, oneOf("Drop", "Reject", "Disabled"), validOneOf("Drop", "Reject", "Disabled")),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

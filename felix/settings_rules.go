@@ -19,3 +19,14 @@ func parseIfaceFilter(s string) (string, error) {
 }
 
 func validIfaceFilter(s string) error { _, err := parseIfaceFilter(s); return err }
+
+// parseLogPrefix reads logPrefix (store/api.LogPrefixProblem says what
+// is accepted).
+func parseLogPrefix(s string) (string, error) {
+	if msg := api.LogPrefixProblem(s); msg != "" {
+		return "", fmt.Errorf("%q %s", s, msg)
+	}
+	return s, nil
+}
+
+func validLogPrefix(s string) error { _, err := parseLogPrefix(s); return err }

@@ -79,6 +79,8 @@ var settingCases = map[string]settingCase{
 	"natOutgoingExclusions":              {"ippoolsandhostips", `"IPPoolsAndHostIPs"`, `"IPPoolsOnly"`, `"IPPoolsAndHostIPs"`, `"HostIPs"`},
 	"iptablesNATOutgoingInterfaceFilter": {"eth+", `"eth+"`, `"ens3"`, `"bond0.1"`, `"eth 0"`},
 	"workloadSourceSpoofing":             {"any", `"Any"`, `"Disabled"`, `"Any"`, `"All"`},
+	"logPrefix":                          {"node-a drop", `"node-a drop"`, `"n1"`, `"cluster/x"`, `"%t-%n"`},
+	"serviceLoopPrevention":              {"reject", `"Reject"`, `"Disabled"`, `"Drop"`, `"Block"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

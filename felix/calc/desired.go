@@ -243,6 +243,9 @@ func (s *State) rulesConfig() rules.Config {
 		if i := f.Spec.IptablesNATOutgoingInterfaceFilter; i != "" {
 			cfg.NATOutgoingInterface = i
 		}
+		if p := f.Spec.LogPrefix; p != "" {
+			cfg.LogPrefix = p
+		}
 	}
 	return cfg
 }

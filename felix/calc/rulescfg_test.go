@@ -143,3 +143,33 @@ func TestWorkloadSourceSpoofing(t *testing.T) {
 	step("node.<name> removed: default Any", func(next datastore) { next.remove("FelixConfiguration", "", "node."+thisNode) }, true)
 	step("default Disabled", mode("default", "Disabled"), false)
 }
+
+// TestServiceLoopPreventionRendersNothing: every value of
+// serviceLoopPrevention is accepted and leaves the desired state as it
+// is: Calico renders it only for service CIDRs BGPConfiguration
+// advertises, which this agent refuses at write; a bad value is refused
+// naming the field.
+func TestServiceLoopPreventionRendersNothing(t *testing.T) {
+	ds := datastore{}
+	ds.put(t, pool("p", "10.64.0.0/24", true))
+	ds.put(t, wep("default", "a", thisNode, "calia", nil, []string{"10.64.0.1/32"}, "open"))
+	ds.put(t, profile("open", nil))
+	base := dump(fresh(t, ds, 0).Desired(false))
+	for _, v := range []string{"Drop", "Reject", "Disabled"} {
+		next := ds.clone()
+		next.put(t, felixDefault(func(s *api.FelixConfigurationSpec) { s.ServiceLoopPrevention = v }))
+		if got := dump(fresh(t, next, 0).Desired(false)); got != base {
+			t.Errorf("serviceLoopPrevention %s changed the desired state:\n%s\nwant\n%s", v, got, base)
+		}
+	}
+	bad := felixDefault(func(s *api.FelixConfigurationSpec) { s.ServiceLoopPrevention = "Block" })
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "spec.serviceLoopPrevention") {
+		t.Errorf("serviceLoopPrevention Block: %v", err)
+	}
+	advertised := newObj("BGPConfiguration").(*api.BGPConfiguration)
+	advertised.Metadata.Name = "default"
+	advertised.Spec.ServiceClusterIPs = []api.ServiceIPBlock{{CIDR: "10.96.0.0/12"}}
+	if err := advertised.Validate(); err == nil || !strings.Contains(err.Error(), "spec.serviceClusterIPs") {
+		t.Errorf("advertised service CIDRs are accepted, so serviceLoopPrevention would have CIDRs to block: %v", err)
+	}
+}

@@ -72,6 +72,11 @@ type Config struct {
 	// DisableConntrackInvalid is disableConntrackInvalidCheck: no rule
 	// denies packets conntrack calls INVALID.
 	DisableConntrackInvalid bool
+	// LogPrefix is logPrefix, the prefix of Log rules' kernel log lines
+	// (DefaultLogPrefix when empty); as Calico's, the rule logs
+	// "<prefix>: ". Validation keeps it to characters and a length
+	// iptables takes.
+	LogPrefix string
 }
 
 // Calico's default failsafe ports (FailsafeInboundHostPorts and
@@ -180,6 +185,15 @@ func (c Config) denyWord() string {
 		return "Reject"
 	}
 	return "Drop"
+}
+
+// logAction is the LOG target of Log rules, as Calico renders it.
+func (c Config) logAction() string {
+	p := c.LogPrefix
+	if p == "" {
+		p = DefaultLogPrefix
+	}
+	return `-j LOG --log-prefix "` + p + `: " --log-level 5`
 }
 
 // endpointToHostAction is the iptables target of DefaultEndpointToHostAction.

@@ -504,3 +504,33 @@ func TestNATOutgoingInterfaceKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestLogPrefixKernel: a Log rule's LOG target carries logPrefix
+// followed by ": " (Calico's "calico-packet: " by default); a changed
+// prefix replaces the rule in the kernel on the same dataplane, and the
+// longest prefix validation admits (27 characters) is taken whole.
+func TestLogPrefixKernel(t *testing.T) {
+	h := newKernelHost(t)
+	a := h.pod("calilog", 66)
+	logged := map[string]rules.Profile{"logged": {
+		Ingress: []api.Rule{{Action: api.ActionLog}, {Action: api.ActionAllow}},
+		Egress:  []api.Rule{{Action: api.ActionAllow}},
+	}}
+	in := rules.Input{Endpoints: []rules.Endpoint{{Iface: a.Iface, Addrs: []netip.Addr{a.Addr}, Profiles: []string{"logged"}}}, Profiles: logged}
+	prefixes := regexp.MustCompile(`--log-prefix "([^"]*)"`)
+	for _, step := range []struct{ prefix, want string }{
+		{"", "calico-packet: "},
+		{"node1 policy/log", "node1 policy/log: "},
+		{strings.Repeat("x", api.MaxLogPrefix), strings.Repeat("x", api.MaxLogPrefix) + ": "},
+		{"", "calico-packet: "},
+	} {
+		h.apply(rules.Config{DefaultEndpointToHostAction: "Accept", LogPrefix: step.prefix}, in)
+		var got []string
+		for _, m := range prefixes.FindAllStringSubmatch(h.run("iptables-save", "-t", "filter"), -1) {
+			got = append(got, m[1])
+		}
+		if len(got) != 1 || got[0] != step.want {
+			t.Fatalf("logPrefix %q: LOG prefixes in the kernel %q, want [%q]", step.prefix, got, step.want)
+		}
+	}
+}

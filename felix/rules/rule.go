@@ -25,8 +25,9 @@ import (
 //
 // The scratch mark is clear between rules: whoever sets it clears it.
 
-// logAction is Calico's LOG target for Log rules.
-const logAction = `-j LOG --log-prefix "calico-packet: " --log-level 5`
+// DefaultLogPrefix is Calico's logPrefix: Log rules log as
+// "calico-packet: ".
+const DefaultLogPrefix = "calico-packet"
 
 // maxMultiport is how many ports one multiport match holds (a range counts
 // twice).
@@ -228,7 +229,7 @@ func (r *renderer) emit(alts, extra []string, action api.Action, deny string) []
 		case api.ActionDeny:
 			add(markSet(scratch), deny)
 		case api.ActionLog:
-			add(markSet(scratch), logAction)
+			add(markSet(scratch), r.cfg.logAction())
 			add("", clearMark(scratch))
 		}
 		return out
@@ -249,7 +250,7 @@ func (r *renderer) emit(alts, extra []string, action api.Action, deny string) []
 			add(a, deny)
 		}
 	case api.ActionLog:
-		add(alts[0], logAction)
+		add(alts[0], r.cfg.logAction())
 	}
 	return out
 }

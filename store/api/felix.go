@@ -112,6 +112,29 @@ type RouteTableRange struct {
 // wildcard): iptablesNATOutgoingInterfaceFilter.
 var IfaceFilterRE = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
 
+// logPrefixRE is Calico's logPrefix restriction: letters, digits, ":",
+// "%", "/", "_", "-" and space.
+var logPrefixRE = regexp.MustCompile(`^[a-zA-Z0-9:%/_ -]*$`)
+
+// MaxLogPrefix is the longest logPrefix: the rule logs "<prefix>: " and
+// iptables takes at most 29 characters.
+const MaxLogPrefix = 27
+
+// LogPrefixProblem says what is wrong with a logPrefix, "" if nothing.
+// Calico's "%" specifiers (%t tier, %k kind, %n name, %p namespaced name)
+// are refused: this agent renders the prefix as given.
+func LogPrefixProblem(p string) string {
+	switch {
+	case !logPrefixRE.MatchString(p):
+		return "may hold only letters, digits, space and : % / _ -"
+	case strings.Contains(p, "%"):
+		return "specifiers (%t, %k, %n, %p) are not supported by this agent"
+	case len(p) > MaxLogPrefix:
+		return "must be at most " + strconv.Itoa(MaxLogPrefix) + " characters (iptables logs at most 29 with the \": \" Calico adds)"
+	}
+	return ""
+}
+
 var logLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
 
 func init() {
@@ -147,6 +170,9 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.serviceLoopPrevention", s.ServiceLoopPrevention, "Drop", "Reject", "Disabled")
 	f.oneOf("spec.natOutgoingExclusions", s.NATOutgoingExclusions, "IPPoolsOnly", "IPPoolsAndHostIPs")
 	f.oneOf("spec.workloadSourceSpoofing", s.WorkloadSourceSpoofing, "Disabled", "Any")
+	if msg := LogPrefixProblem(s.LogPrefix); s.LogPrefix != "" && msg != "" {
+		f.add("spec.logPrefix", s.LogPrefix, msg)
+	}
 	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
 		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
 	}

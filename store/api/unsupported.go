@@ -91,7 +91,7 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md); until then a value other than Calico's
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logSeveritySys"), never("spec.logPrefix"),
+		never("spec.logSeveritySys"),
 		// Calico's installs write reportingInterval 0s (no status reports):
 		// reported, so such an object can be written back.
 		report("spec.reportingInterval", "30s"), report("spec.reportingTTL", "1m30s"),
@@ -99,7 +99,7 @@ var refusals = map[string][]refusal{
 		never("spec.ipv6Support", "true"),
 		never("spec.nftablesMode", "Disabled"),
 
-		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
+		never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"), never("spec.deviceRouteProtocol"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),

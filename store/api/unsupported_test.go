@@ -171,6 +171,8 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.natOutgoingExclusions":              "TestNATOutgoingExclusionsKernel",
 	"FelixConfiguration.spec.iptablesNATOutgoingInterfaceFilter": "TestNATOutgoingInterfaceKernel",
 	"FelixConfiguration.spec.workloadSourceSpoofing":             "TestPolicyTrafficAntiSpoof",
+	"FelixConfiguration.spec.logPrefix":                          "TestLogPrefixKernel",
+	"FelixConfiguration.spec.serviceLoopPrevention":              "TestServiceLoopPreventionRendersNothing",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
