@@ -173,3 +173,35 @@ func TestServiceLoopPreventionRendersNothing(t *testing.T) {
 		t.Errorf("advertised service CIDRs are accepted, so serviceLoopPrevention would have CIDRs to block: %v", err)
 	}
 }
+
+// TestOverlayFilterDeny: iptablesFilterDenyAction reaches the overlay's
+// filter rules (VXLAN and IP-in-IP from non-Calico hosts), node.<name>
+// over default, as Calico denies those with it too.
+func TestOverlayFilterDeny(t *testing.T) {
+	o := calc.NewOverlay(thisNode)
+	ds := datastore{}
+	step := func(change func(next datastore), want bool) {
+		t.Helper()
+		next := ds.clone()
+		change(next)
+		for _, u := range diff(t, ds, next) {
+			o.Apply(u)
+		}
+		ds = next
+		d := o.Desired()
+		if d.V4.Deny.Reject != want || d.V6.Deny.Reject != want || d.IPIP.Deny.Reject != want {
+			t.Fatalf("want Reject %v: V4 %v V6 %v IPIP %v", want, d.V4.Deny, d.V6.Deny, d.IPIP.Deny)
+		}
+	}
+	deny := func(name, v string) func(datastore) {
+		return func(next datastore) {
+			f := felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesFilterDenyAction = v })
+			f.Metadata.Name = name
+			next.put(t, f)
+		}
+	}
+	step(func(datastore) {}, false)
+	step(deny("default", "Reject"), true)
+	step(deny("node."+thisNode, "Drop"), false)
+	step(func(next datastore) { next.remove("FelixConfiguration", "", "node."+thisNode) }, true)
+}
