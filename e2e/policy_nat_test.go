@@ -84,7 +84,9 @@ func TestPolicyTrafficFloatingIP(t *testing.T) {
 }
 
 // A pod sending from an address that is not its own is dropped on the way
-// out; allowSpoofedSourcePrefixes lets exactly that source through.
+// out; allowSpoofedSourcePrefixes lets exactly that source through, but,
+// as in Calico, only while FelixConfiguration workloadSourceSpoofing is
+// Any: with Disabled (the default) the prefixes are ignored.
 func TestPolicyTrafficAntiSpoof(t *testing.T) {
 	t.Parallel()
 	const spoofed = "10.129.99.9"
@@ -107,9 +109,19 @@ func TestPolicyTrafficAntiSpoof(t *testing.T) {
 		deny("ping from a spoofed address", pingFrom(spoofed)))
 
 	e.editEndpoint(a, func(w *api.WorkloadEndpoint) { w.Spec.AllowSpoofedSourcePrefixes = []string{spoofed + "/32"} })
-	expectTraffic(t, "allowSpoofedSourcePrefixes admits the source",
+	expectTraffic(t, "workloadSourceSpoofing Disabled (default) ignores allowSpoofedSourcePrefixes",
+		deny("udp from the listed address", udpProbe(a.ns, spoofed, sink)),
+		allow("udp from a's address", udpProbe(a.ns, a.ip, sink)))
+
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.WorkloadSourceSpoofing = "Any" })
+	expectTraffic(t, "workloadSourceSpoofing Any: allowSpoofedSourcePrefixes admits the source",
 		allow("udp from the allowed address", udpProbe(a.ns, spoofed, sink)),
 		allow("ping from the allowed address", pingFrom(spoofed)),
+		allow("udp from a's address", udpProbe(a.ns, a.ip, sink)))
+
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.WorkloadSourceSpoofing = "Disabled" })
+	expectTraffic(t, "workloadSourceSpoofing Disabled again",
+		deny("udp from the listed address", udpProbe(a.ns, spoofed, sink)),
 		allow("udp from a's address", udpProbe(a.ns, a.ip, sink)))
 }
 

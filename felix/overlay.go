@@ -88,7 +88,7 @@ func addVXLANFilter(des *dataplane.Desired, ver int, f calc.OverlayFamily, port 
 		"cali-INPUT": {
 			{Match: udp + " -m set --match-set " + set + " src -m addrtype --dst-type LOCAL", Action: "-j ACCEPT",
 				Comment: "Allow VXLAN packets from known Calico nodes"},
-			{Match: udp + " -m addrtype --dst-type LOCAL", Action: "-j DROP", Comment: "Drop VXLAN packets from unknown hosts"},
+			{Match: udp + " -m addrtype --dst-type LOCAL", Action: f.Deny.Target(), Comment: f.Deny.Word() + " VXLAN packets from unknown hosts"},
 		},
 		"cali-OUTPUT": {
 			{Match: udp + " -m set --match-set " + set + " dst -m addrtype --src-type LOCAL", Action: "-j ACCEPT",

@@ -54,7 +54,7 @@ func addIPIPFilter(des *dataplane.Desired, ip calc.IPIPDesired) {
 		"cali-INPUT": {
 			{Match: "-p 4 -m set --match-set " + ipipHostsSet + " src -m addrtype --dst-type LOCAL", Action: "-j ACCEPT",
 				Comment: "Allow IPIP packets from Calico hosts"},
-			{Match: "-p 4", Action: "-j DROP", Comment: "Drop IPIP packets from non-Calico hosts"},
+			{Match: "-p 4", Action: ip.Deny.Target(), Comment: ip.Deny.Word() + " IPIP packets from non-Calico hosts"},
 		},
 		"cali-OUTPUT": {
 			{Match: "-p 4 -m set --match-set " + ipipHostsSet + " dst -m addrtype --src-type LOCAL", Action: "-j ACCEPT",

@@ -137,6 +137,17 @@ var settings = []setting{
 	field("ipv6Support", "true", true, func(s *spec) **bool { return &s.IPv6Support }, parseBool, nil),
 	field("logSeveritySys", "Info", true, func(s *spec) *string { return &s.LogSeveritySys }, oneOf(append(logLevelNames, "None")...), validOneOf(logLevelNames...)),
 	withEnv(field("reportingTTL", "1m30s", true, func(s *spec) **api.Duration { return &s.ReportingTTL }, parseSeconds, validNonNegative), "FELIX_REPORTINGTTLSECS"),
+	// Policy rendering (felix/rules).
+	field("iptablesFilterDenyAction", "Drop", true, func(s *spec) *string { return &s.IptablesFilterDenyAction }, oneOf("Drop", "Reject"), validOneOf("Drop", "Reject")),
+	field("disableConntrackInvalidCheck", "false", true, func(s *spec) **bool { return &s.DisableConntrackInvalidCheck }, parseBool, nil),
+	field("natOutgoingExclusions", "IPPoolsOnly", true, func(s *spec) *string { return &s.NATOutgoingExclusions }, oneOf("IPPoolsOnly", "IPPoolsAndHostIPs"), validOneOf("IPPoolsOnly", "IPPoolsAndHostIPs")),
+	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
+	field("workloadSourceSpoofing", "Disabled", true, func(s *spec) *string { return &s.WorkloadSourceSpoofing }, oneOf("Disabled", "Any"), validOneOf("Disabled", "Any")),
+	field("logPrefix", "calico-packet", true, func(s *spec) *string { return &s.LogPrefix }, parseLogPrefix, validLogPrefix),
+	// Calico renders service loop prevention only for the service CIDRs
+	// BGPConfiguration advertises, which this agent refuses: accepted,
+	// validated, nothing to render (docs/CONFIGURATION.md).
+	field("serviceLoopPrevention", "Drop", true, func(s *spec) *string { return &s.ServiceLoopPrevention }, oneOf("Drop", "Reject", "Disabled"), validOneOf("Drop", "Reject", "Disabled")),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

@@ -83,6 +83,15 @@ var settingCases = map[string]settingCase{
 	"ipv6Support":                    {"false", `false`, `true`, `false`, ``},
 	"logSeveritySys":                 {"none", `"None"`, `"Debug"`, `"Warning"`, `"Verbose"`},
 	"maxIpsetSize":                   {"65536", `65536`, `1000`, `2097152`, `0`},
+
+	// Policy rendering (felix/rules).
+	"iptablesFilterDenyAction":           {"reject", `"Reject"`, `"Drop"`, `"Reject"`, `"Deny"`},
+	"disableConntrackInvalidCheck":       {"true", `true`, `false`, `true`, ``},
+	"natOutgoingExclusions":              {"ippoolsandhostips", `"IPPoolsAndHostIPs"`, `"IPPoolsOnly"`, `"IPPoolsAndHostIPs"`, `"HostIPs"`},
+	"iptablesNATOutgoingInterfaceFilter": {"eth+", `"eth+"`, `"ens3"`, `"bond0.1"`, `"eth 0"`},
+	"workloadSourceSpoofing":             {"any", `"Any"`, `"Disabled"`, `"Any"`, `"All"`},
+	"logPrefix":                          {"node-a drop", `"node-a drop"`, `"n1"`, `"cluster/x"`, `"%t-%n"`},
+	"serviceLoopPrevention":              {"reject", `"Reject"`, `"Disabled"`, `"Drop"`, `"Block"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

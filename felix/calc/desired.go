@@ -38,6 +38,7 @@ type Desired struct {
 func (s *State) Desired(ipv6 bool) Desired {
 	s.refreshLocalPolicies()
 	base := s.rulesConfig()
+	spoofing := s.workloadSourceSpoofing()
 	d := Desired{Tables: map[int]rules.Tables{}, IPForwarding: s.ipForwarding(), IPv6: ipv6}
 	keys := make([]string, 0, len(s.localPolicies))
 	for k := range s.localPolicies {
@@ -69,8 +70,10 @@ func (s *State) Desired(ipv6 bool) Desired {
 				ep.NATs = append(ep.NATs, rules.NAT{Internal: in, External: ex})
 			}
 		}
+		// As in Calico, a workload's allowSpoofedSourcePrefixes count only
+		// while workloadSourceSpoofing is Any.
 		for _, n := range w.Spec.AllowSpoofedSourcePrefixes {
-			if p, err := netip.ParsePrefix(n); err == nil {
+			if p, err := netip.ParsePrefix(n); err == nil && spoofing {
 				ep.AllowSpoofedFrom = append(ep.AllowSpoofedFrom, p)
 			}
 		}
@@ -228,8 +231,36 @@ func (s *State) rulesConfig() rules.Config {
 		if m := f.Spec.IptablesMarkMask; m != nil {
 			cfg.MarkAccept, cfg.MarkPass, cfg.MarkScratch = rules.MarksFromMask(*m)
 		}
+		if a := f.Spec.IptablesFilterDenyAction; a != "" {
+			cfg.FilterDenyAction = a
+		}
+		if d := f.Spec.DisableConntrackInvalidCheck; d != nil {
+			cfg.DisableConntrackInvalid = *d
+		}
+		if e := f.Spec.NATOutgoingExclusions; e != "" {
+			cfg.NATOutgoingExcludeHosts = strings.EqualFold(e, "IPPoolsAndHostIPs")
+		}
+		if i := f.Spec.IptablesNATOutgoingInterfaceFilter; i != "" {
+			cfg.NATOutgoingInterface = i
+		}
+		if p := f.Spec.LogPrefix; p != "" {
+			cfg.LogPrefix = p
+		}
 	}
 	return cfg
+}
+
+// workloadSourceSpoofing reads spec.workloadSourceSpoofing, "default"
+// overlaid by "node.<name>": whether it is Any (Calico's default is
+// Disabled).
+func (s *State) workloadSourceSpoofing() bool {
+	mode := ""
+	for _, name := range []string{"default", "node." + s.node} {
+		if f, ok := s.felixCfgs[name]; ok && f.Spec.WorkloadSourceSpoofing != "" {
+			mode = f.Spec.WorkloadSourceSpoofing
+		}
+	}
+	return strings.EqualFold(mode, "Any")
 }
 
 // ipForwarding reads spec.ipForwarding, "default" overlaid by "node.<name>".

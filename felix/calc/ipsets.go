@@ -160,7 +160,7 @@ func (s *State) refreshIPSets(specs []rules.IPSetSpec, keep map[string]bool) {
 		}
 		st = newIPSetState(spec)
 		s.members[spec.Name] = st
-		if spec.Kind == rules.IPSetPools {
+		if spec.Kind == rules.IPSetPools || spec.Kind == rules.IPSetAllHosts {
 			continue
 		}
 		if isServiceSet(spec.Kind) {
@@ -214,6 +214,8 @@ func (s *State) ipsetsDesired() map[string]IPSet {
 		}
 		if st.spec.Kind == rules.IPSetPools {
 			set.Members = s.poolMembers(st)
+		} else if st.spec.Kind == rules.IPSetAllHosts {
+			set.Members = s.hostMembers()
 		} else {
 			seen := map[string]bool{}
 			for _, es := range st.members {

@@ -119,6 +119,8 @@ type OverlayFamily struct {
 	// NodeAddrs are every node's address of the family: the only sources
 	// VXLAN packets are accepted from.
 	NodeAddrs []netip.Addr
+	// Deny is how the rest are denied (iptablesFilterDenyAction).
+	Deny FilterDeny
 }
 
 // OverlayDesired is the desired overlay state.
@@ -279,6 +281,7 @@ func (o *Overlay) compute() OverlayDesired {
 	d.V4 = o.family(false, enabled, VXLANDeviceConfig{Name: VXLANDevice, VNI: vni, Port: port, MTU: mtu}, d.Routes)
 	d.V6 = o.family(true, enabled, VXLANDeviceConfig{Name: VXLANDeviceV6, VNI: vni, Port: port, MTU: mtu6}, d.Routes)
 	d.IPIP = o.ipip()
+	d.V4.Deny, d.V6.Deny, d.IPIP.Deny = o.filterDeny(), o.filterDeny(), o.filterDeny()
 	return d
 }
 

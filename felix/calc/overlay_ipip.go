@@ -24,6 +24,7 @@ type IPIPDesired struct {
 	// Enabled: one IPv4 pool has ipipMode Always or CrossSubnet, or
 	// FelixConfiguration ipipEnabled is true (ipipEnabled false wins).
 	Enabled bool
+	Deny    FilterDeny // how IP-in-IP from non-Calico hosts is denied
 	Addr    netip.Addr // this node's IPIP tunnel address (invalid: none yet)
 	MTU     int        // ipipMTU; 0: the parent interface's MTU minus 20
 	Parent  netip.Addr // this node's IPv4 address

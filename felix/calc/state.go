@@ -28,6 +28,7 @@ type State struct {
 	blocks     map[string]*ipam.Block // by CIDR
 	felixCfgs  map[string]*api.FelixConfiguration
 	services   map[string]*store.ServiceEndpoints // by datastore key (services.go)
+	hostAddrs  map[string]netip.Addr              // every node's IPv4 address, by node name (hosts.go)
 	inSync     bool
 
 	// Caches (see policies.go, ipsets.go).
@@ -45,7 +46,7 @@ func NewState(node string) *State {
 		tiers:    map[string]*tier{},
 		profiles: map[string]*api.Profile{}, netsets: map[string]*netset{}, pools: map[string]*api.IPPool{},
 		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{},
-		services:      map[string]*store.ServiceEndpoints{},
+		services: map[string]*store.ServiceEndpoints{}, hostAddrs: map[string]netip.Addr{},
 		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
 		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
 	}
@@ -97,6 +98,8 @@ func (s *State) Apply(u Update) {
 		}
 	case KindService:
 		s.applyService(u)
+	case "nodes":
+		s.applyNode(u)
 	case KindBlock:
 		cidr := blockCIDR(u.Key)
 		if u.Deleted {

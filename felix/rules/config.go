@@ -48,6 +48,13 @@ type Config struct {
 	// the source ports of TCP and UDP so translated.
 	NATOutgoingAddress     netip.Addr
 	NATPortMin, NATPortMax uint16
+	// NATOutgoingExcludeHosts is natOutgoingExclusions IPPoolsAndHostIPs:
+	// traffic to a Calico node's address (IPv4) is not NATed either.
+	NATOutgoingExcludeHosts bool
+	// NATOutgoingInterface is iptablesNATOutgoingInterfaceFilter: when
+	// set, only traffic leaving by this interface (iptables -o syntax,
+	// "+" a wildcard) is NATed.
+	NATOutgoingInterface string
 	// Packet mark bits, each a distinct single bit; zero means the default
 	// (0x10000, 0x20000, 0x40000).
 	MarkAccept, MarkPass, MarkScratch uint32
@@ -57,6 +64,19 @@ type Config struct {
 	// (FelixConfiguration, default false) lift the drop of encapsulated
 	// packets a workload sends.
 	AllowVXLANPacketsFromWorkloads, AllowIPIPPacketsFromWorkloads bool
+	// FilterDenyAction is iptablesFilterDenyAction: what the filter table
+	// does with traffic policy denied, "Drop" (the default: DROP) or
+	// "Reject" (REJECT). The raw and mangle tables always DROP: REJECT
+	// exists only in the filter table.
+	FilterDenyAction string
+	// DisableConntrackInvalid is disableConntrackInvalidCheck: no rule
+	// denies packets conntrack calls INVALID.
+	DisableConntrackInvalid bool
+	// LogPrefix is logPrefix, the prefix of Log rules' kernel log lines
+	// (DefaultLogPrefix when empty); as Calico's, the rule logs
+	// "<prefix>: ". Validation keeps it to characters and a length
+	// iptables takes.
+	LogPrefix string
 }
 
 // Calico's default failsafe ports (FailsafeInboundHostPorts and
@@ -149,6 +169,33 @@ func (c Config) mangleAllow() string {
 	return "-j ACCEPT"
 }
 
+// filterDeny is the target for traffic policy denied, in the filter
+// table.
+func (c Config) filterDeny() string {
+	if strings.EqualFold(c.FilterDenyAction, "reject") {
+		return "-j REJECT"
+	}
+	return "-j DROP"
+}
+
+// denyWord is the verdict's word in rule comments, as Calico writes it
+// ("Drop if no profiles matched", "Reject if ...").
+func (c Config) denyWord() string {
+	if strings.EqualFold(c.FilterDenyAction, "reject") {
+		return "Reject"
+	}
+	return "Drop"
+}
+
+// logAction is the LOG target of Log rules, as Calico renders it.
+func (c Config) logAction() string {
+	p := c.LogPrefix
+	if p == "" {
+		p = DefaultLogPrefix
+	}
+	return `-j LOG --log-prefix "` + p + `: " --log-level 5`
+}
+
 // endpointToHostAction is the iptables target of DefaultEndpointToHostAction.
 func (c Config) endpointToHostAction() string {
 	switch strings.ToLower(c.DefaultEndpointToHostAction) {
@@ -161,8 +208,9 @@ func (c Config) endpointToHostAction() string {
 }
 
 // natOutgoingRules is the cali-nat-outgoing rules for traffic matching
-// match: MASQUERADE, or SNAT to NATOutgoingAddress (IPv4), with the port
-// range for TCP and UDP first when one is set.
+// match (and leaving by NATOutgoingInterface, when set): MASQUERADE, or
+// SNAT to NATOutgoingAddress (IPv4), with the port range for TCP and UDP
+// first when one is set.
 func (c Config) natOutgoingRules(match string) []iptables.Rule {
 	target := func(ports bool) string {
 		pr := ""
@@ -178,6 +226,9 @@ func (c Config) natOutgoingRules(match string) []iptables.Rule {
 			return "-j MASQUERADE --to-ports " + pr
 		}
 		return "-j MASQUERADE"
+	}
+	if c.NATOutgoingInterface != "" {
+		match += " -o " + c.NATOutgoingInterface
 	}
 	var out []iptables.Rule
 	if c.NATPortMin != 0 {

@@ -27,10 +27,7 @@ const dispatchFanout = 16
 func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 	c := r.cfg
 	clear := rule("", clearMark(c.MarkAccept|c.MarkPass|c.MarkScratch), "Clear marks")
-	conntrack := []iptables.Rule{
-		rule("-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT", ""),
-		rule("-m conntrack --ctstate INVALID", "-j DROP", ""),
-	}
+	conntrack := r.conntrackRules()
 
 	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: []iptables.Rule{clear}}
 	tw.Rules = append(tw.Rules, conntrack...)
@@ -46,10 +43,10 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 		if port == 0 {
 			port = 4789
 		}
-		fw.Rules = append(fw.Rules, rule(fmt.Sprintf("-p udp -m udp --dport %d", port), "-j DROP", "Drop VXLAN encapped packets originating in workloads"))
+		fw.Rules = append(fw.Rules, rule(fmt.Sprintf("-p udp -m udp --dport %d", port), c.filterDeny(), c.denyWord()+" VXLAN encapped packets originating in workloads"))
 	}
 	if c.IPVersion == 4 && !c.AllowIPIPPacketsFromWorkloads {
-		fw.Rules = append(fw.Rules, rule("-p 4", "-j DROP", "Drop IPinIP encapped packets originating in workloads"))
+		fw.Rules = append(fw.Rules, rule("-p 4", c.filterDeny(), c.denyWord()+" IPinIP encapped packets originating in workloads"))
 	}
 	fw.Rules = append(fw.Rules, r.verdictRules(DirEgress, ep.tiers(DirEgress), ep.Profiles)...)
 	return []iptables.Chain{tw, fw}
@@ -69,7 +66,17 @@ func (r *renderer) verdictRules(dir string, tiers []Tier, profiles []string) []i
 			rule("", "-j "+ProfileChainName(dir, p), ""),
 			rule(markSet(acc), "-j RETURN", "Return if profile accepted"))
 	}
-	return append(out, rule("", "-j DROP", "Drop if no profiles matched"))
+	return append(out, rule("", r.cfg.filterDeny(), r.cfg.denyWord()+" if no profiles matched"))
+}
+
+// conntrackRules accept the packets of established flows and, unless
+// DisableConntrackInvalid, deny those conntrack calls invalid.
+func (r *renderer) conntrackRules() []iptables.Rule {
+	out := []iptables.Rule{rule("-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT", "")}
+	if !r.cfg.DisableConntrackInvalid {
+		out = append(out, rule("-m conntrack --ctstate INVALID", r.cfg.filterDeny(), ""))
+	}
+	return out
 }
 
 // tierRules runs the tiers in order: each starts with the pass mark clear
@@ -90,7 +97,7 @@ func (r *renderer) tierRules(dir string, tiers []Tier, endOfTier bool) []iptable
 				rule(markSet(acc), "-j RETURN", "Return if policy accepted"))
 		}
 		if endOfTier && t.DefaultAction != api.ActionPass {
-			out = append(out, rule(markClear(pass), "-j DROP", "End of tier "+t.Name+". Drop if no policies passed packet"))
+			out = append(out, rule(markClear(pass), r.cfg.filterDeny(), "End of tier "+t.Name+". "+r.cfg.denyWord()+" if no policies passed packet"))
 		}
 	}
 	return out
@@ -179,9 +186,9 @@ func (r *renderer) dispatch(root, flag string, ifaces []string, target func(stri
 		}
 		subs[len(subs)-1].Rules = append(subs[len(subs)-1].Rules, direct)
 	}
-	top.Rules = append(top.Rules, rule("", "-j DROP", unknown))
+	top.Rules = append(top.Rules, rule("", r.cfg.filterDeny(), unknown))
 	for i := range subs {
-		subs[i].Rules = append(subs[i].Rules, rule("", "-j DROP", unknown))
+		subs[i].Rules = append(subs[i].Rules, rule("", r.cfg.filterDeny(), unknown))
 	}
 	return append([]iptables.Chain{top}, subs...)
 }

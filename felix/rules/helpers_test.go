@@ -47,7 +47,7 @@ func line(chain string, r iptables.Rule) string {
 
 func dumpSets(specs []IPSetSpec) string {
 	var b strings.Builder
-	kinds := map[IPSetKind]string{IPSetSelector: "selector", IPSetNamedPort: "named-port", IPSetPools: "pools"}
+	kinds := map[IPSetKind]string{IPSetSelector: "selector", IPSetNamedPort: "named-port", IPSetPools: "pools", IPSetAllHosts: "all-hosts"}
 	for _, s := range specs {
 		b.WriteString(s.Name + " " + kinds[s.Kind])
 		if s.Selector != "" {

@@ -143,9 +143,7 @@ func (r *renderer) hepChain(name, dir string, table hepTable, tiers []Tier, prof
 	c := r.cfg
 	ch := iptables.Chain{Name: name, Rules: []iptables.Rule{rule("", clearMark(c.MarkAccept|c.MarkPass|c.MarkScratch), "Clear marks")}}
 	if table == hepFilter || table == hepForward {
-		ch.Rules = append(ch.Rules,
-			rule("-m conntrack --ctstate RELATED,ESTABLISHED", "-j ACCEPT", ""),
-			rule("-m conntrack --ctstate INVALID", "-j DROP", ""))
+		ch.Rules = append(ch.Rules, r.conntrackRules()...)
 	}
 	ch.Rules = append(ch.Rules, failsafe...)
 	switch table {

@@ -55,6 +55,12 @@ func TestKernelAcceptsRules(t *testing.T) {
 				t.Fatalf("host endpoints rendered no raw or mangle chains")
 			}
 			loadInNetns(t, v, tb, sets)
+			// The FelixConfiguration options that change the rules: REJECT,
+			// no INVALID rule, the hosts set and an interface in NAT
+			// outgoing, a log prefix of the longest length allowed.
+			tb, sets = Render(Config{IPVersion: v, FilterDenyAction: "Reject", DisableConntrackInvalid: true,
+				NATOutgoingExcludeHosts: true, NATOutgoingInterface: "eth+", LogPrefix: "node-1 x/y_z:" + strings.Repeat("q", 14)}, in)
+			loadInNetns(t, v, tb, sets)
 		})
 	}
 }

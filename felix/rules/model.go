@@ -82,6 +82,10 @@ const (
 	// IPSetServicePorts holds address,protocol:port entries (hash:ip,port)
 	// of a Service's endpoints and their ports (destination.services).
 	IPSetServicePorts
+	// IPSetAllHosts holds every Calico node's IPv4 address (hash:net), the
+	// set IP-in-IP also uses: natOutgoingExclusions IPPoolsAndHostIPs keeps
+	// traffic to them from being NATed.
+	IPSetAllHosts
 )
 
 // IPSetSpec describes an IP set a rule references; the calculation graph

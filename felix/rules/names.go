@@ -38,6 +38,7 @@ const (
 	fromWorkloadPrefix   = "cali-fw-"
 	ipsetMasqPoolsSuffix = "masq-ipam-pools"
 	ipsetAllPoolsSuffix  = "all-ipam-pools"
+	ipsetAllHostsSuffix  = "all-hosts-net"
 )
 
 // Directions of policy and profile chains: "i" is ingress (traffic to the
@@ -84,7 +85,8 @@ func EndpointChainName(dir string, iface string) string {
 // for selectors, "cali40n:<hash>" for named ports, "cali40sva:<hash>" and
 // "cali40svc:<hash>" for a service's addresses and its addresses with
 // ports, "cali40masq-ipam-pools"
-// and "cali40all-ipam-pools" for pools ("cali60..." for IPv6). Hashes are
+// and "cali40all-ipam-pools" for pools, "cali40all-hosts-net" for the
+// nodes' addresses ("cali60..." for IPv6). Hashes are
 // of the canonical selector texts, so equivalent selectors share a set.
 func IPSetName(ipVersion int, spec IPSetSpec) string {
 	prefix := "cali40"
@@ -92,6 +94,8 @@ func IPSetName(ipVersion int, spec IPSetSpec) string {
 		prefix = "cali60"
 	}
 	switch spec.Kind {
+	case IPSetAllHosts:
+		return prefix + ipsetAllHostsSuffix
 	case IPSetPools:
 		if spec.NATOutgoing {
 			return prefix + ipsetMasqPoolsSuffix

@@ -77,10 +77,11 @@ func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 			mangleUses = append(mangleUses, tierUse{DirIngress, h.PreDNATTiers})
 			profiles = append(profiles, h.Profiles...)
 		}
-		t.Raw = append(t.Raw, r.policyChains(rawUses, in)...)
-		t.Mangle = append(t.Mangle, r.policyChains(mangleUses, in)...)
+		// REJECT exists only in the filter table: raw and mangle DROP.
+		t.Raw = append(t.Raw, r.policyChains(rawUses, in, "-j DROP")...)
+		t.Mangle = append(t.Mangle, r.policyChains(mangleUses, in, "-j DROP")...)
 	}
-	t.Filter = append(t.Filter, r.policyChains(filterUses, in)...)
+	t.Filter = append(t.Filter, r.policyChains(filterUses, in, r.cfg.filterDeny())...)
 	t.Filter = append(t.Filter, r.profileChains(profiles, in)...)
 	t.NAT = r.natChains(eps, in)
 	return t, r.setList()
@@ -273,7 +274,8 @@ func (r *renderer) failsafe(name string, ports []ProtoPort, netFlag string) ipta
 
 // policyChains renders one chain per policy and direction in uses; a policy missing from the input gets an empty chain (no verdict, so
 // the endpoint's default drop applies).
-func (r *renderer) policyChains(uses []tierUse, in Input) []iptables.Chain {
+// deny is the target of Deny rules in the table the chains are for.
+func (r *renderer) policyChains(uses []tierUse, in Input, deny string) []iptables.Chain {
 	used := map[string]policyUse{}
 	for _, u := range uses {
 		for _, t := range u.tiers {
@@ -290,7 +292,7 @@ func (r *renderer) policyChains(uses []tierUse, in Input) []iptables.Chain {
 		if u.dir == DirEgress {
 			rs = pol.Egress
 		}
-		out = append(out, r.rulesChain(name, rs, u.key.Namespace))
+		out = append(out, r.rulesChain(name, rs, u.key.Namespace, deny))
 	}
 	return out
 }
@@ -311,15 +313,15 @@ func (r *renderer) profileChains(profiles []string, in Input) []iptables.Chain {
 		if u.dir == DirEgress {
 			rs = prof.Egress
 		}
-		out = append(out, r.rulesChain(name, rs, ""))
+		out = append(out, r.rulesChain(name, rs, "", r.cfg.filterDeny()))
 	}
 	return out
 }
 
-func (r *renderer) rulesChain(name string, rs []api.Rule, ns string) iptables.Chain {
+func (r *renderer) rulesChain(name string, rs []api.Rule, ns, deny string) iptables.Chain {
 	ch := iptables.Chain{Name: name}
 	for i := range rs {
-		ch.Rules = append(ch.Rules, r.policyRule(&rs[i], ns)...)
+		ch.Rules = append(ch.Rules, r.policyRule(&rs[i], ns, deny)...)
 	}
 	return ch
 }
@@ -352,7 +354,11 @@ func (r *renderer) natChains(eps []Endpoint, in Input) []iptables.Chain {
 	if len(in.NATOutgoingPools) > 0 {
 		m := r.ipset(IPSetSpec{Kind: IPSetPools, NATOutgoing: true})
 		all := r.ipset(IPSetSpec{Kind: IPSetPools})
-		masq.Rules = append(masq.Rules, r.cfg.natOutgoingRules("-m set --match-set "+m+" src -m set ! --match-set "+all+" dst")...)
+		match := "-m set --match-set " + m + " src -m set ! --match-set " + all + " dst"
+		if r.cfg.NATOutgoingExcludeHosts && r.cfg.IPVersion == 4 {
+			match += " -m set ! --match-set " + r.ipset(IPSetSpec{Kind: IPSetAllHosts}) + " dst"
+		}
+		masq.Rules = append(masq.Rules, r.cfg.natOutgoingRules(match)...)
 	}
 	return []iptables.Chain{
 		{Name: ChainNATPrerouting, Rules: []iptables.Rule{rule("", "-j "+ChainFloatingIPDNAT, "")}},

@@ -25,17 +25,19 @@ import (
 //
 // The scratch mark is clear between rules: whoever sets it clears it.
 
-// logAction is Calico's LOG target for Log rules.
-const logAction = `-j LOG --log-prefix "calico-packet: " --log-level 5`
+// DefaultLogPrefix is Calico's logPrefix: Log rules log as
+// "calico-packet: ".
+const DefaultLogPrefix = "calico-packet"
 
 // maxMultiport is how many ports one multiport match holds (a range counts
 // twice).
 const maxMultiport = 15
 
 // policyRule renders rule for a policy in namespace ns ("" for global
-// policies and profiles). It returns nothing for a rule that cannot match
-// in this IP version.
-func (r *renderer) policyRule(rule *api.Rule, ns string) []iptables.Rule {
+// policies and profiles); deny is the target of a Deny rule in the table
+// rendered for. It returns nothing for a rule that cannot match in this IP
+// version.
+func (r *renderer) policyRule(rule *api.Rule, ns, deny string) []iptables.Rule {
 	v := r.cfg.IPVersion
 	if rule.IPVersion != nil && *rule.IPVersion != v {
 		return nil
@@ -99,7 +101,7 @@ func (r *renderer) policyRule(rule *api.Rule, ns string) []iptables.Rule {
 	if len(alts) == 0 {
 		return nil
 	}
-	return r.emit(alts, extra, rule.Action)
+	return r.emit(alts, extra, rule.Action, deny)
 }
 
 // entity renders one side of a rule: slots of alternatives (a slot with
@@ -206,7 +208,7 @@ func (r *renderer) entity(e *api.EntityRule, src bool, ns string, protoNum uint8
 }
 
 // emit renders the alternatives of a rule with its action.
-func (r *renderer) emit(alts, extra []string, action api.Action) []iptables.Rule {
+func (r *renderer) emit(alts, extra []string, action api.Action, deny string) []iptables.Rule {
 	acc, pass, scratch := r.cfg.MarkAccept, r.cfg.MarkPass, r.cfg.MarkScratch
 	var out []iptables.Rule
 	add := func(match, act string) { out = append(out, iptables.Rule{Match: match, Action: act}) }
@@ -225,9 +227,9 @@ func (r *renderer) emit(alts, extra []string, action api.Action) []iptables.Rule
 			add(markSet(scratch), setMarkClearing(pass, scratch))
 			add(markSet(pass), "-j RETURN")
 		case api.ActionDeny:
-			add(markSet(scratch), "-j DROP")
+			add(markSet(scratch), deny)
 		case api.ActionLog:
-			add(markSet(scratch), logAction)
+			add(markSet(scratch), r.cfg.logAction())
 			add("", clearMark(scratch))
 		}
 		return out
@@ -245,10 +247,10 @@ func (r *renderer) emit(alts, extra []string, action api.Action) []iptables.Rule
 		add(markSet(pass), "-j RETURN")
 	case api.ActionDeny:
 		for _, a := range alts {
-			add(a, "-j DROP")
+			add(a, deny)
 		}
 	case api.ActionLog:
-		add(alts[0], logAction)
+		add(alts[0], r.cfg.logAction())
 	}
 	return out
 }

@@ -90,6 +90,12 @@ type FelixConfigurationSpec struct {
 	// Workloads may not send VXLAN or IP-in-IP unless these say so.
 	AllowVXLANPacketsFromWorkloads *bool `json:"allowVXLANPacketsFromWorkloads,omitempty"`
 	AllowIPIPPacketsFromWorkloads  *bool `json:"allowIPIPPacketsFromWorkloads,omitempty"`
+
+	// Policy rendering (felix/rules).
+	DisableConntrackInvalidCheck       *bool  `json:"disableConntrackInvalidCheck,omitempty"`
+	NATOutgoingExclusions              string `json:"natOutgoingExclusions,omitempty"`
+	IptablesNATOutgoingInterfaceFilter string `json:"iptablesNATOutgoingInterfaceFilter,omitempty"`
+	WorkloadSourceSpoofing             string `json:"workloadSourceSpoofing,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
@@ -104,6 +110,33 @@ type ProtoPort struct {
 type RouteTableRange struct {
 	Min int `json:"min"`
 	Max int `json:"max"`
+}
+
+// IfaceFilterRE is Calico's interface filter (iptables -o syntax, "+" a
+// wildcard): iptablesNATOutgoingInterfaceFilter.
+var IfaceFilterRE = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
+
+// logPrefixRE is Calico's logPrefix restriction: letters, digits, ":",
+// "%", "/", "_", "-" and space.
+var logPrefixRE = regexp.MustCompile(`^[a-zA-Z0-9:%/_ -]*$`)
+
+// MaxLogPrefix is the longest logPrefix: the rule logs "<prefix>: " and
+// iptables takes at most 29 characters.
+const MaxLogPrefix = 27
+
+// LogPrefixProblem says what is wrong with a logPrefix, "" if nothing.
+// Calico's "%" specifiers (%t tier, %k kind, %n name, %p namespaced name)
+// are refused: this agent renders the prefix as given.
+func LogPrefixProblem(p string) string {
+	switch {
+	case !logPrefixRE.MatchString(p):
+		return "may hold only letters, digits, space and : % / _ -"
+	case strings.Contains(p, "%"):
+		return "specifiers (%t, %k, %n, %p) are not supported by this agent"
+	case len(p) > MaxLogPrefix:
+		return "must be at most " + strconv.Itoa(MaxLogPrefix) + " characters (iptables logs at most 29 with the \": \" Calico adds)"
+	}
+	return ""
 }
 
 var logLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
@@ -139,6 +172,14 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.iptablesMangleAllowAction", s.IptablesMangleAllowAction, "Accept", "Return")
 	f.oneOf("spec.iptablesFilterDenyAction", s.IptablesFilterDenyAction, "Drop", "Reject")
 	f.oneOf("spec.serviceLoopPrevention", s.ServiceLoopPrevention, "Drop", "Reject", "Disabled")
+	f.oneOf("spec.natOutgoingExclusions", s.NATOutgoingExclusions, "IPPoolsOnly", "IPPoolsAndHostIPs")
+	f.oneOf("spec.workloadSourceSpoofing", s.WorkloadSourceSpoofing, "Disabled", "Any")
+	if msg := LogPrefixProblem(s.LogPrefix); s.LogPrefix != "" && msg != "" {
+		f.add("spec.logPrefix", s.LogPrefix, msg)
+	}
+	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
+		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
+	}
 	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
 	f.oneOf("spec.routeSource", s.RouteSource, "WorkloadIPs", "CalicoIPAM")
 	f.oneOf("spec.bpfLogLevel", s.BPFLogLevel, "Off", "Info", "Debug")

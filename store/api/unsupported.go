@@ -91,12 +91,10 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md); until then a value other than Calico's
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.logPrefix"),
 		never("spec.netlinkTimeout", "10s"),
 		never("spec.nftablesMode", "Disabled"),
 
-		never("spec.iptablesFilterDenyAction", "Drop"),
-		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
+		never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"), never("spec.deviceRouteProtocol"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
@@ -105,11 +103,9 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.deviceRouteSourceAddress"),
+		calicoOnly("spec.deviceRouteSourceAddress"),
 		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
-		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
-		calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),
-		calicoOnly("spec.iptablesNATOutgoingInterfaceFilter"), calicoOnly("spec.prometheusMetricsCAFile"),
+		calicoOnly("spec.kubeNodePortRanges"), calicoOnly("spec.prometheusMetricsCAFile"),
 		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
 		// The agent always programs an endpoint's ipNATs (floating IPs);

@@ -176,6 +176,15 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.logSeveritySys":              "TestSettingsLogSyslogLive",
 	"FelixConfiguration.spec.maxIpsetSize":                "TestConfigMaxIpsetSizeLive",
 
+	// Policy rendering (felix/rules, issue #15).
+	"FelixConfiguration.spec.iptablesFilterDenyAction":           "TestDenyActionKernel",
+	"FelixConfiguration.spec.disableConntrackInvalidCheck":       "TestConntrackInvalidKernel",
+	"FelixConfiguration.spec.natOutgoingExclusions":              "TestNATOutgoingExclusionsKernel",
+	"FelixConfiguration.spec.iptablesNATOutgoingInterfaceFilter": "TestNATOutgoingInterfaceKernel",
+	"FelixConfiguration.spec.workloadSourceSpoofing":             "TestPolicyTrafficAntiSpoof",
+	"FelixConfiguration.spec.logPrefix":                          "TestLogPrefixKernel",
+	"FelixConfiguration.spec.serviceLoopPrevention":              "TestServiceLoopPreventionRendersNothing",
+
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
 	"HostEndpoint.spec.interfaceName":         "TestHostEndpointFailsafeTraffic",

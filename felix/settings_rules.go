@@ -1,0 +1,32 @@
+package felix
+
+import (
+	"fmt"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Parsers for the policy-rendering settings (felix/rules), in Calico's
+// formats.
+
+// parseIfaceFilter reads iptablesNATOutgoingInterfaceFilter: an interface
+// name in iptables -o syntax ("+" a wildcard), as Calico's iface-param.
+func parseIfaceFilter(s string) (string, error) {
+	if !api.IfaceFilterRE.MatchString(s) {
+		return "", fmt.Errorf("%q is not an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)", s)
+	}
+	return s, nil
+}
+
+func validIfaceFilter(s string) error { _, err := parseIfaceFilter(s); return err }
+
+// parseLogPrefix reads logPrefix (store/api.LogPrefixProblem says what
+// is accepted).
+func parseLogPrefix(s string) (string, error) {
+	if msg := api.LogPrefixProblem(s); msg != "" {
+		return "", fmt.Errorf("%q %s", s, msg)
+	}
+	return s, nil
+}
+
+func validLogPrefix(s string) error { _, err := parseLogPrefix(s); return err }
