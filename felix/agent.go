@@ -273,10 +273,11 @@ func (a *agent) apply(ctx context.Context) error {
 		des.IPSets[name] = dataplane.IPSet{Type: s.Type, Family: s.Family, Members: s.Members}
 	}
 	statuses := map[string]string{}
+	dev := deviceRoutes(&cur)
 	for _, ep := range d.Endpoints {
 		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC})
 		for _, addr := range ep.Addrs {
-			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dataplane.RouteTarget{Iface: ep.Iface}
+			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}
 		statuses[a.status.endpointStatusKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
 	}

@@ -33,6 +33,9 @@ type RouteTarget struct {
 	// route) carries the agent's; one learned over BGP put over a
 	// tunnel keeps BGP's.
 	Proto int
+	// Src, when valid, is the route's preferred source address (workload
+	// routes: FelixConfiguration deviceRouteSourceAddress(IPv6)).
+	Src netip.Addr
 }
 
 // protocol is the rtnetlink protocol the route is programmed with.
@@ -47,6 +50,11 @@ func (t RouteTarget) protocol() int {
 }
 
 func (t RouteTarget) String() string {
+	if t.Src.IsValid() {
+		u := t
+		u.Src = netip.Addr{}
+		return u.String() + " src " + t.Src.String()
+	}
 	switch {
 	case t.Blackhole:
 		return "blackhole"
@@ -157,6 +165,9 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				kr.target.Blackhole = true
 			case r.LinkIndex != 0 && r.Gw == nil && len(r.MultiPath) == 0:
 				kr.target.Iface = names[r.LinkIndex]
+				if a, ok := netip.AddrFromSlice(r.Src); ok {
+					kr.target.Src = a.Unmap()
+				}
 			case r.LinkIndex != 0 && r.Gw != nil && r.Flags&unix.RTNH_F_ONLINK != 0:
 				a, _ := netip.AddrFromSlice(r.Gw)
 				kr.target = RouteTarget{Iface: names[r.LinkIndex], Via: []netip.Addr{a.Unmap()}, OnLink: true}
@@ -304,6 +315,9 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
 		r.LinkIndex, r.Scope = l.Attrs().Index, netlink.SCOPE_LINK
+		if t.Src.IsValid() {
+			r.Src = t.Src.AsSlice()
+		}
 	default:
 		if len(t.Via) == 1 {
 			r.Gw = t.Via[0].AsSlice()

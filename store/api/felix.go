@@ -58,6 +58,10 @@ type FelixConfigurationSpec struct {
 	RouteSource          string           `json:"routeSource,omitempty"`
 	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
 	DeviceRouteProtocol  *int             `json:"deviceRouteProtocol,omitempty"`
+	// DeviceRouteSourceAddress(IPv6) are the src of the routes to local
+	// workloads.
+	DeviceRouteSourceAddress     string `json:"deviceRouteSourceAddress,omitempty"`
+	DeviceRouteSourceAddressIPv6 string `json:"deviceRouteSourceAddressIPv6,omitempty"`
 
 	HealthEnabled            *bool   `json:"healthEnabled,omitempty"`
 	HealthHost               *string `json:"healthHost,omitempty"`
@@ -163,6 +167,8 @@ func (c *FelixConfiguration) Validate() error {
 		}
 	}
 	f.ip("spec.natOutgoingAddress", s.NATOutgoingAddress, 4)
+	f.ip("spec.deviceRouteSourceAddress", s.DeviceRouteSourceAddress, 4)
+	f.ip("spec.deviceRouteSourceAddressIPv6", s.DeviceRouteSourceAddressIPv6, 6)
 	if s.NATPortRange != nil {
 		if msg := s.NATPortRange.problem(); msg != "" || s.NATPortRange.PortName != "" {
 			f.add("spec.natPortRange", s.NATPortRange.String(), "must be a port or port range")

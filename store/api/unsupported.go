@@ -109,8 +109,7 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.deviceRouteSourceAddress"),
-		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
+		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.routeTableRanges"),
 		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
 		calicoOnly("spec.maxIpsetSize", "1048576"), calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),

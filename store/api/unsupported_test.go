@@ -167,6 +167,10 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.ipsetsRefreshInterval":       "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.interfaceRefreshInterval":    "TestConfigRefreshIntervalsLive",
 
+	// Routes to local workloads and workload interfaces (felix/dataplane).
+	"FelixConfiguration.spec.deviceRouteSourceAddress":     "TestConfigDeviceRouteSourceLive",
+	"FelixConfiguration.spec.deviceRouteSourceAddressIPv6": "TestConfigDeviceRouteSourceLive",
+
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
 	"HostEndpoint.spec.interfaceName":         "TestHostEndpointFailsafeTraffic",

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// routeLine is the host's route to a pod address (IPv4 or IPv6), as ip
+// shows it.
+func (e *cniEnv) routeLine(addr string) string {
+	fam := "-4"
+	if strings.Contains(addr, ":") {
+		fam = "-6"
+	}
+	return strings.TrimSpace(mustNS(e.t, e.host.ns, "ip", fam, "route", "show", addr))
+}
+
+// waitRoute waits until the route to addr satisfies ok (given its fields).
+func (e *cniEnv) waitRoute(what, addr string, ok func(fields []string) bool) {
+	e.t.Helper()
+	eventually(e.t, 20*time.Second, what, func() error {
+		line := e.routeLine(addr)
+		if line == "" || !ok(strings.Fields(line)) {
+			return fmt.Errorf("route to %s: %q", addr, line)
+		}
+		return nil
+	})
+}
+
+// after is the field after key in fields ("" when absent).
+func after(fields []string, key string) string {
+	for i := range fields[:max(len(fields)-1, 0)] {
+		if fields[i] == key {
+			return fields[i+1]
+		}
+	}
+	return ""
+}
+
+// TestConfigDeviceRouteSourceLive: the routes to a dual-stack pod have no
+// src; deviceRouteSourceAddress and deviceRouteSourceAddressIPv6 written
+// while the agent runs give the /32 and the /128 that src, and removing
+// them takes it away again.
+func TestConfigDeviceRouteSourceLive(t *testing.T) {
+	e := newCNIEnv(t, 211)
+	mustNS(t, e.host.ns, "ip", "-6", "addr", "add", "fd31:211::1/64", "dev", "uplink", "nodad")
+	e.pool("v4", "10.211.0.0/24")
+	e.pool("v6", "fd00:211::/120")
+	l := e.conflist("1.0.0", "srcnet", e.calicoPlugin("node1", `,"assign_ipv6":"true"`))
+	e.startAgent("node1")
+	p := e.newPod(l, "src1")
+	if p.ip == "" || p.ip6 == "" {
+		t.Fatalf("pod addresses %q %q: want both families", p.ip, p.ip6)
+	}
+	src := func(want string) func([]string) bool {
+		return func(f []string) bool { return after(f, "src") == want && strings.HasPrefix(after(f, "dev"), "cali") }
+	}
+	e.waitRoute("IPv4 route, no src", p.ip, src(""))
+	e.waitRoute("IPv6 route, no src", p.ip6, src(""))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) {
+		s.DeviceRouteSourceAddress, s.DeviceRouteSourceAddressIPv6 = e.host.hostIP, "fd31:211::1"
+	})
+	e.waitRoute("IPv4 route gets src "+e.host.hostIP, p.ip, src(e.host.hostIP))
+	e.waitRoute("IPv6 route gets src fd31:211::1", p.ip6, src("fd31:211::1"))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.DeviceRouteSourceAddress = "" })
+	e.waitRoute("IPv4 route loses its src", p.ip, src(""))
+	e.waitRoute("IPv6 route keeps its src", p.ip6, src("fd31:211::1"))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.DeviceRouteSourceAddressIPv6 = "" })
+	e.waitRoute("IPv6 route loses its src", p.ip6, src(""))
+	if line := e.routeLine(p.ip); after(strings.Fields(line), "proto") != "80" {
+		t.Errorf("route %q: want the agent's protocol 80", line)
+	}
+}
