@@ -75,3 +75,41 @@ func TestConfigDeviceRouteSourceLive(t *testing.T) {
 		t.Errorf("route %q: want the agent's protocol 80", line)
 	}
 }
+
+// TestConfigDeviceRouteProtocolLive: a pod's route carries the agent's
+// protocol 80; deviceRouteProtocol written while the agent runs
+// reprograms it with 77, then 3 (boot, Calico's default); the agent still
+// knows the route as its own (removing the endpoint removes it), and a
+// route of someone else's with the same numbers on the uplink stays.
+func TestConfigDeviceRouteProtocolLive(t *testing.T) {
+	e := newCNIEnv(t, 212)
+	e.pool("p", "10.212.0.0/24")
+	l := e.conflist("1.0.0", "protonet", e.calicoPlugin("node1", ""))
+	e.startAgent("node1")
+	a, b := e.newPod(l, "pa"), e.newPod(l, "pb")
+	mustNS(t, e.host.ns, "ip", "route", "add", "192.0.2.1/32", "dev", "uplink", "proto", "77")
+	mustNS(t, e.host.ns, "ip", "route", "add", "192.0.2.2/32", "dev", "uplink", "proto", "boot")
+	proto := func(want string) func([]string) bool {
+		return func(f []string) bool { return after(f, "proto") == want && strings.HasPrefix(after(f, "dev"), "cali") }
+	}
+	e.waitRoute("route with the agent's protocol", a.ip, proto("80"))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { p := 77; s.DeviceRouteProtocol = &p })
+	e.waitRoute("route with protocol 77", a.ip, proto("77"))
+	e.waitRoute("route with protocol 77", b.ip, proto("77"))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { p := 3; s.DeviceRouteProtocol = &p })
+	e.waitRoute("route with protocol boot (ip shows none)", a.ip, proto(""))
+	ep := e.endpointOf(b)
+	e.remove("WorkloadEndpoint", ep.Metadata.Namespace, ep.Metadata.Name)
+	eventually(t, 20*time.Second, "the removed endpoint's route goes", func() error {
+		if line := e.routeLine(b.ip); line != "" {
+			return fmt.Errorf("route still there: %q", line)
+		}
+		return nil
+	})
+	for _, dst := range []string{"192.0.2.1", "192.0.2.2"} {
+		if e.routeLine(dst) == "" {
+			t.Errorf("someone else's route to %s on the uplink was removed", dst)
+		}
+	}
+	e.waitRoute("the other pod keeps its route", a.ip, proto(""))
+}

@@ -284,6 +284,7 @@ func (a *agent) apply(ctx context.Context) error {
 	for _, b := range d.Blackholes {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
+	des.DeviceRouteProtocol = dev.proto
 	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
 	err := a.dp.Apply(des)
 	dpDone := time.Now()

@@ -129,6 +129,7 @@ var settings = []setting{
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
 	field("deviceRouteSourceAddress", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddress }, parseIPv4, validIPv4),
 	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, parseIPv6, validIPv6),
+	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, parseIntIn(0, 255), validIntIn(0, 255)),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

@@ -76,6 +76,7 @@ var settingCases = map[string]settingCase{
 	"prometheusMetricsPort":          {"19091", `19091`, `9092`, `9093`, `65536`},
 	"deviceRouteSourceAddress":       {"192.0.2.7", `"192.0.2.7"`, `"192.0.2.8"`, `"192.0.2.9"`, `"fd00::1"`},
 	"deviceRouteSourceAddressIPv6":   {"fd00::7", `"fd00::7"`, `"fd00::8"`, `"fd00::9"`, `"192.0.2.1"`},
+	"deviceRouteProtocol":            {"3", `3`, `99`, `42`, `256`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

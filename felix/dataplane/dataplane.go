@@ -35,6 +35,14 @@ type Desired struct {
 	// (FelixConfiguration removeExternalRoutes false); by default they go
 	// after a grace period.
 	KeepExternalRoutes bool
+	// DeviceRouteProtocol is the protocol of the routes to local workloads
+	// (FelixConfiguration deviceRouteProtocol; 0: rtproto.Workload). The
+	// agent puts it on those routes (RouteTarget.Proto); the route manager
+	// needs it to recognise them.
+	DeviceRouteProtocol int
+	// WorkloadIfacePrefixes name the workload interfaces
+	// (FelixConfiguration interfacePrefix; nil: "cali").
+	WorkloadIfacePrefixes IfacePrefixes
 	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
 	VXLAN, VXLANV6 VXLAN
 	// IPIP is tunl0 (ipip.go); nil takes its address off.
@@ -324,6 +332,7 @@ func applyOverlayAndRoutes(vm, vm6 *vxlanManager, rm *routeManager, des Desired)
 			errs = append(errs, fmt.Errorf("%s: %w", x.m.name, err))
 		}
 	}
+	rm.setDevice(des.DeviceRouteProtocol, des.WorkloadIfacePrefixes)
 	if rm.keepForeign != des.KeepExternalRoutes {
 		rm.keepForeign, rm.dirty = des.KeepExternalRoutes, true
 	}

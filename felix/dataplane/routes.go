@@ -89,11 +89,18 @@ type routeManager struct {
 	// gets the grace period instead of being deleted at once.
 	known map[string]bool
 	now   func() time.Time
+	// devProto is the protocol of workload routes now; devProtos every one
+	// this process has used (routes_owner.go); prefixes name the workload
+	// interfaces.
+	devProto  int
+	devProtos map[int]bool
+	prefixes  IfacePrefixes
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
 	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{},
-		known: map[string]bool{}, now: time.Now, dirty: true}
+		known: map[string]bool{}, now: time.Now, dirty: true,
+		devProto: rtproto.Workload, devProtos: map[int]bool{rtproto.Workload: true}, prefixes: DefaultIfacePrefixes}
 }
 
 // SetDesired records the full desired set (no kernel I/O); it marks the
@@ -111,7 +118,7 @@ func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
 	}
 	m.desired, m.inSync, m.dirty = d, inSync, true
 	for _, t := range d {
-		if strings.HasPrefix(t.Iface, "cali") {
+		if m.prefixes.Match(t.Iface) {
 			m.known[t.Iface] = true
 		}
 	}
@@ -182,10 +189,8 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				}
 				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
 			}
-			ours := kr.proto == rtproto.Workload || kr.proto == rtproto.BGP
-			onCali := strings.HasPrefix(kr.target.Iface, "cali")
-			if !ours && (!onCali || kr.proto == syscall.RTPROT_KERNEL) {
-				continue // not ours, or the kernel's own (the IPv6 link-local prefix route)
+			if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
+				continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
 			}
 			out[p] = kr
 		}
@@ -239,7 +244,7 @@ func (m *routeManager) Apply() error {
 		if exists && sameTarget(have.target, want) && have.proto == want.protocol() {
 			continue
 		}
-		if exists && have.proto != rtproto.Workload && have.proto != rtproto.BGP && !strings.HasPrefix(have.target.Iface, "cali") {
+		if exists && !m.ours(have.proto, have.target.Iface, p) && !m.prefixes.Match(have.target.Iface) {
 			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
 			continue
 		}
@@ -253,14 +258,15 @@ func (m *routeManager) Apply() error {
 			delete(m.strangers, p)
 			continue
 		}
-		if have.proto != rtproto.Workload && have.proto != rtproto.BGP && m.keepForeign {
+		ours := m.ours(have.proto, have.target.Iface, p)
+		if !ours && m.keepForeign {
 			delete(m.strangers, p)
 			continue
 		}
 		// A foreign route on a cali* interface, or a workload route to a
 		// cali* interface no desired route has named yet (m.known): wait
 		// out the grace period.
-		if have.proto != rtproto.Workload && have.proto != rtproto.BGP || (strings.HasPrefix(have.target.Iface, "cali") && !m.known[have.target.Iface]) {
+		if !ours || (m.prefixes.Match(have.target.Iface) && !m.known[have.target.Iface]) {
 			first, seen := m.strangers[p]
 			if !seen {
 				m.strangers[p] = now

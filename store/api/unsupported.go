@@ -102,7 +102,7 @@ var refusals = map[string][]refusal{
 		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
-		never("spec.routeSource"), never("spec.deviceRouteProtocol"),
+		never("spec.routeSource"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
 		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),

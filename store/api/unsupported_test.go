@@ -170,6 +170,7 @@ var enforced = map[string]string{
 	// Routes to local workloads and workload interfaces (felix/dataplane).
 	"FelixConfiguration.spec.deviceRouteSourceAddress":     "TestConfigDeviceRouteSourceLive",
 	"FelixConfiguration.spec.deviceRouteSourceAddressIPv6": "TestConfigDeviceRouteSourceLive",
+	"FelixConfiguration.spec.deviceRouteProtocol":          "TestConfigDeviceRouteProtocolLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
