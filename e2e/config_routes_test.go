@@ -113,3 +113,84 @@ func TestConfigDeviceRouteProtocolLive(t *testing.T) {
 	}
 	e.waitRoute("the other pod keeps its route", a.ip, proto(""))
 }
+
+// tapWorkload makes a VM-like workload the CNI plugin did not wire: a
+// veth whose host side is iface (not cali*) and whose other side, eth0 in
+// a new namespace, has addr/32 and a default route via 169.254.1.1 (which
+// the host answers by proxy ARP once the agent set its sysctls); and its
+// WorkloadEndpoint, labelled role=vm.
+func (e *cniEnv) tapWorkload(iface, addr string) {
+	e.t.Helper()
+	vm := newNS(e.t)
+	mustNS(e.t, e.host.ns, "ip", "link", "add", iface, "type", "veth", "peer", "name", "eth0", "netns", nsName(vm))
+	mustNS(e.t, e.host.ns, "ip", "link", "set", iface, "up")
+	for _, args := range [][]string{{"link", "set", "lo", "up"}, {"link", "set", "eth0", "up"}, {"addr", "add", addr + "/32", "dev", "eth0"},
+		{"route", "add", "169.254.1.1", "dev", "eth0", "scope", "link"}, {"route", "add", "default", "via", "169.254.1.1", "dev", "eth0"}} {
+		mustNS(e.t, vm, "ip", args...)
+	}
+	k, _ := api.LookupKind("WorkloadEndpoint")
+	w := k.NewObject().(*api.WorkloadEndpoint)
+	w.Metadata.Namespace, w.Metadata.Name = "default", "node1-openstack-vm1-eth0"
+	w.Metadata.Labels = map[string]string{"role": "vm"}
+	w.Spec = api.WorkloadEndpointSpec{Orchestrator: "openstack", Workload: "vm1", Node: "node1", Endpoint: "eth0",
+		InterfaceName: iface, IPNetworks: []string{addr + "/32"}}
+	e.apply(w)
+}
+
+// TestConfigInterfacePrefixLive: a workload endpoint on a "tap" interface
+// is ignored while interfacePrefix is Calico's default (cali): no route,
+// no sysctls, no policy. interfacePrefix "cali,tap" written while the
+// agent runs gives it its route and sysctls, and its policy (a pod reaches
+// it while a policy allows it, not once a deny comes first); back to
+// "cali" its route and policy chains go, and the pods keep theirs.
+func TestConfigInterfacePrefixLive(t *testing.T) {
+	e := newCNIEnv(t, 213)
+	e.pool("p", "10.213.0.0/24")
+	l := e.conflist("1.0.0", "tapnet", e.calicoPlugin("node1", ""))
+	e.startAgent("node1")
+	a := e.newPod(l, "ta")
+	const tap, vmIP = "tapvm0213", "10.213.0.200"
+	e.tapWorkload(tap, vmIP)
+	e.apply(gnp("allow-vm", 10, "role == 'vm'", []api.Rule{{Action: api.ActionAllow}}, []api.Rule{{Action: api.ActionAllow}}))
+	proxyARP := func() string {
+		return strings.TrimSpace(mustNS(t, e.host.ns, "sysctl", "-n", "net.ipv4.conf."+tap+".proxy_arp"))
+	}
+	tapChains := func() bool {
+		return strings.Contains(mustNS(t, e.host.ns, "iptables-save", "-t", "filter"), "cali-tw-"+tap)
+	}
+	e.waitRoute("the pod's route", a.ip, func(f []string) bool { return strings.HasPrefix(after(f, "dev"), "cali") })
+	time.Sleep(2 * time.Second) // several applies: the tap endpoint must stay ignored
+	if line := e.routeLine(vmIP); line != "" {
+		t.Fatalf("interfacePrefix cali: route to the tap workload %q", line)
+	}
+	if proxyARP() != "0" || tapChains() {
+		t.Fatalf("interfacePrefix cali: tap workload got sysctls (proxy_arp %s) or policy chains (%v)", proxyARP(), tapChains())
+	}
+
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.InterfacePrefix = "cali,tap" })
+	e.waitRoute("route to the tap workload", vmIP, func(f []string) bool { return after(f, "dev") == tap })
+	eventually(t, 20*time.Second, "the tap workload's sysctls", func() error {
+		if v := proxyARP(); v != "1" {
+			return fmt.Errorf("proxy_arp %s", v)
+		}
+		return nil
+	})
+	if !strings.Contains(mustNS(t, e.host.ns, "iptables", "-S", "cali-FORWARD"), "-i tap+") {
+		t.Fatalf("cali-FORWARD has no -i tap+ jump:\n%s", mustNS(t, e.host.ns, "iptables", "-S", "cali-FORWARD"))
+	}
+	eventually(t, 20*time.Second, "the pod reaches the tap workload (policy allows)", reachable(a.ns, vmIP))
+	deny := gnp("deny-vm", 5, "role == 'vm'", []api.Rule{{Action: api.ActionDeny}}, nil)
+	e.apply(deny)
+	eventually(t, 20*time.Second, "a deny policy stops it", unreachable(a.ns, vmIP))
+	e.remove("GlobalNetworkPolicy", "", "deny-vm")
+	eventually(t, 20*time.Second, "reachable again", reachable(a.ns, vmIP))
+
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.InterfacePrefix = "cali" })
+	eventually(t, 20*time.Second, "tap's route and policy chains go", func() error {
+		if line := e.routeLine(vmIP); line != "" || tapChains() {
+			return fmt.Errorf("route %q, policy chains %v", line, tapChains())
+		}
+		return nil
+	})
+	e.waitRoute("the pod keeps its route", a.ip, func(f []string) bool { return strings.HasPrefix(after(f, "dev"), "cali") })
+}

@@ -253,7 +253,7 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
 	if a.state.NeedsHostInterfaces() { // host endpoints by expectedIPs
-		if ifaces, err := dataplane.HostInterfaces("cali"); err == nil {
+		if ifaces, err := dataplane.HostInterfaces(dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)); err == nil {
 			a.state.SetHostInterfaces(ifaces)
 		} else {
 			slog.Warn("reading host interfaces", "err", err)
@@ -285,6 +285,7 @@ func (a *agent) apply(ctx context.Context) error {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
 	des.DeviceRouteProtocol = dev.proto
+	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
 	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
 	err := a.dp.Apply(des)
 	dpDone := time.Now()

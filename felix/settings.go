@@ -130,6 +130,7 @@ var settings = []setting{
 	field("deviceRouteSourceAddress", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddress }, parseIPv4, validIPv4),
 	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, parseIPv6, validIPv6),
 	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, parseIntIn(0, 255), validIntIn(0, 255)),
+	field("interfacePrefix", "cali", true, func(s *spec) *string { return &s.InterfacePrefix }, parseIfaceList, validIfaceList),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

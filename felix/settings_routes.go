@@ -3,6 +3,7 @@ package felix
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 )
 
 // Parsers and checks for the settings of the routes to local workloads
@@ -18,3 +19,15 @@ func parseIPv6(s string) (string, error) {
 }
 
 func validIPv6(s string) error { _, err := parseIPv6(s); return err }
+
+// ifaceList is Felix's interface list (interfacePrefix).
+var ifaceList = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
+
+func parseIfaceList(s string) (string, error) {
+	if !ifaceList.MatchString(s) {
+		return "", fmt.Errorf("%q is not a comma-separated list of interface name prefixes", s)
+	}
+	return s, nil
+}
+
+func validIfaceList(s string) error { _, err := parseIfaceList(s); return err }

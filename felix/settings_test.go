@@ -77,6 +77,7 @@ var settingCases = map[string]settingCase{
 	"deviceRouteSourceAddress":       {"192.0.2.7", `"192.0.2.7"`, `"192.0.2.8"`, `"192.0.2.9"`, `"fd00::1"`},
 	"deviceRouteSourceAddressIPv6":   {"fd00::7", `"fd00::7"`, `"fd00::8"`, `"fd00::9"`, `"192.0.2.1"`},
 	"deviceRouteProtocol":            {"3", `3`, `99`, `42`, `256`},
+	"interfacePrefix":                {"cali,tap", `"cali,tap"`, `"tap"`, `"cali"`, `"cali,"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

@@ -189,6 +189,9 @@ func (d *Dataplane) Apply(des Desired) error {
 		errs = append(errs, fmt.Errorf("%s: %w", d.ipip.name, err))
 	}
 	errs = append(errs, applyOverlayAndRoutes(d.vxlan, d.vxlan6, d.routes, des)...)
+	if len(des.WorkloadIfacePrefixes) > 0 {
+		d.eps.prefixes = des.WorkloadIfacePrefixes
+	}
 	d.eps.SetDesired(des.Endpoints, des.InSync)
 	if err := d.eps.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("endpoints: %w", err))

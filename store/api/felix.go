@@ -225,10 +225,8 @@ func (c *FelixConfiguration) Validate() error {
 			f.add("spec.mtuIfacePattern", s.MTUIfacePattern, "is not a valid regular expression")
 		}
 	}
-	for i, p := range strings.Split(s.InterfacePrefix, ",") {
-		if s.InterfacePrefix != "" && !interfaceRe().MatchString(p) {
-			f.add("spec.interfacePrefix", s.InterfacePrefix, "has an invalid prefix at position "+strconv.Itoa(i))
-		}
+	if s.InterfacePrefix != "" && !ifaceListRe.MatchString(s.InterfacePrefix) {
+		f.add("spec.interfacePrefix", s.InterfacePrefix, "must be a comma-separated list of interface name prefixes (1-15 characters: letters, digits, '_', '-')")
 	}
 	for _, d := range []struct {
 		field string
@@ -245,5 +243,9 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	return f.join()
 }
+
+// ifaceListRe is Felix's interface list (interfacePrefix): names of 1-15
+// letters, digits, '_' or '-', joined by commas.
+var ifaceListRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
 
 func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }

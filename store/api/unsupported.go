@@ -100,7 +100,7 @@ var refusals = map[string][]refusal{
 		never("spec.nftablesMode", "Disabled"),
 
 		never("spec.iptablesFilterDenyAction", "Drop"),
-		never("spec.serviceLoopPrevention"), never("spec.interfacePrefix", "cali"),
+		never("spec.serviceLoopPrevention"),
 		never("spec.interfaceExclude"), never("spec.routeTableRange"),
 		never("spec.routeSource"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),

@@ -171,6 +171,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.deviceRouteSourceAddress":     "TestConfigDeviceRouteSourceLive",
 	"FelixConfiguration.spec.deviceRouteSourceAddressIPv6": "TestConfigDeviceRouteSourceLive",
 	"FelixConfiguration.spec.deviceRouteProtocol":          "TestConfigDeviceRouteProtocolLive",
+	"FelixConfiguration.spec.interfacePrefix":              "TestConfigInterfacePrefixLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
