@@ -194,3 +194,28 @@ func TestConfigInterfacePrefixLive(t *testing.T) {
 	})
 	e.waitRoute("the pod keeps its route", a.ip, func(f []string) bool { return strings.HasPrefix(after(f, "dev"), "cali") })
 }
+
+// TestConfigInterfaceExcludeLive: a "*" host endpoint polices the uplink
+// (Calico's default interfaceExclude, kube-ipvs0, does not name it);
+// interfaceExclude naming the uplink, then a /regexp/ matching it,
+// written while the agent runs, leave it unpoliced; a host endpoint
+// naming an excluded interface does not apply; back to the default the
+// uplink is policed again.
+func TestConfigInterfaceExcludeLive(t *testing.T) {
+	e, _ := hostEnvWith(t, 214, "10.214.0.0/24", hostEndpoint("all", "node1", "*"))
+	outside := func() error { return tcpProbe(e.host.outside, hostPort(e.host.hostIP, 8080))() }
+	expectTraffic(t, "* host endpoint, default interfaceExclude: the uplink is policed", deny("outside->host:8080", outside))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.InterfaceExclude = "kube-ipvs0,uplink" })
+	expectTraffic(t, "interfaceExclude names the uplink", allow("outside->host:8080", outside))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.InterfaceExclude = "/^up/" })
+	expectTraffic(t, "interfaceExclude /^up/", allow("outside->host:8080", outside))
+	if got := mustNS(t, e.host.ns, "iptables", "-S", "cali-from-host-endpoint"); !strings.Contains(got, "-i uplink -m comment") {
+		t.Errorf("no RETURN for the excluded uplink:\n%s", got)
+	}
+	e.remove("HostEndpoint", "", "all")
+	e.apply(hostEndpoint("named", "node1", "uplink"))
+	time.Sleep(2 * time.Second) // several applies: the named host endpoint must stay inactive
+	expectTraffic(t, "a host endpoint naming an excluded interface does not apply", allow("outside->host:8080", outside))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.InterfaceExclude = "" })
+	expectTraffic(t, "default interfaceExclude: the named host endpoint applies", deny("outside->host:8080", outside))
+}

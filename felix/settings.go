@@ -131,6 +131,7 @@ var settings = []setting{
 	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, parseIPv6, validIPv6),
 	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, parseIntIn(0, 255), validIntIn(0, 255)),
 	field("interfacePrefix", "cali", true, func(s *spec) *string { return &s.InterfacePrefix }, parseIfaceList, validIfaceList),
+	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

@@ -1,9 +1,12 @@
 package felix
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
+
+	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // Parsers and checks for the settings of the routes to local workloads
@@ -31,3 +34,12 @@ func parseIfaceList(s string) (string, error) {
 }
 
 func validIfaceList(s string) error { _, err := parseIfaceList(s); return err }
+
+func parseIfaceExclude(s string) (string, error) {
+	if msg := api.InterfaceExcludeProblem(s); msg != "" {
+		return "", errors.New(msg)
+	}
+	return s, nil
+}
+
+func validIfaceExclude(s string) error { _, err := parseIfaceExclude(s); return err }

@@ -78,6 +78,7 @@ var settingCases = map[string]settingCase{
 	"deviceRouteSourceAddressIPv6":   {"fd00::7", `"fd00::7"`, `"fd00::8"`, `"fd00::9"`, `"192.0.2.1"`},
 	"deviceRouteProtocol":            {"3", `3`, `99`, `42`, `256`},
 	"interfacePrefix":                {"cali,tap", `"cali,tap"`, `"tap"`, `"cali"`, `"cali,"`},
+	"interfaceExclude":               {"kube-ipvs0,/^veth/", `"kube-ipvs0,/^veth/"`, `"eth9"`, `"/^dummy/"`, `"/(/"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

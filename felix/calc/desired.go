@@ -235,6 +235,7 @@ func (s *State) rulesConfig() rules.Config {
 			cfg.MarkAccept, cfg.MarkPass, cfg.MarkScratch = rules.MarksFromMask(*m)
 		}
 	}
+	cfg.ExcludeIfaces = s.excludedIfaces()
 	return cfg
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// interfacePrefix, a comma-separated list of prefixes ("cali,tap");
 	// "cali" when empty.
 	WorkloadIfacePrefix string
+	// ExcludeIfaces are host interfaces a "*" host endpoint leaves
+	// unpoliced (FelixConfiguration interfaceExclude, resolved to names).
+	ExcludeIfaces []string
 	// FilterAllowAction is FelixConfiguration iptablesFilterAllowAction:
 	// what the filter table does with traffic policy accepted, "Accept"
 	// (the default: ACCEPT, later rules in the built-in chain are skipped)

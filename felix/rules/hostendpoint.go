@@ -123,7 +123,11 @@ func (r *renderer) hepDispatch(name, flag, kind string, heps []HostEndpoint, wan
 		}
 		target := "-g " + HostEndpointChainName(kind, h.Iface)
 		if h.Iface == AllInterfaces {
-			ch.Rules = append(ch.Rules, rule(flag+" lo", "-j RETURN", "Loopback is not policed by a * host endpoint"), rule("", target, ""))
+			ch.Rules = append(ch.Rules, rule(flag+" lo", "-j RETURN", "Loopback is not policed by a * host endpoint"))
+			for _, x := range r.cfg.ExcludeIfaces {
+				ch.Rules = append(ch.Rules, rule(flag+" "+x, "-j RETURN", "Excluded interface (interfaceExclude)"))
+			}
+			ch.Rules = append(ch.Rules, rule("", target, ""))
 			continue
 		}
 		ch.Rules = append(ch.Rules, rule(flag+" "+h.Iface, target, ""))

@@ -225,6 +225,9 @@ func (c *FelixConfiguration) Validate() error {
 			f.add("spec.mtuIfacePattern", s.MTUIfacePattern, "is not a valid regular expression")
 		}
 	}
+	if msg := InterfaceExcludeProblem(s.InterfaceExclude); msg != "" {
+		f.add("spec.interfaceExclude", s.InterfaceExclude, msg)
+	}
 	if s.InterfacePrefix != "" && !ifaceListRe.MatchString(s.InterfacePrefix) {
 		f.add("spec.interfacePrefix", s.InterfacePrefix, "must be a comma-separated list of interface name prefixes (1-15 characters: letters, digits, '_', '-')")
 	}
@@ -247,5 +250,28 @@ func (c *FelixConfiguration) Validate() error {
 // ifaceListRe is Felix's interface list (interfacePrefix): names of 1-15
 // letters, digits, '_' or '-', joined by commas.
 var ifaceListRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
+
+// InterfaceExcludeProblem checks interfaceExclude as Felix parses it:
+// comma-separated items, each an interface name (1-15 letters, digits,
+// '_' or '-') or a /regexp/ ("" when fine).
+func InterfaceExcludeProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	for i, item := range strings.Split(s, ",") {
+		if len(item) > 2 && strings.HasPrefix(item, "/") && strings.HasSuffix(item, "/") && !strings.ContainsAny(item, " \t\n") {
+			if _, err := regexp.Compile(item[1 : len(item)-1]); err != nil {
+				return "item " + strconv.Itoa(i) + " is not a valid regular expression"
+			}
+			continue
+		}
+		if !ifaceNameRe.MatchString(item) {
+			return "item " + strconv.Itoa(i) + " must be an interface name (1-15 characters: letters, digits, '_', '-') or a /regexp/"
+		}
+	}
+	return ""
+}
+
+var ifaceNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}$`)
 
 func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }

@@ -101,7 +101,7 @@ var refusals = map[string][]refusal{
 
 		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"),
-		never("spec.interfaceExclude"), never("spec.routeTableRange"),
+		never("spec.routeTableRange"),
 		never("spec.routeSource"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),

@@ -172,6 +172,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.deviceRouteSourceAddressIPv6": "TestConfigDeviceRouteSourceLive",
 	"FelixConfiguration.spec.deviceRouteProtocol":          "TestConfigDeviceRouteProtocolLive",
 	"FelixConfiguration.spec.interfacePrefix":              "TestConfigInterfacePrefixLive",
+	"FelixConfiguration.spec.interfaceExclude":             "TestConfigInterfaceExcludeLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
