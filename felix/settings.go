@@ -132,6 +132,8 @@ var settings = []setting{
 	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, parseIntIn(0, 255), validIntIn(0, 255)),
 	field("interfacePrefix", "cali", true, func(s *spec) *string { return &s.InterfacePrefix }, parseIfaceList, validIfaceList),
 	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
+	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
+	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

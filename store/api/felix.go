@@ -62,6 +62,10 @@ type FelixConfigurationSpec struct {
 	// workloads.
 	DeviceRouteSourceAddress     string `json:"deviceRouteSourceAddress,omitempty"`
 	DeviceRouteSourceAddressIPv6 string `json:"deviceRouteSourceAddressIPv6,omitempty"`
+	// RouteTableRanges (Calico's RouteTableRanges, over the deprecated
+	// RouteTableRange): the kernel route tables the agent may use. This
+	// agent uses none but main (docs/CONFIGURATION.md).
+	RouteTableRanges *[]RouteTableRange `json:"routeTableRanges,omitempty"`
 
 	HealthEnabled            *bool   `json:"healthEnabled,omitempty"`
 	HealthHost               *string `json:"healthHost,omitempty"`
@@ -104,6 +108,39 @@ type ProtoPort struct {
 type RouteTableRange struct {
 	Min int `json:"min"`
 	Max int `json:"max"`
+}
+
+// Route table indices, as Calico checks routeTableRanges: 1 to the
+// kernel's 0xffffffff, at most 0xffff tables in all. (Tables 253-255, the
+// kernel's default, main and local, are never used from a range.)
+const (
+	MaxRouteTableIndex = 0xffffffff
+	MaxRouteTables     = 0xffff
+)
+
+// Problem is what is wrong with one range of routeTableRanges ("" when
+// fine).
+func (r RouteTableRange) Problem() string {
+	switch {
+	case r.Min > r.Max:
+		return "min value cannot be greater than max value"
+	case r.Min < 1:
+		return "cannot target indices < 1"
+	case int64(r.Max) > MaxRouteTableIndex:
+		return "max index too high"
+	}
+	return ""
+}
+
+// RouteTablesTargeted counts the tables the ranges designate.
+func RouteTablesTargeted(rs []RouteTableRange) int64 {
+	var n int64
+	for _, r := range rs {
+		if r.Max >= r.Min {
+			n += int64(r.Max) - int64(r.Min) + 1
+		}
+	}
+	return n
 }
 
 var logLevels = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
@@ -219,6 +256,16 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	if r := s.RouteTableRange; r != nil && (r.Min < 1 || r.Max < r.Min || r.Max > 250) {
 		f.add("spec.routeTableRange", strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), "must be a range within 1-250")
+	}
+	if s.RouteTableRanges != nil {
+		for i, r := range *s.RouteTableRanges {
+			if msg := r.Problem(); msg != "" {
+				f.add(idx("spec.routeTableRanges", i), strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), msg)
+			}
+		}
+		if RouteTablesTargeted(*s.RouteTableRanges) > MaxRouteTables {
+			f.add("spec.routeTableRanges", strconv.Itoa(len(*s.RouteTableRanges))+" ranges", "targets too many tables (at most "+strconv.Itoa(MaxRouteTables)+")")
+		}
 	}
 	if s.MTUIfacePattern != "" {
 		if _, err := regexp.Compile(s.MTUIfacePattern); err != nil {

@@ -101,7 +101,6 @@ var refusals = map[string][]refusal{
 
 		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"),
-		never("spec.routeTableRange"),
 		never("spec.routeSource"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
@@ -109,7 +108,7 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.disableConntrackInvalidCheck", "false"), calicoOnly("spec.routeTableRanges"),
+		calicoOnly("spec.disableConntrackInvalidCheck", "false"),
 		calicoOnly("spec.workloadSourceSpoofing", "Disabled"), calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.endpointReportingEnabled", "false"), calicoOnly("spec.endpointReportingDelay"),
 		calicoOnly("spec.maxIpsetSize", "1048576"), calicoOnly("spec.natOutgoingExclusions", "IPPoolsOnly"),

@@ -173,6 +173,8 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.deviceRouteProtocol":          "TestConfigDeviceRouteProtocolLive",
 	"FelixConfiguration.spec.interfacePrefix":              "TestConfigInterfacePrefixLive",
 	"FelixConfiguration.spec.interfaceExclude":             "TestConfigInterfaceExcludeLive",
+	"FelixConfiguration.spec.routeTableRange":              "TestRouteTableRangesLeftAlone",
+	"FelixConfiguration.spec.routeTableRanges":             "TestRouteTableRangesLeftAlone",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
