@@ -219,3 +219,59 @@ func TestConfigInterfaceExcludeLive(t *testing.T) {
 	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.InterfaceExclude = "" })
 	expectTraffic(t, "default interfaceExclude: the named host endpoint applies", deny("outside->host:8080", outside))
 }
+
+// TestConfigRouteSourceLive: over VXLAN, node1 routes node2's block
+// (routeSource CalicoIPAM, Calico's default); routeSource WorkloadIPs
+// written while the agents run replaces that with a /32 to node2's pod,
+// and back to CalicoIPAM the block route returns; the pods reach each
+// other throughout.
+func TestConfigRouteSourceLive(t *testing.T) {
+	t.Setenv("CALICO_NETWORKING_BACKEND", "vxlan")
+	c := newTwoSubnetCluster(t, 1, 1)
+	createPool(t, c.cl, "vx", "10.215.0.0/16", 26)
+	c.setVXLANMode("vx", api.VXLANModeAlways)
+	c.startAll()
+	n1, n2 := c.nodes[0], c.nodes[1]
+	for _, nd := range c.nodes {
+		eventually(t, 30*time.Second, nd.name+" VXLAN tunnel address", func() error {
+			if c.tunnelAddr(nd.name) == "" {
+				return fmt.Errorf("node %s has no spec.ipv4VXLANTunnelAddr", nd.name)
+			}
+			return nil
+		})
+	}
+	p1, p2 := n1.pod("net", "rs1"), n2.pod("net", "rs2")
+	block := blockOf(p2.ip, 26)
+	routes := func() string { return mustNS(t, n1.ns, "ip", "-4", "route", "show", "root", "10.215.0.0/16") }
+	want := func(what string, present, absent string) {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func() error {
+			got := routes()
+			if !hasLine(got, present+" via "+c.tunnelAddr(n2.name)+" dev vxlan.calico proto 80 onlink") {
+				return fmt.Errorf("no route %s over VXLAN on node1:\n%s", present, got)
+			}
+			if strings.Contains(got, absent+" via") {
+				return fmt.Errorf("route %s still there on node1:\n%s", absent, got)
+			}
+			return nil
+		})
+		eventually(t, 20*time.Second, what+": pod on node1 -> pod on node2", reachable(p1.ns, p2.ip))
+	}
+	setSource := func(src string) {
+		t.Helper()
+		k, _ := api.LookupKind("FelixConfiguration")
+		f := k.NewObject().(*api.FelixConfiguration)
+		if r, err := c.cl.GetResource(ctxBG, k, "", "default"); err == nil {
+			f = r.(*api.FelixConfiguration)
+		}
+		f.Metadata.Name, f.Spec.RouteSource = "default", src
+		if _, err := c.cl.ApplyResource(ctxBG, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("CalicoIPAM: node2's block", block, p2.ip)
+	setSource("WorkloadIPs")
+	want("WorkloadIPs: node2's pod", p2.ip, block)
+	setSource("CalicoIPAM")
+	want("CalicoIPAM again: node2's block", block, p2.ip)
+}

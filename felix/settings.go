@@ -134,6 +134,7 @@ var settings = []setting{
 	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
 	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
 	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
+	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

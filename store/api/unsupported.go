@@ -101,7 +101,6 @@ var refusals = map[string][]refusal{
 
 		never("spec.iptablesFilterDenyAction", "Drop"),
 		never("spec.serviceLoopPrevention"),
-		never("spec.routeSource"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
 		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),

@@ -175,6 +175,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.interfaceExclude":             "TestConfigInterfaceExcludeLive",
 	"FelixConfiguration.spec.routeTableRange":              "TestRouteTableRangesLeftAlone",
 	"FelixConfiguration.spec.routeTableRanges":             "TestRouteTableRangesLeftAlone",
+	"FelixConfiguration.spec.routeSource":                  "TestConfigRouteSourceLive",
 
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
