@@ -71,9 +71,11 @@ func (t RouteTarget) String() string {
 }
 
 // routeManager keeps the main table's routes with our protocol numbers
+// (routes_owner.go: also deviceRouteProtocol's on workload interfaces)
 // equal to the desired set. It never touches routes with other protocols,
-// except unknown routes on cali* interfaces, which it removes only after a
-// grace period and only once the datastore view is in sync.
+// except unknown routes on workload interfaces (interfacePrefix, cali* by
+// default), which it removes only after a grace period and only once the
+// datastore view is in sync. It never reads any table but main.
 type routeManager struct {
 	desired   map[netip.Prefix]RouteTarget
 	dirty     bool

@@ -155,6 +155,15 @@ func (c Config) workloadPrefixes() []string {
 
 // workloadPrefixOf is the workload prefix iface has ("" for none).
 func (c Config) workloadPrefixOf(iface string) string {
+	if one := strings.TrimSpace(c.WorkloadIfacePrefix); !strings.Contains(one, ",") { // the usual case, per endpoint: no allocation
+		if one == "" {
+			one = "cali"
+		}
+		if strings.HasPrefix(iface, one) {
+			return one
+		}
+		return ""
+	}
 	for _, p := range c.workloadPrefixes() {
 		if strings.HasPrefix(iface, p) {
 			return p
