@@ -35,6 +35,12 @@ type Desired struct {
 	// (FelixConfiguration removeExternalRoutes false); by default they go
 	// after a grace period.
 	KeepExternalRoutes bool
+	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
+	VXLAN, VXLANV6 VXLAN
+	// IPIP is tunl0 (ipip.go); nil takes its address off.
+	IPIP   *IPIPDevice
+	InSync bool
+
 	// DeviceRouteProtocol is the protocol of the routes to local workloads
 	// (FelixConfiguration deviceRouteProtocol; 0: rtproto.Workload). The
 	// agent puts it on those routes (RouteTarget.Proto); the route manager
@@ -43,11 +49,6 @@ type Desired struct {
 	// WorkloadIfacePrefixes name the workload interfaces
 	// (FelixConfiguration interfacePrefix; nil: "cali").
 	WorkloadIfacePrefixes IfacePrefixes
-	// VXLAN and VXLANV6 are the overlay devices and their peers (vxlan.go).
-	VXLAN, VXLANV6 VXLAN
-	// IPIP is tunl0 (ipip.go); nil takes its address off.
-	IPIP   *IPIPDevice
-	InSync bool
 }
 
 // IPSet is one desired IP set.
