@@ -127,6 +127,8 @@ var settings = []setting{
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
+	// Routes to local workloads and workload interfaces (felix/dataplane,
+	// felix/devroutes.go, felix/settings_routes.go).
 	field("deviceRouteSourceAddress", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddress }, parseIPv4, validIPv4),
 	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, parseIPv6, validIPv6),
 	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, parseIntIn(0, 255), validIntIn(0, 255)),
