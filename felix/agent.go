@@ -266,7 +266,7 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
 	if a.state.NeedsHostInterfaces() { // host endpoints by expectedIPs
-		if ifaces, err := dataplane.HostInterfaces("cali"); err == nil {
+		if ifaces, err := dataplane.HostInterfaces(dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)); err == nil {
 			a.state.SetHostInterfaces(ifaces)
 		} else {
 			slog.Warn("reading host interfaces", "err", err)
@@ -296,16 +296,19 @@ func (a *agent) apply(ctx context.Context) error {
 		des.IPSets[name] = dataplane.IPSet{Type: s.Type, Family: s.Family, Members: s.Members}
 	}
 	statuses := map[string]string{}
+	dev := deviceRoutes(&cur)
 	for _, ep := range d.Endpoints {
 		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC})
 		for _, addr := range ep.Addrs {
-			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dataplane.RouteTarget{Iface: ep.Iface}
+			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}
 		statuses[a.status.endpointStatusKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
 	}
 	for _, b := range d.Blackholes {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
+	des.DeviceRouteProtocol = dev.proto
+	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
 	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
 	if !v6Support {
 		dropIPv6(&des)

@@ -148,6 +148,16 @@ var settings = []setting{
 	// BGPConfiguration advertises, which this agent refuses: accepted,
 	// validated, nothing to render (docs/CONFIGURATION.md).
 	field("serviceLoopPrevention", "Drop", true, func(s *spec) *string { return &s.ServiceLoopPrevention }, oneOf("Drop", "Reject", "Disabled"), validOneOf("Drop", "Reject", "Disabled")),
+	// Routes to local workloads and workload interfaces (felix/dataplane,
+	// felix/devroutes.go, felix/settings_routes.go).
+	field("deviceRouteSourceAddress", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddress }, parseIPv4, validIPv4),
+	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, parseIPv6, validIPv6),
+	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, parseIntIn(0, 255), validIntIn(0, 255)),
+	field("interfacePrefix", "cali", true, func(s *spec) *string { return &s.InterfacePrefix }, parseIfaceList, validIfaceList),
+	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
+	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
+	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
+	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

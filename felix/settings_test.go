@@ -38,6 +38,16 @@ type settingCase struct {
 }
 
 var settingCases = map[string]settingCase{
+	// Routes to local workloads and workload interfaces (felix/dataplane).
+	"deviceRouteSourceAddress":     {"192.0.2.7", `"192.0.2.7"`, `"192.0.2.8"`, `"192.0.2.9"`, `"fd00::1"`},
+	"deviceRouteSourceAddressIPv6": {"fd00::7", `"fd00::7"`, `"fd00::8"`, `"fd00::9"`, `"192.0.2.1"`},
+	"deviceRouteProtocol":          {"3", `3`, `99`, `42`, `256`},
+	"interfacePrefix":              {"cali,tap", `"cali,tap"`, `"tap"`, `"cali"`, `"cali,"`},
+	"interfaceExclude":             {"kube-ipvs0,/^veth/", `"kube-ipvs0,/^veth/"`, `"eth9"`, `"/^dummy/"`, `"/(/"`},
+	"routeTableRange":              {"10-20", `{"min":10,"max":20}`, `{"min":1,"max":250}`, `{"min":5,"max":6}`, `{"min":0,"max":251}`},
+	"routeTableRanges":             {"1-250 300-400", `[{"min":1,"max":250},{"min":300,"max":400}]`, `[{"min":1000,"max":2000}]`, `[{"min":1,"max":250}]`, `[{"min":5,"max":4}]`},
+	"routeSource":                  {"workloadips", `"WorkloadIPs"`, `"CalicoIPAM"`, `"WorkloadIPs"`, `"BGP"`},
+
 	"logSeverityScreen":           {"debug", `"Debug"`, `"Warning"`, `"Error"`, `"Loud"`},
 	"logSeverityFile":             {"ERROR", `"Error"`, `"Debug"`, `"Info"`, `"Chatty"`},
 	"logFilePath":                 {"/var/log/x.log", `"/var/log/x.log"`, `"none"`, `"/tmp/felix.log"`, `"relative.log"`},

@@ -49,6 +49,9 @@ func (s *State) Desired(ipv6 bool) Desired {
 	var eps []rules.Endpoint
 	for _, k := range keys {
 		w := s.weps[k]
+		if !base.IsWorkloadIface(w.Spec.InterfaceName) {
+			continue // not a workload interface (interfacePrefix): no route, policy or sysctls, as in Calico
+		}
 		in, out := s.orderedPolicies(s.localPolicies[k])
 		for _, t := range append(slices.Clone(in), out...) {
 			for _, p := range t.Policies {
@@ -222,6 +225,9 @@ func (s *State) rulesConfig() rules.Config {
 		if p := f.Spec.NATPortRange; p != nil && p.PortName == "" {
 			cfg.NATPortMin, cfg.NATPortMax = p.MinPort, p.MaxPort
 		}
+		if p := f.Spec.InterfacePrefix; p != "" {
+			cfg.WorkloadIfacePrefix = p
+		}
 		if a := f.Spec.IptablesFilterAllowAction; a != "" {
 			cfg.FilterAllowAction = a
 		}
@@ -247,6 +253,7 @@ func (s *State) rulesConfig() rules.Config {
 			cfg.LogPrefix = p
 		}
 	}
+	cfg.ExcludeIfaces = s.excludedIfaces()
 	return cfg
 }
 

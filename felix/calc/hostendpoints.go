@@ -26,10 +26,12 @@ func (s *State) applyHostEndpoint(u Update) {
 }
 
 // NeedsHostInterfaces reports whether a local host endpoint is given by
-// expectedIPs only, so the agent must read the host's interfaces.
+// expectedIPs only, or is "*" while interfaceExclude has a /regexp/, so
+// the agent must read the host's interfaces.
 func (s *State) NeedsHostInterfaces() bool {
+	regexps := len(s.interfaceExclude().res) > 0
 	for _, h := range s.heps {
-		if h.Spec.Node == s.node && h.Spec.InterfaceName == "" {
+		if h.Spec.Node == s.node && (h.Spec.InterfaceName == "" || h.Spec.InterfaceName == rules.AllInterfaces && regexps) {
 			return true
 		}
 	}
@@ -66,12 +68,22 @@ func hostEndpointAddrs(h *api.HostEndpoint) []netip.Addr {
 
 // hostEndpointIfaces resolves a local host endpoint to interfaces.
 func (s *State) hostEndpointIfaces(h *api.HostEndpoint) []string {
+	exclude := s.interfaceExclude()
+	if h.Spec.InterfaceName == rules.AllInterfaces {
+		return []string{h.Spec.InterfaceName}
+	}
 	if h.Spec.InterfaceName != "" {
+		if exclude.match(h.Spec.InterfaceName) {
+			return nil
+		}
 		return []string{h.Spec.InterfaceName}
 	}
 	want := hostEndpointAddrs(h)
 	var out []string
 	for iface, addrs := range s.hostIfaces {
+		if exclude.match(iface) {
+			continue
+		}
 		for _, a := range addrs {
 			if slices.Contains(want, a.Unmap()) {
 				out = append(out, iface)

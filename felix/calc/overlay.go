@@ -31,6 +31,7 @@ type Overlay struct {
 	pools     map[string]*api.IPPool
 	blocks    map[string]*ipam.Block // by key
 	felixCfgs map[string]*api.FelixConfiguration
+	weps      map[string]wepAddrs // by key, for routeSource WorkloadIPs
 	// last is the last result, valid until an update changes the input
 	// (the loop asks on every apply, the input changes far less often).
 	last *OverlayDesired
@@ -39,7 +40,7 @@ type Overlay struct {
 // NewOverlay makes an empty overlay state for a node.
 func NewOverlay(node string) *Overlay {
 	return &Overlay{node: node, nodes: map[string]*api.Node{}, pools: map[string]*api.IPPool{},
-		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{}}
+		blocks: map[string]*ipam.Block{}, felixCfgs: map[string]*api.FelixConfiguration{}, weps: map[string]wepAddrs{}}
 }
 
 // Apply records one update.
@@ -68,6 +69,8 @@ func (o *Overlay) Apply(u Update) {
 		} else {
 			delete(o.felixCfgs, name)
 		}
+	case "workloadendpoints":
+		o.applyWorkloadEndpoint(u)
 	case KindBlock:
 		if u.Deleted || u.Block == nil {
 			delete(o.blocks, u.Key)
@@ -337,6 +340,10 @@ func (o *Overlay) family(v6 bool, enabled *bool, dev VXLANDeviceConfig, routes m
 		if selfOK {
 			routes[dst] = OverlayRoute{Via: v.Addr, Tunnel: true}
 		}
+	}
+	if o.workloadIPs() {
+		o.workloadRoutes(v6, pools, route)
+		return d
 	}
 	keys := make([]string, 0, len(o.blocks))
 	for k := range o.blocks {

@@ -48,6 +48,15 @@ type Desired struct {
 	// IPIP is tunl0 (ipip.go); nil takes its address off.
 	IPIP   *IPIPDevice
 	InSync bool
+
+	// DeviceRouteProtocol is the protocol of the routes to local workloads
+	// (FelixConfiguration deviceRouteProtocol; 0: rtproto.Workload). The
+	// agent puts it on those routes (RouteTarget.Proto); the route manager
+	// needs it to recognise them.
+	DeviceRouteProtocol int
+	// WorkloadIfacePrefixes name the workload interfaces
+	// (FelixConfiguration interfacePrefix; nil: "cali").
+	WorkloadIfacePrefixes IfacePrefixes
 }
 
 // IPSet is one desired IP set.
@@ -196,6 +205,9 @@ func (d *Dataplane) Apply(des Desired) error {
 		errs = append(errs, fmt.Errorf("%s: %w", d.ipip.name, err))
 	}
 	errs = append(errs, applyOverlayAndRoutes(d.vxlan, d.vxlan6, d.routes, des)...)
+	if len(des.WorkloadIfacePrefixes) > 0 {
+		d.eps.prefixes = des.WorkloadIfacePrefixes
+	}
 	d.eps.SetDesired(des.Endpoints, des.InSync)
 	if err := d.eps.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("endpoints: %w", err))
@@ -339,6 +351,7 @@ func applyOverlayAndRoutes(vm, vm6 *vxlanManager, rm *routeManager, des Desired)
 			errs = append(errs, fmt.Errorf("%s: %w", x.m.name, err))
 		}
 	}
+	rm.setDevice(des.DeviceRouteProtocol, des.WorkloadIfacePrefixes)
 	if rm.keepForeign != des.KeepExternalRoutes {
 		rm.keepForeign, rm.dirty = des.KeepExternalRoutes, true
 	}

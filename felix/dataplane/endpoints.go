@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -28,14 +27,18 @@ type endpointManager struct {
 	desired map[string]LocalEndpoint
 	pending map[string]bool // interfaces to (re)program
 	gone    map[string]bool // interfaces no longer desired: their permanent neighbours go
-	scanAll bool            // on resync: look for such interfaces among all cali* links
+	scanAll bool            // on resync: look for such interfaces among all workload links
 	inSync  bool            // nothing is removed before the datastore view is in sync
 	dirty   bool
 	procSys string // "/proc/sys"
+
+	// prefixes name the workload interfaces (interfacePrefix).
+	prefixes IfacePrefixes
 }
 
 func newEndpointManager() *endpointManager {
-	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, gone: map[string]bool{}, procSys: "/proc/sys", dirty: true}
+	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, gone: map[string]bool{}, procSys: "/proc/sys", dirty: true,
+		prefixes: DefaultIfacePrefixes}
 }
 
 // SetDesired records the full set of local endpoints and marks the ones
@@ -136,7 +139,7 @@ func (m *endpointManager) pruneGone() error {
 		}
 		for _, l := range links {
 			name := l.Attrs().Name
-			if _, ok := m.desired[name]; !ok && strings.HasPrefix(name, "cali") {
+			if _, ok := m.desired[name]; !ok && m.prefixes.Match(name) {
 				m.gone[name] = true
 			}
 		}

@@ -8,8 +8,9 @@ import (
 )
 
 // HostInterfaces reads the host's interfaces and their addresses, for host
-// endpoints given by expectedIPs. Workload interfaces are left out.
-func HostInterfaces(workloadPrefix string) (map[string][]netip.Addr, error) {
+// endpoints given by expectedIPs. Workload interfaces (interfacePrefix)
+// are left out.
+func HostInterfaces(workload IfacePrefixes) (map[string][]netip.Addr, error) {
 	links, err := netlink.LinkList()
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
@@ -17,7 +18,7 @@ func HostInterfaces(workloadPrefix string) (map[string][]netip.Addr, error) {
 	byIndex := map[int]string{}
 	for _, l := range links {
 		name := l.Attrs().Name
-		if workloadPrefix != "" && len(name) >= len(workloadPrefix) && name[:len(workloadPrefix)] == workloadPrefix {
+		if workload.Match(name) {
 			continue
 		}
 		byIndex[l.Attrs().Index] = name

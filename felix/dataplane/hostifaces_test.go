@@ -16,7 +16,7 @@ func TestHostInterfaces(t *testing.T) {
 	var got map[string][]netip.Addr
 	if err := n.Do(func(ns.NetNS) error {
 		var err error
-		got, err = HostInterfaces("cali")
+		got, err = HostInterfaces(DefaultIfacePrefixes)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,9 @@ type RouteTarget struct {
 	// route) carries the agent's; one learned over BGP put over a
 	// tunnel keeps BGP's.
 	Proto int
+	// Src, when valid, is the route's preferred source address (workload
+	// routes: FelixConfiguration deviceRouteSourceAddress(IPv6)).
+	Src netip.Addr
 }
 
 // protocol is the rtnetlink protocol the route is programmed with.
@@ -47,6 +50,11 @@ func (t RouteTarget) protocol() int {
 }
 
 func (t RouteTarget) String() string {
+	if t.Src.IsValid() {
+		u := t
+		u.Src = netip.Addr{}
+		return u.String() + " src " + t.Src.String()
+	}
 	switch {
 	case t.Blackhole:
 		return "blackhole"
@@ -63,9 +71,11 @@ func (t RouteTarget) String() string {
 }
 
 // routeManager keeps the main table's routes with our protocol numbers
+// (routes_owner.go: also deviceRouteProtocol's on workload interfaces)
 // equal to the desired set. It never touches routes with other protocols,
-// except unknown routes on cali* interfaces, which it removes only after a
-// grace period and only once the datastore view is in sync.
+// except unknown routes on workload interfaces (interfacePrefix, cali* by
+// default), which it removes only after a grace period and only once the
+// datastore view is in sync. It never reads any table but main.
 type routeManager struct {
 	desired   map[netip.Prefix]RouteTarget
 	dirty     bool
@@ -81,11 +91,18 @@ type routeManager struct {
 	// gets the grace period instead of being deleted at once.
 	known map[string]bool
 	now   func() time.Time
+	// devProto is the protocol of workload routes now; devProtos every one
+	// this process has used (routes_owner.go); prefixes name the workload
+	// interfaces.
+	devProto  int
+	devProtos map[int]bool
+	prefixes  IfacePrefixes
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
 	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{},
-		known: map[string]bool{}, now: time.Now, dirty: true}
+		known: map[string]bool{}, now: time.Now, dirty: true,
+		devProto: rtproto.Workload, devProtos: map[int]bool{rtproto.Workload: true}, prefixes: DefaultIfacePrefixes}
 }
 
 // SetDesired records the full desired set (no kernel I/O); it marks the
@@ -103,7 +120,7 @@ func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
 	}
 	m.desired, m.inSync, m.dirty = d, inSync, true
 	for _, t := range d {
-		if strings.HasPrefix(t.Iface, "cali") {
+		if m.prefixes.Match(t.Iface) {
 			m.known[t.Iface] = true
 		}
 	}
@@ -157,6 +174,9 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				kr.target.Blackhole = true
 			case r.LinkIndex != 0 && r.Gw == nil && len(r.MultiPath) == 0:
 				kr.target.Iface = names[r.LinkIndex]
+				if a, ok := netip.AddrFromSlice(r.Src); ok {
+					kr.target.Src = a.Unmap()
+				}
 			case r.LinkIndex != 0 && r.Gw != nil && r.Flags&unix.RTNH_F_ONLINK != 0:
 				a, _ := netip.AddrFromSlice(r.Gw)
 				kr.target = RouteTarget{Iface: names[r.LinkIndex], Via: []netip.Addr{a.Unmap()}, OnLink: true}
@@ -171,10 +191,8 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				}
 				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
 			}
-			ours := kr.proto == rtproto.Workload || kr.proto == rtproto.BGP
-			onCali := strings.HasPrefix(kr.target.Iface, "cali")
-			if !ours && (!onCali || kr.proto == syscall.RTPROT_KERNEL) {
-				continue // not ours, or the kernel's own (the IPv6 link-local prefix route)
+			if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
+				continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
 			}
 			out[p] = kr
 		}
@@ -228,7 +246,7 @@ func (m *routeManager) Apply() error {
 		if exists && sameTarget(have.target, want) && have.proto == want.protocol() {
 			continue
 		}
-		if exists && have.proto != rtproto.Workload && have.proto != rtproto.BGP && !strings.HasPrefix(have.target.Iface, "cali") {
+		if exists && !m.ours(have.proto, have.target.Iface, p) && !m.prefixes.Match(have.target.Iface) {
 			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
 			continue
 		}
@@ -242,14 +260,15 @@ func (m *routeManager) Apply() error {
 			delete(m.strangers, p)
 			continue
 		}
-		if have.proto != rtproto.Workload && have.proto != rtproto.BGP && m.keepForeign {
+		ours := m.ours(have.proto, have.target.Iface, p)
+		if !ours && m.keepForeign {
 			delete(m.strangers, p)
 			continue
 		}
 		// A foreign route on a cali* interface, or a workload route to a
 		// cali* interface no desired route has named yet (m.known): wait
 		// out the grace period.
-		if have.proto != rtproto.Workload && have.proto != rtproto.BGP || (strings.HasPrefix(have.target.Iface, "cali") && !m.known[have.target.Iface]) {
+		if !ours || (m.prefixes.Match(have.target.Iface) && !m.known[have.target.Iface]) {
 			first, seen := m.strangers[p]
 			if !seen {
 				m.strangers[p] = now
@@ -304,6 +323,9 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
 		r.LinkIndex, r.Scope = l.Attrs().Index, netlink.SCOPE_LINK
+		if t.Src.IsValid() {
+			r.Src = t.Src.AsSlice()
+		}
 	default:
 		if len(t.Via) == 1 {
 			r.Gw = t.Via[0].AsSlice()

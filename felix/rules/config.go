@@ -2,6 +2,7 @@ package rules
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,8 +33,14 @@ type Config struct {
 	FailsafeInbound, FailsafeOutbound []ProtoPort
 	// HostEndpoints says host endpoint policy is active (then failsafe
 	// ports are accepted ahead of it).
-	HostEndpoints       bool
-	WorkloadIfacePrefix string // "cali" when empty
+	HostEndpoints bool
+	// WorkloadIfacePrefix names the workload interfaces: FelixConfiguration
+	// interfacePrefix, a comma-separated list of prefixes ("cali,tap");
+	// "cali" when empty.
+	WorkloadIfacePrefix string
+	// ExcludeIfaces are host interfaces a "*" host endpoint leaves
+	// unpoliced (FelixConfiguration interfaceExclude, resolved to names).
+	ExcludeIfaces []string
 	// FilterAllowAction is FelixConfiguration iptablesFilterAllowAction:
 	// what the filter table does with traffic policy accepted, "Accept"
 	// (the default: ACCEPT, later rules in the built-in chain are skipped)
@@ -149,6 +156,53 @@ func (c Config) withDefaults() Config {
 		c.MarkScratch = DefaultMarkScratch
 	}
 	return c
+}
+
+// workloadPrefixes are the prefixes of WorkloadIfacePrefix, in order,
+// without repeats.
+func (c Config) workloadPrefixes() []string {
+	var out []string
+	for _, p := range strings.Split(c.WorkloadIfacePrefix, ",") {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"cali"}
+	}
+	return out
+}
+
+// workloadPrefixOf is the workload prefix iface has ("" for none).
+func (c Config) workloadPrefixOf(iface string) string {
+	if one := strings.TrimSpace(c.WorkloadIfacePrefix); !strings.Contains(one, ",") { // the usual case, per endpoint: no allocation
+		if one == "" {
+			one = "cali"
+		}
+		if strings.HasPrefix(iface, one) {
+			return one
+		}
+		return ""
+	}
+	for _, p := range c.workloadPrefixes() {
+		if strings.HasPrefix(iface, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// IsWorkloadIface reports whether iface is a workload interface's name.
+func (c Config) IsWorkloadIface(iface string) bool { return c.workloadPrefixOf(iface) != "" }
+
+// workloadMatches are the iptables matches of every workload interface,
+// one per prefix: flag is "-i" or "-o".
+func (c Config) workloadMatches(flag string) []string {
+	var out []string
+	for _, p := range c.workloadPrefixes() {
+		out = append(out, flag+" "+p+"+")
+	}
+	return out
 }
 
 // filterAllow is the target for traffic policy accepted, in the filter

@@ -155,17 +155,20 @@ func (r *renderer) dispatchChains(eps []Endpoint) []iptables.Chain {
 // "<root>-<char>".
 func (r *renderer) dispatch(root, flag string, ifaces []string, target func(string) string) []iptables.Chain {
 	const unknown = "Unknown interface"
-	prefix := r.cfg.WorkloadIfacePrefix
 	groupOf := func(iface string) string {
-		if len(ifaces) <= dispatchFanout || !strings.HasPrefix(iface, prefix) || len(iface) <= len(prefix)+1 {
+		prefix := r.cfg.workloadPrefixOf(iface)
+		if len(ifaces) <= dispatchFanout || prefix == "" || len(iface) <= len(prefix)+1 {
 			return ""
 		}
 		ch := iface[len(prefix)]
 		if ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' {
-			return string(ch)
+			return prefix + string(ch)
 		}
 		return ""
 	}
+	// A group's chain: "<root>-<char>" for the first prefix,
+	// "<root>-<prefix><char>" for the others.
+	first := r.cfg.workloadPrefixes()[0]
 	count := map[string]int{}
 	for _, i := range ifaces {
 		count[groupOf(i)]++
@@ -179,9 +182,9 @@ func (r *renderer) dispatch(root, flag string, ifaces []string, target func(stri
 			top.Rules = append(top.Rules, direct)
 			continue
 		}
-		name := root + "-" + g
+		name := root + "-" + strings.TrimPrefix(g, first)
 		if len(subs) == 0 || subs[len(subs)-1].Name != name {
-			top.Rules = append(top.Rules, rule(flag+" "+prefix+g+"+", "-g "+name, ""))
+			top.Rules = append(top.Rules, rule(flag+" "+g+"+", "-g "+name, ""))
 			subs = append(subs, iptables.Chain{Name: name})
 		}
 		subs[len(subs)-1].Rules = append(subs[len(subs)-1].Rules, direct)

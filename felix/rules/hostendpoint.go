@@ -113,16 +113,21 @@ func sortByIface(hs []HostEndpoint) {
 // interfaces without a host endpoint return unpoliced. A "*" endpoint
 // takes every other interface but lo.
 func (r *renderer) hepDispatch(name, flag, kind string, heps []HostEndpoint, want func(HostEndpoint) bool) iptables.Chain {
-	ch := iptables.Chain{Name: name, Rules: []iptables.Rule{
-		rule(flag+" "+r.cfg.WorkloadIfacePrefix+"+", "-j RETURN", "Workload traffic is policed by workload policy"),
-	}}
+	ch := iptables.Chain{Name: name}
+	for _, m := range r.cfg.workloadMatches(flag) {
+		ch.Rules = append(ch.Rules, rule(m, "-j RETURN", "Workload traffic is policed by workload policy"))
+	}
 	for _, h := range heps {
 		if !want(h) {
 			continue
 		}
 		target := "-g " + HostEndpointChainName(kind, h.Iface)
 		if h.Iface == AllInterfaces {
-			ch.Rules = append(ch.Rules, rule(flag+" lo", "-j RETURN", "Loopback is not policed by a * host endpoint"), rule("", target, ""))
+			ch.Rules = append(ch.Rules, rule(flag+" lo", "-j RETURN", "Loopback is not policed by a * host endpoint"))
+			for _, x := range r.cfg.ExcludeIfaces {
+				ch.Rules = append(ch.Rules, rule(flag+" "+x, "-j RETURN", "Excluded interface (interfaceExclude)"))
+			}
+			ch.Rules = append(ch.Rules, rule("", target, ""))
 			continue
 		}
 		ch.Rules = append(ch.Rules, rule(flag+" "+h.Iface, target, ""))

@@ -173,18 +173,20 @@ func rule(match, action, comment string) iptables.Rule {
 // the forward ingress policy of its host endpoint for it, as Calico does.
 func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	c := r.cfg
-	wl := c.WorkloadIfacePrefix + "+"
+	// Each workload rule comes once per interfacePrefix (-i cali+, -i tap+).
+	each := func(flag, action, comment string) []iptables.Rule {
+		var out []iptables.Rule
+		for _, m := range c.workloadMatches(flag) {
+			out = append(out, rule(m, action, comment))
+		}
+		return out
+	}
+	dispatch := slices.Concat(each("-i", "-j "+ChainFromWlDispatch, ""), each("-o", "-j "+ChainToWlDispatch, ""))
 	ours := c.MarkAccept | c.MarkPass | c.MarkScratch
-	fwd := iptables.Chain{Name: ChainForward, Rules: []iptables.Rule{
-		rule("", clearMark(ours), "Clear our marks"),
-		rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
-		rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
-		rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet"),
-	}}
-	input := iptables.Chain{Name: ChainInput, Rules: []iptables.Rule{rule("-i "+wl, "-g "+ChainWorkloadToHost, "")}}
-	output := iptables.Chain{Name: ChainOutput, Rules: []iptables.Rule{
-		rule("-o "+wl, "-j RETURN", "Host to workload traffic is not policed, as in Calico"),
-	}}
+	fwd := iptables.Chain{Name: ChainForward, Rules: slices.Concat([]iptables.Rule{rule("", clearMark(ours), "Clear our marks")},
+		dispatch, []iptables.Rule{rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet")})}
+	input := iptables.Chain{Name: ChainInput, Rules: each("-i", "-g "+ChainWorkloadToHost, "")}
+	output := iptables.Chain{Name: ChainOutput, Rules: each("-o", "-j RETURN", "Host to workload traffic is not policed, as in Calico")}
 	present := map[string]bool{}
 	if !c.HostEndpoints {
 		return []iptables.Chain{fwd, input, r.workloadToHost(), output}, present
@@ -197,14 +199,13 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 		}
 	}
 	if heps {
-		fwd.Rules = []iptables.Rule{
+		fwd.Rules = slices.Concat([]iptables.Rule{
 			rule("", clearMark(c.MarkPass|c.MarkScratch), "Clear our marks but the accept mark of untracked or pre-DNAT policy"),
 			rule(markClear(c.MarkAccept), "-j "+ChainFromHostEPFwd, ""),
-			rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
-			rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
+		}, dispatch, []iptables.Rule{
 			rule("", "-j "+ChainToHostEPFwd, ""),
 			rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet"),
-		}
+		})
 		hostRules := func(dispatch string) []iptables.Rule {
 			return []iptables.Rule{
 				rule(markSet(c.MarkAccept), c.filterAllow(), "Untracked or pre-DNAT policy allowed the packet"),

@@ -62,6 +62,14 @@ type FelixConfigurationSpec struct {
 	RouteSource          string           `json:"routeSource,omitempty"`
 	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
 	DeviceRouteProtocol  *int             `json:"deviceRouteProtocol,omitempty"`
+	// DeviceRouteSourceAddress(IPv6) are the src of the routes to local
+	// workloads.
+	DeviceRouteSourceAddress     string `json:"deviceRouteSourceAddress,omitempty"`
+	DeviceRouteSourceAddressIPv6 string `json:"deviceRouteSourceAddressIPv6,omitempty"`
+	// RouteTableRanges (Calico's RouteTableRanges, over the deprecated
+	// RouteTableRange): the kernel route tables the agent may use. This
+	// agent uses none but main (docs/CONFIGURATION.md).
+	RouteTableRanges *[]RouteTableRange `json:"routeTableRanges,omitempty"`
 
 	HealthEnabled            *bool   `json:"healthEnabled,omitempty"`
 	HealthHost               *string `json:"healthHost,omitempty"`
@@ -208,6 +216,8 @@ func (c *FelixConfiguration) Validate() error {
 		}
 	}
 	f.ip("spec.natOutgoingAddress", s.NATOutgoingAddress, 4)
+	f.ip("spec.deviceRouteSourceAddress", s.DeviceRouteSourceAddress, 4)
+	f.ip("spec.deviceRouteSourceAddressIPv6", s.DeviceRouteSourceAddressIPv6, 6)
 	if s.NATPortRange != nil {
 		if msg := s.NATPortRange.problem(); msg != "" || s.NATPortRange.PortName != "" {
 			f.add("spec.natPortRange", s.NATPortRange.String(), "must be a port or port range")
@@ -260,15 +270,26 @@ func (c *FelixConfiguration) Validate() error {
 	if r := s.RouteTableRange; r != nil && (r.Min < 1 || r.Max < r.Min || r.Max > 250) {
 		f.add("spec.routeTableRange", strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), "must be a range within 1-250")
 	}
+	if s.RouteTableRanges != nil {
+		for i, r := range *s.RouteTableRanges {
+			if msg := r.Problem(); msg != "" {
+				f.add(idx("spec.routeTableRanges", i), strconv.Itoa(r.Min)+"-"+strconv.Itoa(r.Max), msg)
+			}
+		}
+		if RouteTablesTargeted(*s.RouteTableRanges) > MaxRouteTables {
+			f.add("spec.routeTableRanges", strconv.Itoa(len(*s.RouteTableRanges))+" ranges", "targets too many tables (at most "+strconv.Itoa(MaxRouteTables)+")")
+		}
+	}
 	if s.MTUIfacePattern != "" {
 		if _, err := regexp.Compile(s.MTUIfacePattern); err != nil {
 			f.add("spec.mtuIfacePattern", s.MTUIfacePattern, "is not a valid regular expression")
 		}
 	}
-	for i, p := range strings.Split(s.InterfacePrefix, ",") {
-		if s.InterfacePrefix != "" && !interfaceRe().MatchString(p) {
-			f.add("spec.interfacePrefix", s.InterfacePrefix, "has an invalid prefix at position "+strconv.Itoa(i))
-		}
+	if msg := InterfaceExcludeProblem(s.InterfaceExclude); msg != "" {
+		f.add("spec.interfaceExclude", s.InterfaceExclude, msg)
+	}
+	if s.InterfacePrefix != "" && !ifaceListRe.MatchString(s.InterfacePrefix) {
+		f.add("spec.interfacePrefix", s.InterfacePrefix, "must be a comma-separated list of interface name prefixes (1-15 characters: letters, digits, '_', '-')")
 	}
 	for _, d := range []struct {
 		field string
@@ -286,5 +307,32 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	return f.join()
 }
+
+// ifaceListRe is Felix's interface list (interfacePrefix): names of 1-15
+// letters, digits, '_' or '-', joined by commas.
+var ifaceListRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
+
+// InterfaceExcludeProblem checks interfaceExclude as Felix parses it:
+// comma-separated items, each an interface name (1-15 letters, digits,
+// '_' or '-') or a /regexp/ ("" when fine).
+func InterfaceExcludeProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	for i, item := range strings.Split(s, ",") {
+		if len(item) > 2 && strings.HasPrefix(item, "/") && strings.HasSuffix(item, "/") && !strings.ContainsAny(item, " \t\n") {
+			if _, err := regexp.Compile(item[1 : len(item)-1]); err != nil {
+				return "item " + strconv.Itoa(i) + " is not a valid regular expression"
+			}
+			continue
+		}
+		if !ifaceNameRe.MatchString(item) {
+			return "item " + strconv.Itoa(i) + " must be an interface name (1-15 characters: letters, digits, '_', '-') or a /regexp/"
+		}
+	}
+	return ""
+}
+
+var ifaceNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}$`)
 
 func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }

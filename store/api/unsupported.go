@@ -94,17 +94,12 @@ var refusals = map[string][]refusal{
 		never("spec.netlinkTimeout", "10s"),
 		never("spec.nftablesMode", "Disabled"),
 
-		never("spec.interfacePrefix", "cali"),
-		never("spec.interfaceExclude"), never("spec.routeTableRange"),
-		never("spec.routeSource"), never("spec.deviceRouteProtocol"),
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
 		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.deviceRouteSourceAddress"),
-		calicoOnly("spec.deviceRouteSourceAddressIPv6"), calicoOnly("spec.routeTableRanges"),
 		calicoOnly("spec.kubeNodePortRanges"), calicoOnly("spec.prometheusMetricsCAFile"),
 		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),

@@ -185,6 +185,16 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.logPrefix":                          "TestLogPrefixKernel",
 	"FelixConfiguration.spec.serviceLoopPrevention":              "TestServiceLoopPreventionRendersNothing",
 
+	// Routes to local workloads and workload interfaces (felix/dataplane).
+	"FelixConfiguration.spec.deviceRouteSourceAddress":     "TestConfigDeviceRouteSourceLive",
+	"FelixConfiguration.spec.deviceRouteSourceAddressIPv6": "TestConfigDeviceRouteSourceLive",
+	"FelixConfiguration.spec.deviceRouteProtocol":          "TestConfigDeviceRouteProtocolLive",
+	"FelixConfiguration.spec.interfacePrefix":              "TestConfigInterfacePrefixLive",
+	"FelixConfiguration.spec.interfaceExclude":             "TestConfigInterfaceExcludeLive",
+	"FelixConfiguration.spec.routeTableRange":              "TestRouteTableRangesLeftAlone",
+	"FelixConfiguration.spec.routeTableRanges":             "TestRouteTableRangesLeftAlone",
+	"FelixConfiguration.spec.routeSource":                  "TestConfigRouteSourceLive",
+
 	// Host endpoints (felix/calc/hostendpoints.go, felix/rules/hostendpoint.go).
 	"HostEndpoint.spec.node":                  "TestHostEndpointSelection",
 	"HostEndpoint.spec.interfaceName":         "TestHostEndpointFailsafeTraffic",
