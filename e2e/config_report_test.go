@@ -161,9 +161,17 @@ func TestConfigIPv6SupportLive(t *testing.T) {
 	}
 	v6 := func(want bool) func() error {
 		return func() error {
-			chains := strings.Count(mustNS(t, e.host.ns, "ip6tables-save", "-t", "filter"), "\n:cali-")
-			routes := mustNS(t, e.host.ns, "ip", "-6", "route", "show", "proto", "80")
-			sets := strings.Count(mustNS(t, e.host.ns, "ipset", "list", "-n"), "cali60")
+			// Commands may fail while the agent rewrites the tables: retry.
+			var out [5]string
+			for i, c := range [][]string{{"ip6tables-save", "-t", "filter"}, {"ip", "-6", "route", "show", "proto", "80"},
+				{"ipset", "list", "-n"}, {"ip", "-4", "route", "show", "proto", "80"}, {"iptables-save", "-t", "filter"}} {
+				o, err := inNS(e.host.ns, c[0], c[1:]...)
+				if err != nil {
+					return err
+				}
+				out[i] = o
+			}
+			chains, routes, sets := strings.Count(out[0], "\n:cali-"), out[1], strings.Count(out[2], "cali60")
 			has := strings.Contains(routes, p.ip6)
 			if want && (chains == 0 || !has) {
 				return fmt.Errorf("IPv6 not programmed: %d ip6tables chains, routes:\n%s", chains, routes)
@@ -171,8 +179,7 @@ func TestConfigIPv6SupportLive(t *testing.T) {
 			if !want && (chains != 0 || has || sets != 0) {
 				return fmt.Errorf("IPv6 still programmed: %d ip6tables chains, %d cali60 sets, routes:\n%s", chains, sets, routes)
 			}
-			v4 := mustNS(t, e.host.ns, "ip", "-4", "route", "show", "proto", "80")
-			if !strings.Contains(v4, p.ip) || strings.Count(mustNS(t, e.host.ns, "iptables-save", "-t", "filter"), "\n:cali-") == 0 {
+			if v4 := out[3]; !strings.Contains(v4, p.ip) || strings.Count(out[4], "\n:cali-") == 0 {
 				return fmt.Errorf("IPv4 lost: routes\n%s", v4)
 			}
 			return nil
@@ -182,8 +189,8 @@ func TestConfigIPv6SupportLive(t *testing.T) {
 	e.apply(gnp("v6-sel", 10, "all()", []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{Selector: "all()"}}}, nil))
 	eventually(t, 15*time.Second, "IPv6 programmed (ipv6Support default true)", v6(true))
 	eventually(t, 15*time.Second, "an IPv6 set for the selector", func() error {
-		if !strings.Contains(mustNS(t, e.host.ns, "ipset", "list", "-n"), "cali60") {
-			return fmt.Errorf("no cali60 set")
+		if out, err := inNS(e.host.ns, "ipset", "list", "-n"); err != nil || !strings.Contains(out, "cali60") {
+			return fmt.Errorf("no cali60 set (%v)", err)
 		}
 		return nil
 	})
