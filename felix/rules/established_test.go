@@ -65,3 +65,24 @@ func TestAntiSpoofIgnoresStaleScratchMark(t *testing.T) {
 		}
 	}
 }
+
+// The rule every forwarded packet matches first, clearing our marks,
+// carries no text comment (iptables-nft would evaluate it as a match per
+// packet), with or without host endpoints.
+func TestForwardFirstRuleHasNoTextComment(t *testing.T) {
+	for _, heps := range []bool{false, true} {
+		in := semanticsInput()
+		if heps {
+			in.HostEndpoints = hostInput().HostEndpoints
+		}
+		tb, _ := Render(Config{}, in)
+		for _, c := range tb.Filter {
+			if c.Name != ChainForward {
+				continue
+			}
+			if r := c.Rules[0]; !strings.HasPrefix(r.Action, "-j MARK --set-xmark 0x0/") || r.Comment != "" {
+				t.Errorf("host endpoints %v: first rule of %s is %q %q (comment %q)", heps, c.Name, r.Match, r.Action, r.Comment)
+			}
+		}
+	}
+}

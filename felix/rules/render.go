@@ -174,8 +174,11 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	c := r.cfg
 	wl := c.WorkloadIfacePrefix + "+"
 	ours := c.MarkAccept | c.MarkPass | c.MarkScratch
+	// Every forwarded packet matches the first rule, so it carries no text
+	// comment: iptables-nft evaluates a rule's second comment as a match
+	// (xt_comment through nft_compat), per packet.
 	fwd := iptables.Chain{Name: ChainForward, Rules: []iptables.Rule{
-		rule("", clearMark(ours), "Clear our marks"),
+		rule("", clearMark(ours), ""), // clear our marks
 		rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
 		rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
 		rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet"),
@@ -197,7 +200,9 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	}
 	if heps {
 		fwd.Rules = []iptables.Rule{
-			rule("", clearMark(c.MarkPass|c.MarkScratch), "Clear our marks but the accept mark of untracked or pre-DNAT policy"),
+			// Clear our marks but the accept mark of untracked or pre-DNAT
+			// policy (no text comment: see above).
+			rule("", clearMark(c.MarkPass|c.MarkScratch), ""),
 			rule(markClear(c.MarkAccept), "-j "+ChainFromHostEPFwd, ""),
 			rule("-i "+wl, "-j "+ChainFromWlDispatch, ""),
 			rule("-o "+wl, "-j "+ChainToWlDispatch, ""),
