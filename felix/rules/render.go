@@ -28,8 +28,8 @@ import (
 //	                      Calico); other traffic -> cali-failsafe-out
 //	cali-from-wl-dispatch per interface goto cali-fw-<iface>, else DROP (split by the
 //	cali-to-wl-dispatch   interface's next character above 16 endpoints)
-//	cali-fw-<iface>       workload egress: marks, anti-spoofing, conntrack, encap drops, policies, profiles
-//	cali-tw-<iface>       workload ingress: marks, conntrack, policies tier by tier, profiles
+//	cali-fw-<iface>       workload egress: anti-spoofing, conntrack, marks, encap drops, policies, profiles
+//	cali-tw-<iface>       workload ingress: conntrack, marks, policies tier by tier, profiles
 //	cali-pi-/cali-po-     one chain per policy and direction in use
 //	cali-pri-/cali-pro-   one chain per profile and direction in use
 //
