@@ -29,13 +29,14 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 	clear := rule("", clearMark(c.MarkAccept|c.MarkPass|c.MarkScratch), "Clear marks")
 	conntrack := r.conntrackRules()
 
-	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: []iptables.Rule{clear}}
-	tw.Rules = append(tw.Rules, conntrack...)
+	// Established packets leave first, before anything else runs (as in
+	// Calico); the marks matter only to the policy rules after the clear.
+	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: slices.Concat(conntrack, []iptables.Rule{clear})}
 	tw.Rules = append(tw.Rules, r.verdictRules(DirIngress, ep.tiers(DirIngress), ep.Profiles)...)
 
-	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: []iptables.Rule{clear}}
-	fw.Rules = append(fw.Rules, r.antiSpoof(ep)...)
+	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: r.antiSpoof(ep)}
 	fw.Rules = append(fw.Rules, conntrack...)
+	fw.Rules = append(fw.Rules, clear)
 	// Workloads may not send encapsulated packets (Calico's defaults),
 	// unless FelixConfiguration allows them.
 	if !c.AllowVXLANPacketsFromWorkloads {
@@ -130,7 +131,7 @@ func (r *renderer) antiSpoof(ep Endpoint) []iptables.Rule {
 		return []iptables.Rule{rule("! -s "+allowed[0], "-j DROP", why)}
 	}
 	s := r.cfg.MarkScratch
-	var out []iptables.Rule
+	out := []iptables.Rule{rule("", clearMark(s), "")} // it runs before the chain's "Clear marks"
 	for _, p := range allowed {
 		out = append(out, rule("-s "+p, setMark(s), ""))
 	}

@@ -28,8 +28,8 @@ import (
 //	                      Calico); other traffic -> cali-failsafe-out
 //	cali-from-wl-dispatch per interface goto cali-fw-<iface>, else DROP (split by the
 //	cali-to-wl-dispatch   interface's next character above 16 endpoints)
-//	cali-fw-<iface>       workload egress: marks, anti-spoofing, conntrack, encap drops, policies, profiles
-//	cali-tw-<iface>       workload ingress: marks, conntrack, policies tier by tier, profiles
+//	cali-fw-<iface>       workload egress: anti-spoofing, conntrack, marks, encap drops, policies, profiles
+//	cali-tw-<iface>       workload ingress: conntrack, marks, policies tier by tier, profiles
 //	cali-pi-/cali-po-     one chain per policy and direction in use
 //	cali-pri-/cali-pro-   one chain per profile and direction in use
 //
@@ -183,7 +183,10 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	}
 	dispatch := slices.Concat(each("-i", "-j "+ChainFromWlDispatch, ""), each("-o", "-j "+ChainToWlDispatch, ""))
 	ours := c.MarkAccept | c.MarkPass | c.MarkScratch
-	fwd := iptables.Chain{Name: ChainForward, Rules: slices.Concat([]iptables.Rule{rule("", clearMark(ours), "Clear our marks")},
+	// Every forwarded packet matches the first rule, so it carries no text
+	// comment: iptables-nft evaluates a rule's second comment as a match
+	// (xt_comment through nft_compat), per packet.
+	fwd := iptables.Chain{Name: ChainForward, Rules: slices.Concat([]iptables.Rule{rule("", clearMark(ours), "")}, // clear our marks
 		dispatch, []iptables.Rule{rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet")})}
 	input := iptables.Chain{Name: ChainInput, Rules: each("-i", "-g "+ChainWorkloadToHost, "")}
 	output := iptables.Chain{Name: ChainOutput, Rules: each("-o", "-j RETURN", "Host to workload traffic is not policed, as in Calico")}
@@ -200,7 +203,9 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	}
 	if heps {
 		fwd.Rules = slices.Concat([]iptables.Rule{
-			rule("", clearMark(c.MarkPass|c.MarkScratch), "Clear our marks but the accept mark of untracked or pre-DNAT policy"),
+			// Clear our marks but the accept mark of untracked or pre-DNAT
+			// policy (no text comment: see above).
+			rule("", clearMark(c.MarkPass|c.MarkScratch), ""),
 			rule(markClear(c.MarkAccept), "-j "+ChainFromHostEPFwd, ""),
 		}, dispatch, []iptables.Rule{
 			rule("", "-j "+ChainToHostEPFwd, ""),
