@@ -19,12 +19,13 @@ import (
 
 // The pod annotations Calico's CNI plugin honours.
 const (
-	annotIPAddrs       = "cni.projectcalico.org/ipAddrs"
-	annotIPAddrsNoIpam = "cni.projectcalico.org/ipAddrsNoIpam"
-	annotIPv4Pools     = "cni.projectcalico.org/ipv4pools"
-	annotIPv6Pools     = "cni.projectcalico.org/ipv6pools"
-	annotFloatingIPs   = "cni.projectcalico.org/floatingIPs"
-	annotHwAddr        = "cni.projectcalico.org/hwAddr"
+	annotIPAddrs        = "cni.projectcalico.org/ipAddrs"
+	annotIPAddrsNoIpam  = "cni.projectcalico.org/ipAddrsNoIpam"
+	annotIPv4Pools      = "cni.projectcalico.org/ipv4pools"
+	annotIPv6Pools      = "cni.projectcalico.org/ipv6pools"
+	annotFloatingIPs    = "cni.projectcalico.org/floatingIPs"
+	annotHwAddr         = "cni.projectcalico.org/hwAddr"
+	annotSourcePrefixes = "cni.projectcalico.org/allowedSourcePrefixes"
 )
 
 // The ipam.subnet values that host-local gets replaced by the node's pod CIDR.
@@ -46,6 +47,7 @@ type kubePod struct {
 	pools4, pools6 []string         // ipv4pools/ipv6pools (pod, else namespace); nil: the netconf's
 	floating       []netip.Addr     // floatingIPs: NAT'ed to the pod's address of the same family
 	mac            net.HardwareAddr // hwAddr: the pod interface's MAC
+	spoofable      []string         // allowedSourcePrefixes: masked CIDRs the pod may send from
 
 	ipamStdin []byte // the delegated IPAM's netconf with usePodCidr replaced; nil: unchanged
 }
@@ -189,7 +191,32 @@ func parseKubePod(conf *NetConf, pod k8s.Pod, ns k8s.Namespace) (*kubePod, error
 		}
 		kp.mac = mac
 	}
+	if v := an[annotSourcePrefixes]; v != "" {
+		if kp.spoofable, err = parseSourcePrefixes(v); err != nil {
+			return nil, bad(annotSourcePrefixes, "%v", err)
+		}
+	}
 	return kp, nil
+}
+
+// parseSourcePrefixes parses allowedSourcePrefixes as Calico does: a JSON
+// list (possibly empty) of CIDRs of either family, each written with a
+// prefix length (a bare address is refused) and kept with its host bits
+// cleared.
+func parseSourcePrefixes(v string) ([]string, error) {
+	var list []string
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		return nil, fmt.Errorf("%q is not a JSON list of strings", v)
+	}
+	var out []string
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR", s)
+		}
+		out = append(out, p.Masked().String())
+	}
+	return out, nil
 }
 
 // parseStringList parses a JSON list of non-empty strings.
@@ -288,7 +315,8 @@ func (kp *kubePod) ipamInputs(conf *NetConf, args Args) (*NetConf, Args) {
 }
 
 // applyTo fills in the endpoint what the pod says: labels, service
-// account, ports, and NAT for floating IPs.
+// account, ports, NAT for floating IPs and the source prefixes it may
+// send from (which the agent honours only with workloadSourceSpoofing Any).
 func (kp *kubePod) applyTo(w *api.WorkloadEndpoint, addrs []netip.Addr) error {
 	nats, err := kp.ipNATs(addrs)
 	if err != nil {
@@ -298,6 +326,7 @@ func (kp *kubePod) applyTo(w *api.WorkloadEndpoint, addrs []netip.Addr) error {
 	w.Spec.ServiceAccountName = kp.pod.Spec.ServiceAccountName
 	w.Spec.Ports = k8s.PodPorts(kp.pod)
 	w.Spec.IPNATs = nats
+	w.Spec.AllowSpoofedSourcePrefixes = kp.spoofable
 	return nil
 }
 

@@ -73,6 +73,12 @@ func TestParseKubePodAccepts(t *testing.T) {
 			want: kubePod{floating: addrs("203.0.113.9", "2001:db8::9")}},
 		{name: "hwAddr", conf: testConf("host-local", false, false),
 			pod: map[string]string{annotHwAddr: "c2:b0:57:49:47:f1"}, wantMAC: "c2:b0:57:49:47:f1"},
+		// As in Calico: host bits cleared, both families, any IPAM.
+		{name: "allowedSourcePrefixes", conf: testConf("host-local", false, false),
+			pod:  map[string]string{annotSourcePrefixes: `["10.0.0.0/24", "192.0.2.77/28", "2001:db8::1:5/112", "198.51.100.9/32"]`},
+			want: kubePod{spoofable: []string{"10.0.0.0/24", "192.0.2.64/28", "2001:db8::1:0/112", "198.51.100.9/32"}}},
+		{name: "allowedSourcePrefixes empty list", conf: testConf("calico-ipam", false, false),
+			pod: map[string]string{annotSourcePrefixes: `[]`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,8 +88,8 @@ func TestParseKubePodAccepts(t *testing.T) {
 			}
 			if !slices.Equal(kp.ipAddrs, c.want.ipAddrs) || !slices.Equal(kp.noIPAM, c.want.noIPAM) ||
 				!slices.Equal(kp.pools4, c.want.pools4) || !slices.Equal(kp.pools6, c.want.pools6) ||
-				!slices.Equal(kp.floating, c.want.floating) {
-				t.Errorf("got ipAddrs %v noIPAM %v pools %v %v floating %v, want %+v", kp.ipAddrs, kp.noIPAM, kp.pools4, kp.pools6, kp.floating, c.want)
+				!slices.Equal(kp.floating, c.want.floating) || !slices.Equal(kp.spoofable, c.want.spoofable) {
+				t.Errorf("got ipAddrs %v noIPAM %v pools %v %v floating %v spoofable %v, want %+v", kp.ipAddrs, kp.noIPAM, kp.pools4, kp.pools6, kp.floating, kp.spoofable, c.want)
 			}
 			if got := kp.mac.String(); got != c.wantMAC {
 				t.Errorf("MAC %q, want %q", got, c.wantMAC)
@@ -125,6 +131,14 @@ func TestParseKubePodRefuses(t *testing.T) {
 			map[string]string{annotHwAddr: "01:00:5e:00:00:01"}, nil, "multicast"},
 		{"hwAddr too long", testConf("calico-ipam", false, false),
 			map[string]string{annotHwAddr: "00:00:00:00:fe:80:00:00:00:00:00:00:02:00:5e:10:00:00:00:01"}, nil, "6-byte"},
+		{"allowedSourcePrefixes not JSON", testConf("calico-ipam", false, false),
+			map[string]string{annotSourcePrefixes: `10.0.0.0/24`}, nil, "allowedSourcePrefixes: \"10.0.0.0/24\" is not a JSON list"},
+		{"allowedSourcePrefixes not strings", testConf("calico-ipam", false, false),
+			map[string]string{annotSourcePrefixes: `[24]`}, nil, "allowedSourcePrefixes: \"[24]\" is not a JSON list"},
+		{"allowedSourcePrefixes bad CIDR", testConf("calico-ipam", false, false),
+			map[string]string{annotSourcePrefixes: `["10.0.0.0/24","10.0.0.0/33"]`}, nil, "allowedSourcePrefixes: \"10.0.0.0/33\" is not a CIDR"},
+		{"allowedSourcePrefixes bare address", testConf("calico-ipam", false, false),
+			map[string]string{annotSourcePrefixes: `["10.0.0.1"]`}, nil, "allowedSourcePrefixes: \"10.0.0.1\" is not a CIDR"},
 		{"pod pools not a list", testConf("calico-ipam", false, false),
 			map[string]string{annotIPv4Pools: `"p"`}, nil, "pod"},
 	}
@@ -171,7 +185,7 @@ func TestKubePodApplyTo(t *testing.T) {
 	pod.Metadata.Labels = map[string]string{"app": "web", api.LabelNamespace: "forged"}
 	pod.Spec.ServiceAccountName = "shopper"
 	pod.Spec.Containers = []k8s.Container{{Name: "c", Ports: []k8s.ContainerPort{{Name: "http", ContainerPort: 8080}}}}
-	kp := &kubePod{pod: pod, floating: addrs("203.0.113.9", "2001:db8::9")}
+	kp := &kubePod{pod: pod, floating: addrs("203.0.113.9", "2001:db8::9"), spoofable: []string{"10.0.0.0/24", "2001:db8:1::/64"}}
 	var w api.WorkloadEndpoint
 	if err := kp.applyTo(&w, addrs("10.1.0.5", "fd00::5")); err != nil {
 		t.Fatal(err)
@@ -186,6 +200,9 @@ func TestKubePodApplyTo(t *testing.T) {
 	}
 	if w.Spec.ServiceAccountName != "shopper" || len(w.Spec.Ports) != 1 || w.Spec.Ports[0].Name != "http" {
 		t.Errorf("spec: %+v", w.Spec)
+	}
+	if want := []string{"10.0.0.0/24", "2001:db8:1::/64"}; !slices.Equal(w.Spec.AllowSpoofedSourcePrefixes, want) {
+		t.Errorf("allowSpoofedSourcePrefixes %v, want %v", w.Spec.AllowSpoofedSourcePrefixes, want)
 	}
 	// A floating IPv6 address needs a pod IPv6 address.
 	if err := kp.applyTo(&w, addrs("10.1.0.5")); err == nil || !strings.Contains(err.Error(), "2001:db8::9") {
