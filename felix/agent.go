@@ -266,7 +266,7 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
 	if a.state.NeedsHostInterfaces() { // host endpoints by expectedIPs
-		if ifaces, err := dataplane.HostInterfaces(dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)); err == nil {
+		if ifaces, err := a.dp.HostInterfaces(dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)); err == nil {
 			a.state.SetHostInterfaces(ifaces)
 		} else {
 			slog.Warn("reading host interfaces", "err", err)
@@ -289,6 +289,7 @@ func (a *agent) apply(ctx context.Context) error {
 	if cur.MaxIpsetSize != nil {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}
+	des.NetlinkTimeout = netlinkTimeout(&cur)
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}

@@ -93,6 +93,7 @@ var settingCases = map[string]settingCase{
 	"ipv6Support":                    {"false", `false`, `true`, `false`, ``},
 	"logSeveritySys":                 {"none", `"None"`, `"Debug"`, `"Warning"`, `"Verbose"`},
 	"maxIpsetSize":                   {"65536", `65536`, `1000`, `2097152`, `0`},
+	"netlinkTimeout":                 {"2.5", `"2.5s"`, `"30s"`, `"1m0s"`, `"-1s"`},
 
 	// Policy rendering (felix/rules).
 	"iptablesFilterDenyAction":           {"reject", `"Reject"`, `"Drop"`, `"Reject"`, `"Deny"`},

@@ -57,6 +57,11 @@ type Desired struct {
 	// WorkloadIfacePrefixes name the workload interfaces
 	// (FelixConfiguration interfacePrefix; nil: "cali").
 	WorkloadIfacePrefixes IfacePrefixes
+	// NetlinkTimeout is FelixConfiguration netlinkTimeout: the send and
+	// receive timeout of the dataplane's own netlink socket (nlhandle.go;
+	// 0: Calico's default 10s, negative: none). A change replaces the
+	// socket before the next netlink request.
+	NetlinkTimeout time.Duration
 }
 
 // IPSet is one desired IP set.
@@ -100,6 +105,8 @@ type Dataplane struct {
 	// lockTimeout and lockProbe are the xtables lock wait the next tables
 	// are built with.
 	lockTimeout, lockProbe time.Duration
+	// nl is the netlink handle every manager uses (nlhandle.go).
+	nl *nlHandle
 }
 
 // Config of the dataplane.
@@ -116,13 +123,20 @@ func New(cfg Config) *Dataplane {
 	if cfg.RouteGracePeriod == 0 {
 		cfg.RouteGracePeriod = 30 * time.Second
 	}
-	return &Dataplane{
+	d := &Dataplane{
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
-		ipip: newIPIPManager("tunl0"), obs: cfg.Observer,
+		ipip: newIPIPManager("tunl0"), obs: cfg.Observer, nl: newNLHandle(),
 	}
+	// One handle for all: the socket is made in the namespace of the
+	// first apply and replaced only from the dataplane's goroutine.
+	d.routes.nl, d.eps.nl, d.vxlan.nl, d.vxlan6.nl, d.ipip.nl = d.nl, d.nl, d.nl, d.nl, d.nl
+	return d
 }
+
+// Close releases the dataplane's netlink socket (the kernel state stays).
+func (d *Dataplane) Close() { d.nl.close() }
 
 func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendHooks bool) *iptables.Table {
 	present := map[string]bool{}
@@ -160,6 +174,10 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 // joined.
 func (d *Dataplane) Apply(des Desired) error {
 	var errs []error
+	d.nl.want = des.NetlinkTimeout // a change replaces the socket now, not at the next netlink need
+	if err := d.nl.ready(); err != nil {
+		errs = append(errs, err)
+	}
 	d.fwd.SetDesired(des.Forwarding)
 	if err := d.fwd.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("ip forwarding: %w", err))

@@ -34,11 +34,12 @@ type endpointManager struct {
 
 	// prefixes name the workload interfaces (interfacePrefix).
 	prefixes IfacePrefixes
+	nl       *nlHandle // the dataplane's netlink handle (nlhandle.go)
 }
 
 func newEndpointManager() *endpointManager {
 	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, gone: map[string]bool{}, procSys: "/proc/sys", dirty: true,
-		prefixes: DefaultIfacePrefixes}
+		prefixes: DefaultIfacePrefixes, nl: newNLHandle()}
 }
 
 // SetDesired records the full set of local endpoints and marks the ones
@@ -96,6 +97,9 @@ func (m *endpointManager) Apply() error {
 	if !m.dirty {
 		return nil
 	}
+	if err := m.nl.ready(); err != nil {
+		return err
+	}
 	var errs []error
 	names := make([]string, 0, len(m.pending))
 	for n := range m.pending {
@@ -104,7 +108,7 @@ func (m *endpointManager) Apply() error {
 	sort.Strings(names)
 	for _, name := range names {
 		ep := m.desired[name]
-		link, err := netlink.LinkByName(name)
+		link, err := m.nl.h.LinkByName(name)
 		if err != nil {
 			continue // not there yet: stays pending
 		}
@@ -133,7 +137,7 @@ func (m *endpointManager) Apply() error {
 // resync those of any cali* interface that is not one.
 func (m *endpointManager) pruneGone() error {
 	if m.scanAll {
-		links, err := netlink.LinkList()
+		links, err := m.nl.h.LinkList()
 		if err != nil {
 			return fmt.Errorf("listing links: %w", err)
 		}
@@ -147,9 +151,9 @@ func (m *endpointManager) pruneGone() error {
 	}
 	var errs []error
 	for name := range m.gone {
-		link, err := netlink.LinkByName(name)
+		link, err := m.nl.h.LinkByName(name)
 		if err == nil {
-			err = pruneNeighbours(link, nil)
+			err = pruneNeighbours(m.nl.h, link, nil)
 		} else {
 			err = nil // the interface went, and its neighbours with it
 		}
@@ -164,8 +168,8 @@ func (m *endpointManager) pruneGone() error {
 
 // pruneNeighbours deletes the permanent neighbours on link whose address
 // is not in keep.
-func pruneNeighbours(link netlink.Link, keep []netip.Addr) error {
-	have, err := netlink.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+func pruneNeighbours(h *netlink.Handle, link netlink.Link, keep []netip.Addr) error {
+	have, err := h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("neighbours of %s: %w", link.Attrs().Name, err)
 	}
@@ -175,7 +179,7 @@ func pruneNeighbours(link netlink.Link, keep []netip.Addr) error {
 		if !ok || n.State&netlink.NUD_PERMANENT == 0 || slices.Contains(keep, a.Unmap()) {
 			continue
 		}
-		if err := netlink.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
+		if err := h.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, fmt.Errorf("deleting neighbour %s on %s: %w", a, link.Attrs().Name, err))
 		}
 	}
@@ -189,9 +193,9 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 		if !m.inSync {
 			return nil
 		}
-		return pruneNeighbours(link, nil) // no MAC known: leave ARP to the kernel
+		return pruneNeighbours(m.nl.h, link, nil) // no MAC known: leave ARP to the kernel
 	}
-	have, err := netlink.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+	have, err := m.nl.h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("neighbours of %s: %w", ep.Iface, err)
 	}
@@ -211,12 +215,12 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 			fam = netlink.FAMILY_V6
 		}
 		n := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: fam, State: netlink.NUD_PERMANENT, IP: a.AsSlice(), HardwareAddr: mac}
-		if err := netlink.NeighSet(n); err != nil {
+		if err := m.nl.h.NeighSet(n); err != nil {
 			errs = append(errs, fmt.Errorf("neighbour %s on %s: %w", a, ep.Iface, err))
 		}
 	}
 	if m.inSync { // addresses the endpoint no longer has
-		errs = append(errs, pruneNeighbours(link, ep.Addrs))
+		errs = append(errs, pruneNeighbours(m.nl.h, link, ep.Addrs))
 	}
 	return errors.Join(errs...)
 }

@@ -9,9 +9,13 @@ import (
 
 // HostInterfaces reads the host's interfaces and their addresses, for host
 // endpoints given by expectedIPs. Workload interfaces (interfacePrefix)
-// are left out.
-func HostInterfaces(workload IfacePrefixes) (map[string][]netip.Addr, error) {
-	links, err := netlink.LinkList()
+// are left out. It reads through the dataplane's netlink handle, in the
+// calling thread's namespace.
+func (d *Dataplane) HostInterfaces(workload IfacePrefixes) (map[string][]netip.Addr, error) {
+	if err := d.nl.ready(); err != nil {
+		return nil, err
+	}
+	links, err := d.nl.h.LinkList()
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
@@ -23,7 +27,7 @@ func HostInterfaces(workload IfacePrefixes) (map[string][]netip.Addr, error) {
 		}
 		byIndex[l.Attrs().Index] = name
 	}
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	addrs, err := d.nl.h.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses: %w", err)
 	}

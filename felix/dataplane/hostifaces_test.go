@@ -16,7 +16,9 @@ func TestHostInterfaces(t *testing.T) {
 	var got map[string][]netip.Addr
 	if err := n.Do(func(ns.NetNS) error {
 		var err error
-		got, err = HostInterfaces(DefaultIfacePrefixes)
+		dp := New(Config{})
+		defer dp.Close()
+		got, err = dp.HostInterfaces(DefaultIfacePrefixes)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -28,9 +28,12 @@ type ipipManager struct {
 	inSync  bool
 	dirty   bool
 	name    string // the device managed (its address removed when none is desired)
+	nl      *nlHandle
 }
 
-func newIPIPManager(name string) *ipipManager { return &ipipManager{dirty: true, name: name} }
+func newIPIPManager(name string) *ipipManager {
+	return &ipipManager{dirty: true, name: name, nl: newNLHandle()}
+}
 
 // SetDesired records the desired device (no kernel I/O); nil strips it
 // once the datastore view is in sync.
@@ -60,6 +63,9 @@ func (m *ipipManager) Apply() error {
 }
 
 func (m *ipipManager) apply() error {
+	if err := m.nl.ready(); err != nil {
+		return err
+	}
 	dev := m.desired
 	if dev == nil {
 		if !m.inSync {
@@ -78,17 +84,17 @@ func (m *ipipManager) apply() error {
 // IP-in-IP is off: tunl0 is the kernel's fallback tunnel, which exists as
 // long as the ipip module is loaded and cannot be deleted.
 func (m *ipipManager) remove() error {
-	l, err := netlink.LinkByName(m.name)
+	l, err := m.nl.h.LinkByName(m.name)
 	if err != nil {
 		return nil // no tunl0: nothing to clean
 	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+	addrs, err := m.nl.h.AddrList(l, netlink.FAMILY_V4)
 	if err != nil {
 		return fmt.Errorf("%s: listing addresses: %w", m.name, err)
 	}
 	var errs []error
 	for _, a := range addrs {
-		if err := netlink.AddrDel(l, &a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		if err := m.nl.h.AddrDel(l, &a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) {
 			errs = append(errs, fmt.Errorf("%s: removing address %s: %w", m.name, a.IPNet, err))
 		}
 	}
@@ -99,13 +105,13 @@ func (m *ipipManager) remove() error {
 // the kernel create tunl0 itself, so "exists" is fine) and sets its MTU
 // and state.
 func (m *ipipManager) ensureLink(dev *IPIPDevice) (netlink.Link, error) {
-	l, err := netlink.LinkByName(dev.Name)
+	l, err := m.nl.h.LinkByName(dev.Name)
 	if err != nil {
-		err := netlink.LinkAdd(&netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: dev.Name}})
+		err := m.nl.h.LinkAdd(&netlink.Iptun{LinkAttrs: netlink.LinkAttrs{Name: dev.Name}})
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
 			return nil, fmt.Errorf("creating %s (ipip): %w", dev.Name, err)
 		}
-		if l, err = netlink.LinkByName(dev.Name); err != nil {
+		if l, err = m.nl.h.LinkByName(dev.Name); err != nil {
 			return nil, fmt.Errorf("reading back %s: %w", dev.Name, err)
 		}
 	}
@@ -115,15 +121,15 @@ func (m *ipipManager) ensureLink(dev *IPIPDevice) (netlink.Link, error) {
 	mtu := dev.MTU
 	if mtu == 0 {
 		mtu = 1500 - ipipOverhead
-		if p := parentLink(dev.Parent); dev.Parent.IsValid() && p != nil {
+		if p := parentLink(m.nl.h, dev.Parent); dev.Parent.IsValid() && p != nil {
 			mtu = p.Attrs().MTU - ipipOverhead
 		}
 	}
-	return l, errors.Join(ensureMTUUp(l, dev.Name, mtu)...)
+	return l, errors.Join(ensureMTUUp(m.nl.h, l, dev.Name, mtu)...)
 }
 
 // ensureAddr leaves exactly the tunnel address (/32) on the device, or
 // none when the node has no tunnel address yet.
 func (m *ipipManager) ensureAddr(l netlink.Link, dev *IPIPDevice) error {
-	return ensureOnlyAddr(l, dev.Name, netlink.FAMILY_V4, dev.Addr)
+	return ensureOnlyAddr(m.nl.h, l, dev.Name, netlink.FAMILY_V4, dev.Addr)
 }

@@ -97,12 +97,13 @@ type routeManager struct {
 	devProto  int
 	devProtos map[int]bool
 	prefixes  IfacePrefixes
+	nl        *nlHandle
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
 	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{},
 		known: map[string]bool{}, now: time.Now, dirty: true,
-		devProto: rtproto.Workload, devProtos: map[int]bool{rtproto.Workload: true}, prefixes: DefaultIfacePrefixes}
+		devProto: rtproto.Workload, devProtos: map[int]bool{rtproto.Workload: true}, prefixes: DefaultIfacePrefixes, nl: newNLHandle()}
 }
 
 // SetDesired records the full desired set (no kernel I/O); it marks the
@@ -148,7 +149,7 @@ type kernelRoute struct {
 func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 	out := map[netip.Prefix]kernelRoute{}
 	names := map[int]string{}
-	links, err := netlink.LinkList()
+	links, err := m.nl.h.LinkList()
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
@@ -156,7 +157,7 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 		names[l.Attrs().Index] = l.Attrs().Name
 	}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := listRoutes(fam)
+		routes, err := listRoutes(m.nl.h, fam)
 		if err != nil {
 			return nil, err
 		}
@@ -201,11 +202,11 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 }
 
 // listRoutes dumps routes, retrying an interrupted dump.
-func listRoutes(fam int) ([]netlink.Route, error) {
+func listRoutes(h *netlink.Handle, fam int) ([]netlink.Route, error) {
 	var err error
 	for i := 0; i < 5; i++ {
 		var rs []netlink.Route
-		rs, err = netlink.RouteListFiltered(fam, &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		rs, err = h.RouteListFiltered(fam, &netlink.Route{Table: syscall.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 		if err == nil || !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return rs, err
 		}
@@ -229,6 +230,9 @@ func sameTarget(a, b RouteTarget) bool { return a.String() == b.String() }
 func (m *routeManager) Apply() error {
 	if !m.dirty && len(m.strangers) == 0 {
 		return nil
+	}
+	if err := m.nl.ready(); err != nil {
+		return err
 	}
 	kernel, err := m.readKernel()
 	if err != nil {
@@ -278,7 +282,7 @@ func (m *routeManager) Apply() error {
 				continue
 			}
 		}
-		if err := netlink.RouteDel(&have.route); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := m.nl.h.RouteDel(&have.route); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("deleting route %s: %w", p, err))
 		}
 		delete(m.strangers, p)
@@ -312,13 +316,13 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 	case t.Blackhole:
 		r.Type = syscall.RTN_BLACKHOLE
 	case t.OnLink && t.Iface != "" && len(t.Via) == 1:
-		l, err := netlink.LinkByName(t.Iface)
+		l, err := m.nl.h.LinkByName(t.Iface)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
 		r.LinkIndex, r.Gw, r.Flags = l.Attrs().Index, t.Via[0].AsSlice(), int(netlink.FLAG_ONLINK)
 	case t.Iface != "":
-		l, err := netlink.LinkByName(t.Iface)
+		l, err := m.nl.h.LinkByName(t.Iface)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
@@ -338,9 +342,9 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 	r.Protocol = netlink.RouteProtocol(t.protocol())
 	var err error
 	if replace {
-		err = netlink.RouteReplace(r)
+		err = m.nl.h.RouteReplace(r)
 	} else {
-		err = netlink.RouteAdd(r)
+		err = m.nl.h.RouteAdd(r)
 	}
 	if err != nil {
 		return fmt.Errorf("programming route %s %s: %w", p, t, err)

@@ -10,18 +10,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Shared by the tunnel devices (vxlan.go, ipip.go).
+// Shared by the tunnel devices (vxlan.go, ipip.go); h is the dataplane's
+// netlink handle (nlhandle.go).
 
 // ensureMTUUp gives the tunnel device l (named name) its MTU and sets it up.
-func ensureMTUUp(l netlink.Link, name string, mtu int) []error {
+func ensureMTUUp(h *netlink.Handle, l netlink.Link, name string, mtu int) []error {
 	var errs []error
 	if l.Attrs().MTU != mtu {
-		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+		if err := h.LinkSetMTU(l, mtu); err != nil {
 			errs = append(errs, fmt.Errorf("%s: setting MTU %d: %w", name, mtu, err))
 		}
 	}
 	if l.Attrs().Flags&net.FlagUp == 0 {
-		if err := netlink.LinkSetUp(l); err != nil {
+		if err := h.LinkSetUp(l); err != nil {
 			errs = append(errs, fmt.Errorf("%s: setting up: %w", name, err))
 		}
 	}
@@ -31,8 +32,8 @@ func ensureMTUUp(l netlink.Link, name string, mtu int) []error {
 // ensureOnlyAddr leaves exactly want, as a host prefix (/32, /128), among
 // the addresses of family fam on the tunnel device l (and the kernel's IPv6
 // link-local address); an invalid want removes them all.
-func ensureOnlyAddr(l netlink.Link, name string, fam int, want netip.Addr) error {
-	addrs, err := netlink.AddrList(l, fam)
+func ensureOnlyAddr(h *netlink.Handle, l netlink.Link, name string, fam int, want netip.Addr) error {
+	addrs, err := h.AddrList(l, fam)
 	if err != nil {
 		return fmt.Errorf("%s: listing addresses: %w", name, err)
 	}
@@ -49,7 +50,7 @@ func ensureOnlyAddr(l netlink.Link, name string, fam int, want netip.Addr) error
 		if ip.Is6() && ip.IsLinkLocalUnicast() {
 			continue
 		}
-		if err := netlink.AddrDel(l, &a); err != nil {
+		if err := h.AddrDel(l, &a); err != nil {
 			errs = append(errs, fmt.Errorf("%s: removing address %s: %w", name, a.IPNet, err))
 		}
 	}
@@ -59,7 +60,7 @@ func ensureOnlyAddr(l netlink.Link, name string, fam int, want netip.Addr) error
 		if want.Is6() {
 			a.Flags = unix.IFA_F_NODAD
 		}
-		if err := netlink.AddrAdd(l, a); err != nil {
+		if err := h.AddrAdd(l, a); err != nil {
 			errs = append(errs, fmt.Errorf("%s: adding address %s: %w", name, want, err))
 		}
 	}

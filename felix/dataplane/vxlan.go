@@ -53,10 +53,13 @@ type vxlanManager struct {
 	inSync  bool
 	dirty   bool
 	name    string // the device last desired (removed when none is)
+	nl      *nlHandle
 }
 
 // newVXLANManager manages the device name (vxlan.calico, vxlan-v6.calico).
-func newVXLANManager(name string) *vxlanManager { return &vxlanManager{dirty: true, name: name} }
+func newVXLANManager(name string) *vxlanManager {
+	return &vxlanManager{dirty: true, name: name, nl: newNLHandle()}
+}
 
 // SetDesired records the desired state (no kernel I/O).
 func (m *vxlanManager) SetDesired(d VXLAN, inSync bool) {
@@ -78,16 +81,19 @@ func (m *vxlanManager) Apply() error {
 }
 
 func (m *vxlanManager) apply() error {
+	if err := m.nl.ready(); err != nil {
+		return err
+	}
 	dev := m.desired.Device
 	if dev == nil {
 		if !m.inSync {
 			return nil
 		}
-		l, err := netlink.LinkByName(m.name)
+		l, err := m.nl.h.LinkByName(m.name)
 		if err != nil {
 			return nil // gone already
 		}
-		if err := netlink.LinkDel(l); err != nil {
+		if err := m.nl.h.LinkDel(l); err != nil {
 			return fmt.Errorf("deleting %s: %w", m.name, err)
 		}
 		return nil
@@ -108,14 +114,14 @@ func family(addr netip.Addr) int {
 }
 
 // parentLink is the interface holding addr (nil when none does).
-func parentLink(addr netip.Addr) netlink.Link {
-	addrs, err := netlink.AddrList(nil, family(addr))
+func parentLink(h *netlink.Handle, addr netip.Addr) netlink.Link {
+	addrs, err := h.AddrList(nil, family(addr))
 	if err != nil {
 		return nil
 	}
 	for _, a := range addrs {
 		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
-			if l, err := netlink.LinkByIndex(a.LinkIndex); err == nil {
+			if l, err := h.LinkByIndex(a.LinkIndex); err == nil {
 				return l
 			}
 		}
@@ -130,7 +136,7 @@ func (m *vxlanManager) ensureLink(dev *VXLANDevice) (netlink.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: MAC %q: %w", dev.Name, dev.MAC, err)
 	}
-	parent := parentLink(dev.Parent)
+	parent := parentLink(m.nl.h, dev.Parent)
 	overhead := vxlanOverhead
 	if dev.Parent.Is6() {
 		overhead = vxlanOverheadV6
@@ -147,12 +153,12 @@ func (m *vxlanManager) ensureLink(dev *VXLANDevice) (netlink.Link, error) {
 	if parent != nil {
 		want.VtepDevIndex = parent.Attrs().Index
 	}
-	l, err := netlink.LinkByName(dev.Name)
+	l, err := m.nl.h.LinkByName(dev.Name)
 	if err == nil {
 		have, ok := l.(*netlink.Vxlan)
 		if !ok || have.VxlanId != want.VxlanId || have.Port != want.Port || !have.SrcAddr.Equal(want.SrcAddr) ||
 			have.Learning || (parent != nil && have.VtepDevIndex != want.VtepDevIndex) {
-			if err := netlink.LinkDel(l); err != nil {
+			if err := m.nl.h.LinkDel(l); err != nil {
 				return nil, fmt.Errorf("replacing %s: %w", dev.Name, err)
 			}
 			l = nil
@@ -161,27 +167,27 @@ func (m *vxlanManager) ensureLink(dev *VXLANDevice) (netlink.Link, error) {
 		l = nil
 	}
 	if l == nil {
-		if err := netlink.LinkAdd(want); err != nil {
+		if err := m.nl.h.LinkAdd(want); err != nil {
 			return nil, fmt.Errorf("creating %s (VNI %d, port %d): %w", dev.Name, dev.VNI, dev.Port, err)
 		}
-		if l, err = netlink.LinkByName(dev.Name); err != nil {
+		if l, err = m.nl.h.LinkByName(dev.Name); err != nil {
 			return nil, fmt.Errorf("reading back %s: %w", dev.Name, err)
 		}
 	}
 	var errs []error
 	if l.Attrs().HardwareAddr.String() != mac.String() {
-		if err := netlink.LinkSetHardwareAddr(l, mac); err != nil {
+		if err := m.nl.h.LinkSetHardwareAddr(l, mac); err != nil {
 			errs = append(errs, fmt.Errorf("%s: setting MAC %s: %w", dev.Name, mac, err))
 		}
 	}
-	errs = append(errs, ensureMTUUp(l, dev.Name, mtu)...)
+	errs = append(errs, ensureMTUUp(m.nl.h, l, dev.Name, mtu)...)
 	return l, errors.Join(errs...)
 }
 
 // ensureAddr leaves exactly the tunnel address (/32, /128) on the device
 // (and the kernel's IPv6 link-local address).
 func (m *vxlanManager) ensureAddr(l netlink.Link, dev *VXLANDevice) error {
-	return ensureOnlyAddr(l, dev.Name, family(dev.Addr), dev.Addr)
+	return ensureOnlyAddr(m.nl.h, l, dev.Name, family(dev.Addr), dev.Addr)
 }
 
 // ensurePeers keeps one permanent neighbour and one FDB entry per peer and
@@ -199,7 +205,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 		wantFDB[mac.String()] = p.NodeIP
 	}
 	var errs []error
-	neighs, err := netlink.NeighList(idx, family(dev.Addr))
+	neighs, err := m.nl.h.NeighList(idx, family(dev.Addr))
 	if err != nil {
 		return fmt.Errorf("%s: listing neighbours: %w", dev.Name, err)
 	}
@@ -212,12 +218,12 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 			continue
 		}
 		if _, ok := wantNeigh[ip]; !ok && n.State&netlink.NUD_PERMANENT != 0 {
-			if err := netlink.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
+			if err := m.nl.h.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
 				errs = append(errs, fmt.Errorf("%s: removing neighbour %s: %w", dev.Name, ip, err))
 			}
 		}
 	}
-	fdbs, err := netlink.NeighList(idx, unix.AF_BRIDGE)
+	fdbs, err := m.nl.h.NeighList(idx, unix.AF_BRIDGE)
 	if err != nil {
 		return fmt.Errorf("%s: listing FDB: %w", dev.Name, err)
 	}
@@ -229,7 +235,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 			haveFDB[mac] = true
 			continue
 		}
-		if err := netlink.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
+		if err := m.nl.h.NeighDel(&n); err != nil && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, fmt.Errorf("%s: removing FDB entry %s: %w", dev.Name, mac, err))
 		}
 	}
@@ -239,7 +245,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 		}
 		mac, _ := net.ParseMAC(wantNeigh[ip])
 		n := &netlink.Neigh{LinkIndex: idx, Family: family(ip), State: netlink.NUD_PERMANENT, IP: ip.AsSlice(), HardwareAddr: mac}
-		if err := netlink.NeighSet(n); err != nil {
+		if err := m.nl.h.NeighSet(n); err != nil {
 			errs = append(errs, fmt.Errorf("%s: neighbour %s -> %s: %w", dev.Name, ip, mac, err))
 		}
 	}
@@ -255,7 +261,7 @@ func (m *vxlanManager) ensurePeers(l netlink.Link, dev *VXLANDevice) error {
 		mac, _ := net.ParseMAC(s)
 		n := &netlink.Neigh{LinkIndex: idx, Family: unix.AF_BRIDGE, Flags: netlink.NTF_SELF, State: netlink.NUD_PERMANENT,
 			IP: wantFDB[s].AsSlice(), HardwareAddr: mac}
-		if err := netlink.NeighSet(n); err != nil {
+		if err := m.nl.h.NeighSet(n); err != nil {
 			errs = append(errs, fmt.Errorf("%s: FDB %s -> %s: %w", dev.Name, mac, wantFDB[s], err))
 		}
 	}

@@ -91,7 +91,6 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md); until then a value other than Calico's
 	// default (which is what the agent does) is refused.
 	"FelixConfiguration": {
-		never("spec.netlinkTimeout", "10s"),
 		never("spec.nftablesMode", "Disabled"),
 
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),

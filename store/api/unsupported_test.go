@@ -171,6 +171,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.endpointReportingEnabled":    "TestStatusReportingLive",
 	"FelixConfiguration.spec.endpointReportingDelay":      "TestStatusReportingLive",
 	"FelixConfiguration.spec.iptablesLockTimeout":         "TestConfigIPTablesLockLive",
+	"FelixConfiguration.spec.netlinkTimeout":              "TestConfigNetlinkTimeoutLive",
 	"FelixConfiguration.spec.iptablesLockProbeInterval":   "TestConfigIPTablesLockLive",
 	"FelixConfiguration.spec.ipv6Support":                 "TestConfigIPv6SupportLive",
 	"FelixConfiguration.spec.logSeveritySys":              "TestSettingsLogSyslogLive",
