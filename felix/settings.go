@@ -158,6 +158,8 @@ var settings = []setting{
 	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
 	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
 	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
+	// Floating IPs (felix/calc/desired.go).
+	field("floatingIPs", "Disabled", true, func(s *spec) **string { return &s.FloatingIPs }, optOneOf("Enabled", "Disabled"), validOptOneOf("Enabled", "Disabled")),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

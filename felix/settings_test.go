@@ -102,6 +102,7 @@ var settingCases = map[string]settingCase{
 	"workloadSourceSpoofing":             {"any", `"Any"`, `"Disabled"`, `"Any"`, `"All"`},
 	"logPrefix":                          {"node-a drop", `"node-a drop"`, `"n1"`, `"cluster/x"`, `"%t-%n"`},
 	"serviceLoopPrevention":              {"reject", `"Reject"`, `"Disabled"`, `"Drop"`, `"Block"`},
+	"floatingIPs":                        {"enabled", `"Enabled"`, `"Disabled"`, `"Enabled"`, `"On"`},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

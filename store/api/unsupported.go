@@ -103,10 +103,6 @@ var refusals = map[string][]refusal{
 		calicoOnly("spec.kubeNodePortRanges"), calicoOnly("spec.prometheusMetricsCAFile"),
 		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
-		// The agent always programs an endpoint's ipNATs (floating IPs);
-		// Calico's installs write floatingIPs Disabled, so that is
-		// reported, not refused.
-		report("spec.floatingIPs", "Enabled"),
 	},
 }
 

@@ -163,6 +163,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.prometheusMetricsEnabled":    "TestSettingsServersLive",
 	"FelixConfiguration.spec.prometheusMetricsHost":       "TestSettingsServersLive",
 	"FelixConfiguration.spec.prometheusMetricsPort":       "TestSettingsServersLive",
+	"FelixConfiguration.spec.floatingIPs":                 "TestPolicyTrafficFloatingIP",
 	"FelixConfiguration.spec.routeRefreshInterval":        "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.ipsetsRefreshInterval":       "TestConfigRefreshIntervalsLive",
 	"FelixConfiguration.spec.interfaceRefreshInterval":    "TestConfigRefreshIntervalsLive",
