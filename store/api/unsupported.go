@@ -100,8 +100,7 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.kubeNodePortRanges"), calicoOnly("spec.prometheusMetricsCAFile"),
-		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
+		calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
 	},
 }
