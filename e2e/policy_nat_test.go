@@ -56,7 +56,9 @@ func TestPolicyTrafficNATOutgoing(t *testing.T) {
 }
 
 // A floating IP (spec.ipNATs) routed to the host from outside reaches the
-// pod; removing it stops that.
+// pod only while FelixConfiguration floatingIPs is Enabled (Calico's
+// default, Disabled, ignores a Kubernetes pod's ipNATs); the setting acts
+// live, and removing the ipNATs stops the traffic.
 func TestPolicyTrafficFloatingIP(t *testing.T) {
 	t.Parallel()
 	const floating = "10.200.0.5"
@@ -73,11 +75,22 @@ func TestPolicyTrafficFloatingIP(t *testing.T) {
 	e.editEndpoint(a, func(w *api.WorkloadEndpoint) {
 		w.Spec.IPNATs = []api.IPNAT{{InternalIP: a.ip, ExternalIP: floating}}
 	})
-	expectTraffic(t, "floating IP reaches the pod", allow("outside->floating", fromOutside))
+	expectTraffic(t, "floatingIPs unset (Disabled): a k8s pod's ipNATs are not programmed",
+		deny("outside->floating", fromOutside), allow("b->a", tcpProbe(b.ns, hostPort(a.ip, 8080))))
+
+	setFIP := func(v string) { e.felixDefault(func(s *api.FelixConfigurationSpec) { s.FloatingIPs = &v }) }
+	setFIP("Enabled")
+	expectTraffic(t, "floatingIPs Enabled: floating IP reaches the pod", allow("outside->floating", fromOutside))
 	if got, err := dialPeer(e.host.outside, hostPort(floating, 8080)); err != nil || got != e.host.outIP {
 		t.Errorf("the pod saw %q (%v), want the outside address %s", got, err, e.host.outIP)
 	}
 
+	setFIP("Disabled")
+	expectTraffic(t, "floatingIPs Disabled again",
+		deny("outside->floating", fromOutside), allow("b->a", tcpProbe(b.ns, hostPort(a.ip, 8080))))
+
+	setFIP("Enabled")
+	expectTraffic(t, "floatingIPs Enabled again", allow("outside->floating", fromOutside))
 	e.editEndpoint(a, func(w *api.WorkloadEndpoint) { w.Spec.IPNATs = nil })
 	expectTraffic(t, "floating IP removed",
 		deny("outside->floating", fromOutside), allow("b->a", tcpProbe(b.ns, hostPort(a.ip, 8080))))

@@ -406,5 +406,5 @@ func (a *agent) setServers() error {
 	if a.cfg.metricsAddrSet {
 		m = a.cfg.MetricsAddr
 	}
-	return errors.Join(a.healthSrv.set(h), a.metricsSrv.set(m))
+	return errors.Join(a.healthSrv.set(h, tlsFiles{}), a.metricsSrv.set(m, metricsTLS(&cur)))
 }

@@ -160,6 +160,12 @@ var settings = []setting{
 	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
 	// The dataplane's netlink socket (felix/dataplane/nlhandle.go, felix/settings_netlink.go).
 	withEnv(field("netlinkTimeout", "10s", true, func(s *spec) **api.Duration { return &s.NetlinkTimeout }, parseSeconds, validNonNegative), "FELIX_NETLINKTIMEOUTSECS"),
+	// Floating IPs (felix/calc/desired.go).
+	field("floatingIPs", "Disabled", true, func(s *spec) **string { return &s.FloatingIPs }, optOneOf("Enabled", "Disabled"), validOptOneOf("Enabled", "Disabled")),
+	// Metrics endpoint TLS (felix/settings_servers.go).
+	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
+	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
+	field("prometheusMetricsCAFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCAFile }, parsePath, nil),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

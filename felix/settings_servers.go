@@ -2,11 +2,14 @@ package felix
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -14,7 +17,8 @@ import (
 // The health and metrics servers listen where the effective configuration
 // says (healthEnabled/healthHost/healthPort, prometheusMetricsEnabled/
 // prometheusMetricsHost/prometheusMetricsPort); a change moves the
-// listener while the agent runs. --health-addr and --metrics-addr
+// listener while the agent runs. prometheusMetricsCertFile/KeyFile/CAFile
+// make the metrics server HTTPS (tlsFiles below), also live. --health-addr and --metrics-addr
 // (FELIX_HEALTHADDR, FELIX_METRICSADDR), when given, win over all of it.
 
 // Defaults: Calico's hosts and ports. Both servers are on unless turned
@@ -53,19 +57,60 @@ func metricsAddr(s *spec) string {
 	return net.JoinHostPort(s.PrometheusMetricsHost, strconv.Itoa(port))
 }
 
-// serverSlot is one HTTP server whose address can change.
+// tlsFiles are the PEM files a server serves HTTPS with. As in Calico
+// (libcalico-go security.ServePrometheusMetrics) TLS needs all three, and
+// then only clients with a certificate from the CA are served; none set
+// is plain HTTP. Each FelixConfiguration is refused at write unless it
+// sets all three or none; a partial set can still arise by mixing
+// FELIX_ variables with the datastore, and then the server stays off
+// (Calico would fall back to HTTP) rather than serve in the clear.
+type tlsFiles struct{ cert, key, ca string }
+
+// metricsTLS is the TLS of the metrics server under s.
+func metricsTLS(s *spec) tlsFiles {
+	return tlsFiles{cert: s.PrometheusMetricsCertFile, key: s.PrometheusMetricsKeyFile, ca: s.PrometheusMetricsCAFile}
+}
+
+// config loads the files (nil, nil: plain HTTP).
+func (f tlsFiles) config() (*tls.Config, error) {
+	if f == (tlsFiles{}) {
+		return nil, nil
+	}
+	if f.cert == "" || f.key == "" || f.ca == "" {
+		return nil, fmt.Errorf("prometheusMetricsCertFile %q, prometheusMetricsKeyFile %q and prometheusMetricsCAFile %q must be set together", f.cert, f.key, f.ca)
+	}
+	cert, err := tls.LoadX509KeyPair(f.cert, f.key)
+	if err != nil {
+		return nil, fmt.Errorf("prometheusMetricsCertFile %s, prometheusMetricsKeyFile %s: %w", f.cert, f.key, err)
+	}
+	pem, err := os.ReadFile(f.ca)
+	if err != nil {
+		return nil, fmt.Errorf("prometheusMetricsCAFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("prometheusMetricsCAFile %s: no PEM certificate in it", f.ca)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert,
+		ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// serverSlot is one HTTP server whose address and TLS can change.
 type serverSlot struct {
 	name    string
 	handler http.Handler
 	addr    string
+	files   tlsFiles
 	srv     *http.Server
 }
 
-// set makes the server listen on addr ("" stops it). The old listener is
-// closed before the new one opens, so a move to another host on the same
-// port works.
-func (s *serverSlot) set(addr string) error {
-	if s.srv != nil && addr == s.addr {
+// set makes the server listen on addr ("" stops it), over TLS when files
+// say so. The old listener is closed before the new one opens, so a move
+// to another host on the same port works. Files are read here: a change
+// of their content is picked up when the settings change (or at restart,
+// as in Calico).
+func (s *serverSlot) set(addr string, files tlsFiles) error {
+	if s.srv != nil && addr == s.addr && files == s.files {
 		return nil
 	}
 	if s.srv != nil {
@@ -75,24 +120,35 @@ func (s *serverSlot) set(addr string) error {
 		s.srv = nil
 		slog.Info("stopped serving", "server", s.name, "addr", s.addr)
 	}
-	s.addr = addr
+	s.addr, s.files = addr, files
 	if addr == "" {
 		return nil
+	}
+	cfg, err := files.config()
+	if err != nil {
+		return fmt.Errorf("%s server on %s: %w", s.name, addr, err)
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s server on %s: %w", s.name, addr, err)
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second, TLSConfig: cfg}
 	s.srv = srv
 	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := srv.Serve
+		if cfg != nil {
+			serve = func(l net.Listener) error { return srv.ServeTLS(l, "", "") }
+		}
+		if err := serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("server stopped", "server", s.name, "err", err)
 		}
 	}()
-	slog.Info("serving", "server", s.name, "addr", l.Addr().String())
+	slog.Info("serving", "server", s.name, "addr", l.Addr().String(), "tls", cfg != nil)
 	return nil
 }
 
 // close stops the server.
-func (s *serverSlot) close() { _ = s.set("") }
+func (s *serverSlot) close() { _ = s.set("", tlsFiles{}) }
+
+// parsePath takes a file name as given (Calico checks nothing more).
+func parsePath(s string) (string, error) { return s, nil }

@@ -103,6 +103,10 @@ var settingCases = map[string]settingCase{
 	"workloadSourceSpoofing":             {"any", `"Any"`, `"Disabled"`, `"Any"`, `"All"`},
 	"logPrefix":                          {"node-a drop", `"node-a drop"`, `"n1"`, `"cluster/x"`, `"%t-%n"`},
 	"serviceLoopPrevention":              {"reject", `"Reject"`, `"Disabled"`, `"Drop"`, `"Block"`},
+	"floatingIPs":                        {"enabled", `"Enabled"`, `"Disabled"`, `"Enabled"`, `"On"`},
+	"prometheusMetricsCertFile":          {"/e/tls.crt", `"/e/tls.crt"`, `"/n/tls.crt"`, `"/g/tls.crt"`, ""},
+	"prometheusMetricsKeyFile":           {"/e/tls.key", `"/e/tls.key"`, `"/n/tls.key"`, `"/g/tls.key"`, ""},
+	"prometheusMetricsCAFile":            {"/e/ca.crt", `"/e/ca.crt"`, `"/n/ca.crt"`, `"/g/ca.crt"`, ""},
 }
 
 // fc decodes a FelixConfiguration whose spec has one field.

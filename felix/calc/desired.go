@@ -39,6 +39,7 @@ func (s *State) Desired(ipv6 bool) Desired {
 	s.refreshLocalPolicies()
 	base := s.rulesConfig()
 	spoofing := s.workloadSourceSpoofing()
+	floating := s.floatingIPsEnabled()
 	d := Desired{Tables: map[int]rules.Tables{}, IPForwarding: s.ipForwarding(), IPv6: ipv6}
 	keys := make([]string, 0, len(s.localPolicies))
 	for k := range s.localPolicies {
@@ -66,7 +67,12 @@ func (s *State) Desired(ipv6 bool) Desired {
 				le.Addrs = append(le.Addrs, p.Addr())
 			}
 		}
+		// As in Calico, floatingIPs Disabled (the default) drops the
+		// ipNATs of every endpoint but OpenStack's.
 		for _, nat := range w.Spec.IPNATs {
+			if !floating && w.Spec.Orchestrator != orchestratorOpenStack {
+				break
+			}
 			in, err1 := netip.ParseAddr(nat.InternalIP)
 			ex, err2 := netip.ParseAddr(nat.ExternalIP)
 			if err1 == nil && err2 == nil {
@@ -268,6 +274,22 @@ func (s *State) workloadSourceSpoofing() bool {
 		}
 	}
 	return strings.EqualFold(mode, "Any")
+}
+
+// orchestratorOpenStack is Calico's orchestrator ID for OpenStack
+// endpoints, whose floating IPs are programmed whatever floatingIPs says.
+const orchestratorOpenStack = "openstack"
+
+// floatingIPsEnabled reads spec.floatingIPs, "default" overlaid by
+// "node.<name>"; unset is Calico's default, Disabled.
+func (s *State) floatingIPsEnabled() bool {
+	mode := ""
+	for _, name := range []string{"default", "node." + s.node} {
+		if f, ok := s.felixCfgs[name]; ok && f.Spec.FloatingIPs != nil {
+			mode = *f.Spec.FloatingIPs
+		}
+	}
+	return strings.EqualFold(mode, "Enabled")
 }
 
 // ipForwarding reads spec.ipForwarding, "default" overlaid by "node.<name>".

@@ -147,6 +147,8 @@ func testStates(t *testing.T) []dpState {
 	fc.Metadata.Name = "default"
 	fc.Spec.DefaultEndpointToHostAction = "Accept"
 	fc.Spec.FailsafeInboundHostPorts = &[]api.ProtoPort{{Protocol: "TCP", Port: 22}, {Protocol: "TCP", Port: 2222}}
+	enabled := "Enabled" // cli's floating IP is programmed from here on
+	fc.Spec.FloatingIPs = &enabled
 	ds.put(t, fc)
 	add("labels, order and configuration changed", ds, map[netip.Prefix]RouteTarget{
 		netip.MustParsePrefix("10.65.1.0/26"):    via("172.30.0.2", "172.30.0.3"),

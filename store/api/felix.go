@@ -77,6 +77,10 @@ type FelixConfigurationSpec struct {
 	PrometheusMetricsEnabled *bool   `json:"prometheusMetricsEnabled,omitempty"`
 	PrometheusMetricsHost    string  `json:"prometheusMetricsHost,omitempty"`
 	PrometheusMetricsPort    *int    `json:"prometheusMetricsPort,omitempty"`
+	// TLS of the metrics endpoint (PEM files): all three or none.
+	PrometheusMetricsCertFile string `json:"prometheusMetricsCertFile,omitempty"`
+	PrometheusMetricsKeyFile  string `json:"prometheusMetricsKeyFile,omitempty"`
+	PrometheusMetricsCAFile   string `json:"prometheusMetricsCAFile,omitempty"`
 
 	IPIPEnabled            *bool   `json:"ipipEnabled,omitempty"`
 	IPIPMTU                *int    `json:"ipipMTU,omitempty"`
@@ -191,6 +195,13 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
 	f.oneOf("spec.routeSource", s.RouteSource, "WorkloadIPs", "CalicoIPAM")
 	f.oneOf("spec.bpfLogLevel", s.BPFLogLevel, "Off", "Info", "Debug")
+	if c, k, ca := s.PrometheusMetricsCertFile, s.PrometheusMetricsKeyFile, s.PrometheusMetricsCAFile; (c != "" || k != "" || ca != "") && (c == "" || k == "" || ca == "") {
+		for _, m := range []struct{ field, v string }{{"spec.prometheusMetricsCertFile", c}, {"spec.prometheusMetricsKeyFile", k}, {"spec.prometheusMetricsCAFile", ca}} {
+			if m.v == "" {
+				f.add(m.field, "", "must be set with the other prometheusMetrics*File fields: TLS needs the certificate, key and CA files together")
+			}
+		}
+	}
 	if s.FloatingIPs != nil {
 		f.oneOf("spec.floatingIPs", *s.FloatingIPs, "Enabled", "Disabled")
 	}

@@ -99,13 +99,8 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.kubeNodePortRanges"), calicoOnly("spec.prometheusMetricsCAFile"),
-		calicoOnly("spec.prometheusMetricsCertFile"), calicoOnly("spec.prometheusMetricsKeyFile"),
+		calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
-		// The agent always programs an endpoint's ipNATs (floating IPs);
-		// Calico's installs write floatingIPs Disabled, so that is
-		// reported, not refused.
-		report("spec.floatingIPs", "Enabled"),
 	},
 }
 
