@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // classicCtl runs the real binary as calicoctl in the host namespace against
@@ -97,6 +99,10 @@ func TestContainerAddByPathAndPID(t *testing.T) {
 	e.pool("p", "10.121.0.0/24")
 	e.pool("other", "10.122.0.0/24")
 	e.pool("v6", "fd00:121::/64")
+	// calicoctl's State column shows what Felix reports, which Calico (and
+	// this agent) does only with endpointReportingEnabled.
+	on := true
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.EndpointReportingEnabled = &on })
 	e.startAgent("node1") // registers the Node and writes the nodename and mtu files
 
 	a, b := newNS(t), newNS(t)
