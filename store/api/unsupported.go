@@ -87,9 +87,10 @@ var refusals = map[string][]refusal{
 		report("spec.wireguard"),
 	},
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
-	// Issue #15 honours these one by one (felix/settings.go,
-	// docs/CONFIGURATION.md); until then a value other than Calico's
-	// default (which is what the agent does) is refused.
+	// Every other field is honoured (felix/settings.go,
+	// docs/CONFIGURATION.md). These need what the agent does not have
+	// (nftables, WireGuard, eBPF, XDP, kube-proxy IPVS support, flow
+	// logs): a value other than Calico's default is refused.
 	"FelixConfiguration": {
 		never("spec.nftablesMode", "Disabled"),
 
