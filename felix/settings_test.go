@@ -353,9 +353,15 @@ func TestRefreshSchedule(t *testing.T) {
 
 // httpGetIn asks addr for path from inside n, dialling on the locked
 // thread (an http.Client would dial from a thread outside n).
-func httpGetIn(n ns.NetNS, addr, path string) (status string, err error) {
+func httpGetIn(n ns.NetNS, addr, path string) (string, error) {
+	return statusIn(n, path, func() (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) })
+}
+
+// statusIn sends a GET for path over the connection dial makes inside n
+// and returns the response's status line.
+func statusIn(n ns.NetNS, path string, dial func() (net.Conn, error)) (status string, err error) {
 	err = n.Do(func(ns.NetNS) error {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		c, err := dial()
 		if err != nil {
 			return err
 		}

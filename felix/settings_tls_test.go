@@ -1,16 +1,9 @@
 package felix
 
 import (
-	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,100 +17,29 @@ import (
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
-// testCA is a CA made for a test, issuing certificates into dir.
-type testCA struct {
-	t    *testing.T
-	dir  string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	file string // the CA certificate, PEM
-}
-
-var testSerial int64
-
-func newTestCA(t *testing.T, dir, name string) *testCA {
+// loadPair loads a certificate and its key.
+func loadPair(t *testing.T, cert, key string) tls.Certificate {
 	t.Helper()
-	ca := &testCA{t: t, dir: dir}
-	ca.cert, ca.key, ca.file, _ = ca.issue(name, &x509.Certificate{IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature})
-	return ca
-}
-
-// issue writes a certificate (signed by ca, or self-signed while ca has
-// none yet) and its key; it returns their files.
-func (ca *testCA) issue(name string, tmpl *x509.Certificate) (*x509.Certificate, *ecdsa.PrivateKey, string, string) {
-	ca.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
-		ca.t.Fatal(err)
+		t.Fatal(err)
 	}
-	testSerial++
-	tmpl.SerialNumber = big.NewInt(testSerial)
-	tmpl.Subject = pkix.Name{CommonName: name}
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	parent, signer := tmpl, key
-	if ca.cert != nil {
-		parent, signer = ca.cert, ca.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(ca.dir, name+".crt"), filepath.Join(ca.dir, name+".key")
-	for f, b := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kder}} {
-		if err := os.WriteFile(f, pem.EncodeToMemory(b), 0o600); err != nil {
-			ca.t.Fatal(err)
-		}
-	}
-	return cert, key, certFile, keyFile
-}
-
-// pair issues a leaf certificate for use (server or client auth) and
-// loads it.
-func (ca *testCA) pair(name string, usage x509.ExtKeyUsage, ips ...net.IP) (tls.Certificate, string, string) {
-	ca.t.Helper()
-	_, _, c, k := ca.issue(name, &x509.Certificate{ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
-		KeyUsage: x509.KeyUsageDigitalSignature})
-	pair, err := tls.LoadX509KeyPair(c, k)
-	if err != nil {
-		ca.t.Fatal(err)
-	}
-	return pair, c, k
+	return pair
 }
 
 // httpsGetIn fetches path over TLS from addr inside n, trusting roots and
-// presenting client (nil: none), and returns the status line and whether
-// the body looked like metrics.
-func httpsGetIn(n ns.NetNS, addr, path string, roots *x509.CertPool, client *tls.Certificate) (status string, err error) {
-	err = n.Do(func(ns.NetNS) error {
-		cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-		if client != nil {
-			cfg.Certificates = []tls.Certificate{*client}
-		}
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := c.Write([]byte("GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n")); err != nil {
-			return err
-		}
-		line, err := bufio.NewReader(c).ReadString('\n')
-		status = strings.TrimSpace(line)
-		return err
+// presenting client (nil: none), and returns the status line.
+func httpsGetIn(n ns.NetNS, addr, path string, roots *x509.CertPool, client *tls.Certificate) (string, error) {
+	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if client != nil {
+		cfg.Certificates = []tls.Certificate{*client}
+	}
+	return statusIn(n, path, func() (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
 	})
-	return status, err
 }
 
 // TestSettingsMetricsTLSLive: in a namespace of its own, setting
@@ -139,13 +61,15 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	ca, other := newTestCA(t, dir, "ca"), newTestCA(t, dir, "other-ca")
-	_, serverCert, serverKey := ca.pair("server", x509.ExtKeyUsageServerAuth, net.ParseIP("127.0.0.1"))
-	client, _, _ := ca.pair("client", x509.ExtKeyUsageClientAuth)
-	stranger, _, _ := other.pair("stranger", x509.ExtKeyUsageClientAuth)
+	caFile, serverCert, serverKey, clientCert, clientKey := storetest.WriteTestCerts(t, t.TempDir())
+	_, _, _, strangerCert, strangerKey := storetest.WriteTestCerts(t, t.TempDir()) // another CA
+	client, stranger := loadPair(t, clientCert, clientKey), loadPair(t, strangerCert, strangerKey)
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AppendCertsFromPEM(caPEM)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -181,13 +105,13 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 	secure("no TLS files", &client, false)
 
 	f := fc(t, "default", "prometheusMetricsCertFile", `"`+serverCert+`"`)
-	err := f.Validate()
+	err = f.Validate()
 	for _, field := range []string{"spec.prometheusMetricsKeyFile", "spec.prometheusMetricsCAFile"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("certificate file alone: validation %v, want an error naming %s", err, field)
 		}
 	}
-	f.Spec.PrometheusMetricsKeyFile, f.Spec.PrometheusMetricsCAFile = serverKey, ca.file
+	f.Spec.PrometheusMetricsKeyFile, f.Spec.PrometheusMetricsCAFile = serverKey, caFile
 	if err := f.Validate(); err != nil {
 		t.Fatalf("all three files: %v", err)
 	}
@@ -198,7 +122,7 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 	plain("TLS", false)
 
 	// The environment can leave a partial set in effect: nothing is served.
-	a.settings = newSettingsLoader("n1", spec{PrometheusMetricsCAFile: filepath.Join(dir, "missing.crt")})
+	a.settings = newSettingsLoader("n1", spec{PrometheusMetricsCAFile: filepath.Join(t.TempDir(), "missing.crt")})
 	f2 := fc(t, "default", "prometheusMetricsCertFile", `"`+serverCert+`"`)
 	fold(f2)
 	secure("partial set (no key file)", &client, false)
