@@ -23,25 +23,10 @@ func TestFloatingIPsSetting(t *testing.T) {
 	ds.put(t, osw)
 	ds.put(t, profile("open", nil))
 	s := fresh(t, ds, 0)
-	dnat := func() string {
-		var out []string
-		for _, c := range s.Desired(false).Tables[4].NAT {
-			if c.Name == rules.ChainFloatingIPDNAT {
-				for _, r := range c.Rules {
-					out = append(out, r.Match+" "+r.Action)
-				}
-			}
-		}
-		return strings.Join(out, "\n")
-	}
+	dnat := func() string { return chainRules(s.Desired(false).Tables[4].NAT, rules.ChainFloatingIPDNAT, nil) }
 	step := func(what string, change func(next datastore), wantK8s bool) {
 		t.Helper()
-		next := ds.clone()
-		change(next)
-		for _, u := range diff(t, ds, next) {
-			s.Apply(u)
-		}
-		ds = next
+		advance(t, &ds, change, s.Apply)
 		got := dnat()
 		if has := strings.Contains(got, "172.16.0.1"); has != wantK8s {
 			t.Fatalf("%s: k8s endpoint's floating IP programmed %v, want %v:\n%s", what, has, wantK8s, got)
@@ -51,11 +36,7 @@ func TestFloatingIPsSetting(t *testing.T) {
 		}
 	}
 	mode := func(name, v string) func(datastore) {
-		return func(next datastore) {
-			f := felixDefault(func(s *api.FelixConfigurationSpec) { s.FloatingIPs = &v })
-			f.Metadata.Name = name
-			next.put(t, f)
-		}
+		return putFelix(t, name, func(s *api.FelixConfigurationSpec) { s.FloatingIPs = &v })
 	}
 	step("unset (Disabled)", func(datastore) {}, false)
 	step("Enabled", mode("default", "Enabled"), true)

@@ -248,6 +248,45 @@ func checkFresh(t *testing.T, step string, inc *calc.State, ds datastore) calc.D
 }
 
 // applyAll sends updates to the state.
+// advance makes a copy of *ds, lets change edit it, hands the
+// differences to apply and makes the copy current.
+func advance(t *testing.T, ds *datastore, change func(next datastore), apply func(calc.Update)) {
+	t.Helper()
+	next := ds.clone()
+	change(next)
+	for _, u := range diff(t, *ds, next) {
+		apply(u)
+	}
+	*ds = next
+}
+
+// putFelix returns a change that writes FelixConfiguration name with
+// set applied to its spec.
+func putFelix(t *testing.T, name string, set func(*api.FelixConfigurationSpec)) func(datastore) {
+	return func(next datastore) {
+		f := felixDefault(set)
+		f.Metadata.Name = name
+		next.put(t, f)
+	}
+}
+
+// chainRules is "match action" of each rule of chain name in chains that
+// keep accepts (nil: every rule), one per line.
+func chainRules(chains []iptables.Chain, name string, keep func(iptables.Rule) bool) string {
+	var out []string
+	for _, c := range chains {
+		if c.Name != name {
+			continue
+		}
+		for _, r := range c.Rules {
+			if keep == nil || keep(r) {
+				out = append(out, r.Match+" "+r.Action)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 func applyAll(s *calc.State, us []calc.Update) {
 	for _, u := range us {
 		s.Apply(u)

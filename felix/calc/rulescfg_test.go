@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -103,26 +104,11 @@ func TestWorkloadSourceSpoofing(t *testing.T) {
 	ds.put(t, profile("open", nil))
 	s := fresh(t, ds, 0)
 	spoofRules := func() string {
-		var out []string
-		for _, c := range s.Desired(false).Tables[4].Filter {
-			if c.Name == "cali-fw-calia" {
-				for _, r := range c.Rules {
-					if strings.Contains(r.Match, "-s ") {
-						out = append(out, r.Match+" "+r.Action)
-					}
-				}
-			}
-		}
-		return strings.Join(out, "\n")
+		return chainRules(s.Desired(false).Tables[4].Filter, "cali-fw-calia", func(r iptables.Rule) bool { return strings.Contains(r.Match, "-s ") })
 	}
 	step := func(what string, change func(next datastore), want bool) {
 		t.Helper()
-		next := ds.clone()
-		change(next)
-		for _, u := range diff(t, ds, next) {
-			s.Apply(u)
-		}
-		ds = next
+		advance(t, &ds, change, s.Apply)
 		if got := strings.Contains(spoofRules(), "10.99.0.0/16"); got != want {
 			t.Fatalf("%s: prefix in the anti-spoofing rules %v, want %v:\n%s", what, got, want, spoofRules())
 		}
@@ -131,11 +117,7 @@ func TestWorkloadSourceSpoofing(t *testing.T) {
 		}
 	}
 	mode := func(name, v string) func(datastore) {
-		return func(next datastore) {
-			f := felixDefault(func(s *api.FelixConfigurationSpec) { s.WorkloadSourceSpoofing = v })
-			f.Metadata.Name = name
-			next.put(t, f)
-		}
+		return putFelix(t, name, func(s *api.FelixConfigurationSpec) { s.WorkloadSourceSpoofing = v })
 	}
 	step("unset (Disabled)", func(datastore) {}, false)
 	step("Any", mode("default", "Any"), true)
@@ -182,23 +164,14 @@ func TestOverlayFilterDeny(t *testing.T) {
 	ds := datastore{}
 	step := func(change func(next datastore), want bool) {
 		t.Helper()
-		next := ds.clone()
-		change(next)
-		for _, u := range diff(t, ds, next) {
-			o.Apply(u)
-		}
-		ds = next
+		advance(t, &ds, change, o.Apply)
 		d := o.Desired()
 		if d.V4.Deny.Reject != want || d.V6.Deny.Reject != want || d.IPIP.Deny.Reject != want {
 			t.Fatalf("want Reject %v: V4 %v V6 %v IPIP %v", want, d.V4.Deny, d.V6.Deny, d.IPIP.Deny)
 		}
 	}
 	deny := func(name, v string) func(datastore) {
-		return func(next datastore) {
-			f := felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesFilterDenyAction = v })
-			f.Metadata.Name = name
-			next.put(t, f)
-		}
+		return putFelix(t, name, func(s *api.FelixConfigurationSpec) { s.IptablesFilterDenyAction = v })
 	}
 	step(func(datastore) {}, false)
 	step(deny("default", "Reject"), true)
