@@ -36,6 +36,7 @@ func ourSetHeaders(t *testing.T, e *cniEnv) map[string]string {
 // maxIpsetSize written while the agent runs re-creates it with the new
 // maxelem, members kept, and policy still lets the selected pod through.
 func TestConfigMaxIpsetSizeLive(t *testing.T) {
+	t.Parallel()
 	e, l := policyEnv(t, 241, "10.241.0.0/24", "")
 	a, b := e.newPod(l, "ma"), e.newPod(l, "mb")
 	e.apply(gnp("from-all", 10, "all()", []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{Selector: "all()"}}},
@@ -86,6 +87,7 @@ func restoreWaiting(lockPath string) (string, error) {
 // next restore waits with the new values; once the lock is free the
 // policy is programmed.
 func TestConfigIPTablesLockLive(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 242)
 	e.pool("p", "10.242.0.0/24")
 	lockPath := filepath.Join(t.TempDir(), "xtables.lock")
@@ -154,6 +156,7 @@ func TestConfigIPTablesLockLive(t *testing.T) {
 // ipv6Support false written while it runs removes our ip6tables chains and
 // IPv6 routes and sets, IPv4 untouched; true brings them back.
 func TestConfigIPv6SupportLive(t *testing.T) {
+	t.Parallel()
 	e, l := policyEnv(t, 243, "10.243.0.0/24", "fd00:243::/64")
 	p := e.newPod(l, "v6p")
 	if p.ip6 == "" {

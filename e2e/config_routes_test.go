@@ -46,6 +46,7 @@ func after(fields []string, key string) string {
 // while the agent runs give the /32 and the /128 that src, and removing
 // them takes it away again.
 func TestConfigDeviceRouteSourceLive(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 211)
 	mustNS(t, e.host.ns, "ip", "-6", "addr", "add", "fd31:211::1/64", "dev", "uplink", "nodad")
 	e.pool("v4", "10.211.0.0/24")
@@ -82,6 +83,7 @@ func TestConfigDeviceRouteSourceLive(t *testing.T) {
 // knows the route as its own (removing the endpoint removes it), and a
 // route of someone else's with the same numbers on the uplink stays.
 func TestConfigDeviceRouteProtocolLive(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 212)
 	e.pool("p", "10.212.0.0/24")
 	l := e.conflist("1.0.0", "protonet", e.calicoPlugin("node1", ""))
@@ -144,6 +146,7 @@ func (e *cniEnv) tapWorkload(iface, addr string) {
 // it while a policy allows it, not once a deny comes first); back to
 // "cali" its route and policy chains go, and the pods keep theirs.
 func TestConfigInterfacePrefixLive(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 213)
 	e.pool("p", "10.213.0.0/24")
 	l := e.conflist("1.0.0", "tapnet", e.calicoPlugin("node1", ""))
@@ -202,6 +205,7 @@ func TestConfigInterfacePrefixLive(t *testing.T) {
 // naming an excluded interface does not apply; back to the default the
 // uplink is policed again.
 func TestConfigInterfaceExcludeLive(t *testing.T) {
+	t.Parallel()
 	e, _ := hostEnvWith(t, 214, "10.214.0.0/24", hostEndpoint("all", "node1", "*"))
 	outside := func() error { return tcpProbe(e.host.outside, hostPort(e.host.hostIP, 8080))() }
 	expectTraffic(t, "* host endpoint, default interfaceExclude: the uplink is policed", deny("outside->host:8080", outside))

@@ -23,6 +23,7 @@ import (
 // changes nothing. The kernel-level tests in felix/rules show each
 // verdict in traffic; this one shows the settings reach the dataplane.
 func TestConfigRulesLive(t *testing.T) {
+	t.Parallel()
 	e, l := policyEnv(t, 187, "10.187.0.0/24", "")
 	a, b := e.newPod(l, "ra"), e.newPod(l, "rb")
 	listenPeer(t, b.ns, hostPort(b.ip, 8080))

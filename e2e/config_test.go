@@ -130,6 +130,7 @@ func forwardRules(t *testing.T, e *cniEnv) []string {
 // written while the agent runs moves it after them, Insert moves it back;
 // the foreign rules stay as they were throughout.
 func TestConfigChainInsertModeLive(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 158)
 	foreign := []string{"-A FORWARD -s 192.0.2.1/32 -j ACCEPT", "-A FORWARD -s 192.0.2.2/32 -j DROP"}
 	for _, r := range foreign {
@@ -157,6 +158,7 @@ func TestConfigChainInsertModeLive(t *testing.T) {
 // the agent runs makes it leave with that address instead (SNAT), within
 // natPortRange; removing both brings MASQUERADE back.
 func TestConfigNATOutgoingLive(t *testing.T) {
+	t.Parallel()
 	const pool, extra = "10.159.0.0/24", "198.51.100.7"
 	e, l := policyEnv(t, 159, pool, "")
 	e.setNATOutgoing("v4", true)
@@ -188,6 +190,7 @@ func TestConfigNATOutgoingLive(t *testing.T) {
 // (0xff000000: 0x1000000, 0x2000000, 0x4000000); policy still decides
 // (allowed traffic passes, a deny policy stops it).
 func TestConfigMarkMaskLive(t *testing.T) {
+	t.Parallel()
 	e, l := policyEnv(t, 160, "10.160.0.0/24", "")
 	a, b := e.newPod(l, "ma"), e.newPod(l, "mb")
 	e.apply(gnp("allow-all", 10, "all()", []api.Rule{{Action: api.ActionAllow}}, []api.Rule{{Action: api.ActionAllow}}))
@@ -215,6 +218,7 @@ func TestConfigMarkMaskLive(t *testing.T) {
 // while the agent runs hands allowed traffic back to FORWARD, where that
 // DROP stops it; Accept again lets it through.
 func TestConfigFilterAllowActionLive(t *testing.T) {
+	t.Parallel()
 	e, l := policyEnv(t, 161, "10.161.0.0/24", "")
 	mustNS(t, e.host.ns, "iptables", "-A", "FORWARD", "-j", "DROP")
 	a, b := e.newPod(l, "fa"), e.newPod(l, "fb")
@@ -272,6 +276,7 @@ func TestConfigIPTablesBackendLive(t *testing.T) {
 // removeExternalRoutes is false; set to true (Calico's default) while the
 // agent runs, it goes once the grace period has passed.
 func TestConfigRemoveExternalRoutesLive(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 163)
 	e.pool("p", "10.163.0.0/24")
 	e.felixDefault(func(s *api.FelixConfigurationSpec) {
@@ -315,6 +320,7 @@ func TestConfigRemoveExternalRoutesLive(t *testing.T) {
 // iptablesMangleAllowAction Return written while the agent runs hands the
 // packet back to PREROUTING, where the DROP stops it.
 func TestConfigMangleAllowActionLive(t *testing.T) {
+	t.Parallel()
 	e, a := hostEnv(t, 164, "10.164.0.0/24")
 	mustNS(t, e.host.ns, "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "uplink", "-p", "tcp", "--dport", "30080",
 		"-j", "DNAT", "--to-destination", hostPort(a.ip, 8080))
