@@ -95,6 +95,12 @@ func addVXLANFilter(des *dataplane.Desired, ver int, f calc.OverlayFamily, port 
 				Comment: "Allow VXLAN packets to known Calico nodes"},
 		},
 	}
+	prependFilter(des, ver, prepend)
+}
+
+// prependFilter puts rules at the head of the IP version's filter chains
+// they are keyed by (chains the calculation did not render are left out).
+func prependFilter(des *dataplane.Desired, ver int, prepend map[string][]iptables.Rule) {
 	tables := des.Tables[ver]
 	if tables == nil {
 		return

@@ -2,7 +2,6 @@ package felix
 
 import (
 	"net/netip"
-	"slices"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
@@ -61,15 +60,5 @@ func addIPIPFilter(des *dataplane.Desired, ip calc.IPIPDesired) {
 				Comment: "Allow IPIP packets to other Calico hosts"},
 		},
 	}
-	tables := des.Tables[4]
-	if tables == nil {
-		return
-	}
-	filter := slices.Clone(tables["filter"])
-	for i, ch := range filter {
-		if rules, ok := prepend[ch.Name]; ok {
-			filter[i] = iptables.Chain{Name: ch.Name, Rules: append(slices.Clone(rules), ch.Rules...)}
-		}
-	}
-	tables["filter"] = filter
+	prependFilter(des, 4, prepend)
 }
