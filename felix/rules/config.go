@@ -205,41 +205,36 @@ func (c Config) workloadMatches(flag string) []string {
 	return out
 }
 
+// pick is then when setting names alt (case-insensitively), else
+// otherwise: the verdicts below read their FelixConfiguration field so.
+func pick(setting, alt, then, otherwise string) string {
+	if strings.EqualFold(setting, alt) {
+		return then
+	}
+	return otherwise
+}
+
 // filterAllow is the target for traffic policy accepted, in the filter
 // table.
 func (c Config) filterAllow() string {
-	if strings.EqualFold(c.FilterAllowAction, "return") {
-		return "-j RETURN"
-	}
-	return "-j ACCEPT"
+	return pick(c.FilterAllowAction, "return", "-j RETURN", "-j ACCEPT")
 }
 
 // mangleAllow is the target for traffic policy accepted, in the mangle
 // table.
 func (c Config) mangleAllow() string {
-	if strings.EqualFold(c.MangleAllowAction, "return") {
-		return "-j RETURN"
-	}
-	return "-j ACCEPT"
+	return pick(c.MangleAllowAction, "return", "-j RETURN", "-j ACCEPT")
 }
 
 // filterDeny is the target for traffic policy denied, in the filter
 // table.
 func (c Config) filterDeny() string {
-	if strings.EqualFold(c.FilterDenyAction, "reject") {
-		return "-j REJECT"
-	}
-	return "-j DROP"
+	return pick(c.FilterDenyAction, "reject", "-j REJECT", "-j DROP")
 }
 
 // denyWord is the verdict's word in rule comments, as Calico writes it
 // ("Drop if no profiles matched", "Reject if ...").
-func (c Config) denyWord() string {
-	if strings.EqualFold(c.FilterDenyAction, "reject") {
-		return "Reject"
-	}
-	return "Drop"
-}
+func (c Config) denyWord() string { return pick(c.FilterDenyAction, "reject", "Reject", "Drop") }
 
 // logAction is the LOG target of Log rules, as Calico renders it.
 func (c Config) logAction() string {
