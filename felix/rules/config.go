@@ -322,6 +322,9 @@ func markSet(m uint32) string { return "-m mark --mark " + hexMark(m) + "/" + he
 // markClear matches packets with all bits of m clear.
 func markClear(m uint32) string { return "-m mark --mark 0x0/" + hexMark(m) }
 
+// markAny matches packets with any bit of m set.
+func markAny(m uint32) string { return "-m mark ! --mark 0x0/" + hexMark(m) }
+
 // setMark sets the bits of m, leaving the others.
 func setMark(m uint32) string { return "-j MARK --set-xmark " + hexMark(m) + "/" + hexMark(m) }
 

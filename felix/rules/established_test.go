@@ -66,9 +66,12 @@ func TestAntiSpoofIgnoresStaleScratchMark(t *testing.T) {
 	}
 }
 
-// The rule every forwarded packet matches first, clearing our marks,
-// carries no text comment (iptables-nft would evaluate it as a match per
-// packet), with or without host endpoints.
+// The rule every forwarded packet reaches first, clearing our marks,
+// carries no text comment and runs only for a packet that has one of our
+// marks (a native comparison under iptables-nft, so the unmarked packet
+// skips the rule's comment and MARK target, each evaluated through
+// nft_compat), with or without host endpoints; and it still clears a stale
+// accept mark, so a packet arriving with one is not accepted for it.
 func TestForwardFirstRuleHasNoTextComment(t *testing.T) {
 	for _, heps := range []bool{false, true} {
 		in := semanticsInput()
@@ -80,9 +83,18 @@ func TestForwardFirstRuleHasNoTextComment(t *testing.T) {
 			if c.Name != ChainForward {
 				continue
 			}
-			if r := c.Rules[0]; !strings.HasPrefix(r.Action, "-j MARK --set-xmark 0x0/") || r.Comment != "" {
+			r := c.Rules[0]
+			if !strings.HasPrefix(r.Action, "-j MARK --set-xmark 0x0/") || r.Comment != "" {
 				t.Errorf("host endpoints %v: first rule of %s is %q %q (comment %q)", heps, c.Name, r.Match, r.Action, r.Comment)
 			}
+			if want := "-m mark ! --mark 0x0/" + strings.SplitN(r.Action, "/", 2)[1]; r.Match != want {
+				t.Errorf("host endpoints %v: first rule of %s matches %q, want %q", heps, c.Name, r.Match, want)
+			}
 		}
+	}
+	s := semanticsSim(t, Config{})
+	stale := packet{in: "eth0", out: "eth1", src: ip("192.0.2.1"), dst: ip("198.51.100.1"), proto: 6, ct: "NEW", mark: DefaultMarkAccept | DefaultMarkScratch}
+	if got, p := s.verdict(ChainForward, stale); got != "RETURN" || p.mark&(DefaultMarkAccept|DefaultMarkScratch) != 0 {
+		t.Errorf("non-workload packet with stale marks: %s, mark %#x; want RETURN with our marks cleared", got, p.mark)
 	}
 }

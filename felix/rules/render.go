@@ -183,10 +183,12 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 	}
 	dispatch := slices.Concat(each("-i", "-j "+ChainFromWlDispatch, ""), each("-o", "-j "+ChainToWlDispatch, ""))
 	ours := c.MarkAccept | c.MarkPass | c.MarkScratch
-	// Every forwarded packet matches the first rule, so it carries no text
-	// comment: iptables-nft evaluates a rule's second comment as a match
-	// (xt_comment through nft_compat), per packet.
-	fwd := iptables.Chain{Name: ChainForward, Rules: slices.Concat([]iptables.Rule{rule("", clearMark(ours), "")}, // clear our marks
+	// Every forwarded packet reaches the first rule: it clears our marks
+	// only where one is set (a native mark comparison under iptables-nft,
+	// so the usual packet, unmarked, skips the rule's hash comment and the
+	// MARK target, both xtables extensions run through nft_compat per
+	// packet), and carries no text comment (a second such extension).
+	fwd := iptables.Chain{Name: ChainForward, Rules: slices.Concat([]iptables.Rule{rule(markAny(ours), clearMark(ours), "")}, // clear our marks
 		dispatch, []iptables.Rule{rule(markSet(c.MarkAccept), c.filterAllow(), "Policy explicitly accepted packet")})}
 	input := iptables.Chain{Name: ChainInput, Rules: each("-i", "-g "+ChainWorkloadToHost, "")}
 	output := iptables.Chain{Name: ChainOutput, Rules: each("-o", "-j RETURN", "Host to workload traffic is not policed, as in Calico")}
@@ -205,7 +207,7 @@ func (r *renderer) filterStatic(heps bool) ([]iptables.Chain, map[string]bool) {
 		fwd.Rules = slices.Concat([]iptables.Rule{
 			// Clear our marks but the accept mark of untracked or pre-DNAT
 			// policy (no text comment: see above).
-			rule("", clearMark(c.MarkPass|c.MarkScratch), ""),
+			rule(markAny(c.MarkPass|c.MarkScratch), clearMark(c.MarkPass|c.MarkScratch), ""),
 			rule(markClear(c.MarkAccept), "-j "+ChainFromHostEPFwd, ""),
 		}, dispatch, []iptables.Rule{
 			rule("", "-j "+ChainToHostEPFwd, ""),
