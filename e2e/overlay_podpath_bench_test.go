@@ -35,6 +35,10 @@ import (
 //	                     node1 to node2's tunnel address without the VXLAN
 //	                     rules and conntrack: what the encapsulation itself
 //	                     costs against host to host
+//	pod/nft-native       as pod/no-rules, with the same per-packet work
+//	                     written as a native nftables table instead
+//	                     (nativeRules): what rules without xtables
+//	                     extensions would cost
 //
 // Reported: each variant's median and its ratio to host-to-host. With
 // OVERLAY_BENCH_PERF=<dir> every run is also profiled system-wide (perf
@@ -124,6 +128,29 @@ func BenchmarkOverlayPodPath(b *testing.B) {
 		}
 		vs = append(vs, &variant{name: k.name, from: from, to: to, on: on, off: off})
 	}
+	// pod/nft-native: our iptables chains skipped as in pod/no-rules, and
+	// in their place the same per-packet work for this traffic written as
+	// a native nftables table (no xtables extension anywhere): what a
+	// dataplane without nft_compat would cost.
+	nftOn, nftOff := knob(fwd, vxIn, vxOut)
+	vs = append(vs, &variant{name: "pod/nft-native", from: p1.ns, to: p2.ip,
+		on: func() {
+			nftOn()
+			for i, nd := range c.nodes {
+				pd := []pod{p1, p2}[i]
+				f := filepath.Join(b.TempDir(), "rules.nft")
+				if err := os.WriteFile(f, []byte(nativeRules(caliIface(b, nd.ns), pd.ip, n1.ip, n2.ip)), 0o600); err != nil {
+					b.Fatal(err)
+				}
+				mustNS(b, nd.ns, "nft", "-f", f)
+			}
+		},
+		off: func() {
+			for _, nd := range c.nodes {
+				mustNS(b, nd.ns, "nft", "delete", "table", "inet", "aiobench")
+			}
+			nftOff()
+		}})
 	for i := 0; i < rounds; i++ {
 		var line []string
 		for j := range vs {
@@ -268,4 +295,51 @@ func featureDiff(t testing.TB, na ns.NetNS, a string, nb ns.NetNS, bi string) st
 		return "none"
 	}
 	return strings.Join(d, "; ")
+}
+
+// nativeRules is a native nftables rendering of the rules an established
+// pod flow and its VXLAN packets meet on a node (the forward chains with
+// the mark clear, dispatch, anti-spoofing and conntrack accept; the VXLAN
+// rules of INPUT and OUTPUT with their IP set and address type checks),
+// for BenchmarkOverlayPodPath's pod/nft-native variant.
+func nativeRules(iface, podIP string, nodes ...string) string {
+	return fmt.Sprintf(`table inet aiobench {
+	set vxnodes { type ipv4_addr; elements = { %[3]s } }
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		meta mark & 0x70000 != 0 meta mark set meta mark & 0xfff8ffff comment "clear our marks"
+		iifname "cali*" jump from_wl comment "from workloads"
+		oifname "cali*" jump to_wl comment "to workloads"
+		meta mark & 0x10000 == 0x10000 accept comment "policy accepted"
+	}
+	chain from_wl {
+		iifname "%[1]s" goto fw comment "dispatch"
+		drop comment "unknown interface"
+	}
+	chain fw {
+		ip saddr != %[2]s drop comment "anti-spoofing"
+		ct state established,related accept comment "established"
+		ct state invalid drop comment "invalid"
+		meta mark set meta mark | 0x10000 comment "profile accepts"
+	}
+	chain to_wl {
+		oifname "%[1]s" goto tw comment "dispatch"
+		drop comment "unknown interface"
+	}
+	chain tw {
+		ct state established,related accept comment "established"
+		ct state invalid drop comment "invalid"
+		meta mark set meta mark | 0x10000 comment "profile accepts"
+	}
+	chain input {
+		type filter hook input priority filter; policy accept;
+		udp dport 4789 ip saddr @vxnodes fib daddr type local accept comment "VXLAN from known nodes"
+		udp dport 4789 fib daddr type local drop comment "VXLAN from unknown hosts"
+	}
+	chain output {
+		type filter hook output priority filter; policy accept;
+		udp dport 4789 ip daddr @vxnodes fib saddr type local accept comment "VXLAN to known nodes"
+	}
+}
+`, iface, podIP, strings.Join(nodes, ", "))
 }
