@@ -2,8 +2,8 @@ package rules
 
 import (
 	"fmt"
-	"slices"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,8 +31,8 @@ func TestEndpointMarkField(t *testing.T) {
 		{0xffff0000, 0xffe00000, 0x200000},
 		{0xff000000, 0xe0000000, 0x20000000},
 		{0x0000ffff, 0x0000ffe0, 0x20},
-		{0x1f, 0, 0},  // five bits: none left (Calico's Felix will not start in IPVS mode)
-		{0x7, 0, 0},   // the agent's three bits only
+		{0x1f, 0, 0}, // five bits: none left (Calico's Felix will not start in IPVS mode)
+		{0x7, 0, 0},  // the agent's three bits only
 		{0x3f, 0x20, 0x20},
 		{0x8000_00ff, 0x800000e0, 0x20},
 	} {
