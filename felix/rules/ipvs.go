@@ -195,13 +195,16 @@ func (r *renderer) withIPVS(filter []iptables.Chain, eps []Endpoint, heps []Host
 	marks := EndpointMarks(field, wls, hosts)
 	thisHost := r.ipset(IPSetSpec{Kind: IPSetThisHost})
 
+	// Every INPUT and OUTPUT packet passes these rules, so they carry no
+	// text comment (see filterStatic). A packet marked on INPUT returns to
+	// the host's INPUT rules; its policy is applied on OUTPUT.
 	prepend := map[string][]iptables.Rule{
 		ChainInput: {
-			rule("", clearMark(field), ""), // every packet: no text comment (see filterStatic)
+			rule("", clearMark(field), ""),
 			rule("", "-j "+ChainForwardCheck, ""),
-			rule(markNotMatch(0, field), "-j RETURN", "IPVS-forwarded packet: policed in OUTPUT"),
+			rule(markNotMatch(0, field), "-j RETURN", ""),
 		},
-		ChainOutput: {rule(markNotMatch(0, field), "-g "+ChainForwardEndpointMark, "IPVS-forwarded packet")},
+		ChainOutput: {rule(markNotMatch(0, field), "-g "+ChainForwardEndpointMark, "")},
 	}
 	out := make([]iptables.Chain, 0, len(filter)+5+len(marks))
 	for _, ch := range filter {
