@@ -265,7 +265,7 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 // apply computes and programs the desired state.
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
-	if a.state.NeedsHostInterfaces() { // host endpoints by expectedIPs
+	if ipvs := a.readKubeIPVS(); ipvs || a.state.NeedsHostInterfaces() { // IPVS mode's this-host set; host endpoints by expectedIPs
 		if ifaces, err := a.dp.HostInterfaces(dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)); err == nil {
 			a.state.SetHostInterfaces(ifaces)
 		} else {

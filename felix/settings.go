@@ -166,6 +166,8 @@ var settings = []setting{
 	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
 	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
 	field("prometheusMetricsCAFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCAFile }, parsePath, nil),
+	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).
+	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, parseNodePortRanges, validNodePortRanges),
 }
 
 // envOnly are FELIX_* variables the agent reads as flags (config.go),

@@ -260,6 +260,7 @@ func (s *State) rulesConfig() rules.Config {
 		}
 	}
 	cfg.ExcludeIfaces = s.excludedIfaces()
+	s.ipvsConfig(&cfg)
 	return cfg
 }
 

@@ -160,7 +160,7 @@ func (s *State) refreshIPSets(specs []rules.IPSetSpec, keep map[string]bool) {
 		}
 		st = newIPSetState(spec)
 		s.members[spec.Name] = st
-		if spec.Kind == rules.IPSetPools || spec.Kind == rules.IPSetAllHosts {
+		if spec.Kind == rules.IPSetPools || spec.Kind == rules.IPSetAllHosts || spec.Kind == rules.IPSetThisHost {
 			continue
 		}
 		if isServiceSet(spec.Kind) {
@@ -216,6 +216,8 @@ func (s *State) ipsetsDesired() map[string]IPSet {
 			set.Members = s.poolMembers(st)
 		} else if st.spec.Kind == rules.IPSetAllHosts {
 			set.Members = s.hostMembers()
+		} else if st.spec.Kind == rules.IPSetThisHost {
+			set.Type, set.Members = "hash:ip", s.thisHostMembers(st)
 		} else {
 			seen := map[string]bool{}
 			for _, es := range st.members {

@@ -37,6 +37,9 @@ type State struct {
 	dirtyPolicies map[rules.PolicyKey]bool     // policies to re-match against every local endpoint
 	members       map[string]*ipsetState       // active IP sets by name
 	dirtySources  map[string]bool              // member sources (endpoint/netset keys) to re-evaluate
+
+	// kubeIPVS: kube-proxy's kube-ipvs0 interface exists (ipvs.go).
+	kubeIPVS bool
 }
 
 // NewState makes an empty state for a node.

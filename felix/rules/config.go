@@ -84,6 +84,13 @@ type Config struct {
 	// "<prefix>: ". Validation keeps it to characters and a length
 	// iptables takes.
 	LogPrefix string
+	// KubeIPVS turns on kube-proxy IPVS mode (ipvs.go): a kube-ipvs0
+	// interface exists. MarkMask is iptablesMarkMask (0: the default),
+	// whose bits above the lowest five hold the endpoint mark, and
+	// KubeNodePortRanges is kubeNodePortRanges (empty: 30000:32767).
+	KubeIPVS           bool
+	MarkMask           uint32
+	KubeNodePortRanges NodePortRanges
 }
 
 // Calico's default failsafe ports (FailsafeInboundHostPorts and

@@ -86,6 +86,10 @@ const (
 	// set IP-in-IP also uses: natOutgoingExclusions IPPoolsAndHostIPs keeps
 	// traffic to them from being NATed.
 	IPSetAllHosts
+	// IPSetThisHost holds this host's own addresses (hash:ip), those of
+	// every interface but the workload and excluded ones: kube-proxy IPVS
+	// mode's node ports are at them (ipvs.go).
+	IPSetThisHost
 )
 
 // IPSetSpec describes an IP set a rule references; the calculation graph

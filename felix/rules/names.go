@@ -96,6 +96,8 @@ func IPSetName(ipVersion int, spec IPSetSpec) string {
 	switch spec.Kind {
 	case IPSetAllHosts:
 		return prefix + ipsetAllHostsSuffix
+	case IPSetThisHost:
+		return prefix + ipsetThisHostSuffix
 	case IPSetPools:
 		if spec.NATOutgoing {
 			return prefix + ipsetMasqPoolsSuffix

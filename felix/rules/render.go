@@ -55,7 +55,7 @@ func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 	}
 	var t Tables
 	filter, present := r.filterStatic(len(heps) > 0)
-	t.Filter = filter
+	t.Filter = r.withIPVS(filter, eps, heps) // kube-proxy IPVS mode (ipvs.go)
 	t.Filter = append(t.Filter, r.dispatchChains(eps)...)
 	for _, ep := range eps {
 		t.Filter = append(t.Filter, r.endpointChains(ep)...)

@@ -108,6 +108,10 @@ type FelixConfigurationSpec struct {
 	NATOutgoingExclusions              string `json:"natOutgoingExclusions,omitempty"`
 	IptablesNATOutgoingInterfaceFilter string `json:"iptablesNATOutgoingInterfaceFilter,omitempty"`
 	WorkloadSourceSpoofing             string `json:"workloadSourceSpoofing,omitempty"`
+
+	// KubeNodePortRanges are Kubernetes' node port ranges ("30000:32767"
+	// when unset), read only in kube-proxy IPVS mode (felix/rules/ipvs.go).
+	KubeNodePortRanges *[]Port `json:"kubeNodePortRanges,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
@@ -232,6 +236,13 @@ func (c *FelixConfiguration) Validate() error {
 	if s.NATPortRange != nil {
 		if msg := s.NATPortRange.problem(); msg != "" || s.NATPortRange.PortName != "" {
 			f.add("spec.natPortRange", s.NATPortRange.String(), "must be a port or port range")
+		}
+	}
+	if s.KubeNodePortRanges != nil {
+		for i, p := range *s.KubeNodePortRanges {
+			if msg := p.problem(); msg != "" || p.PortName != "" {
+				f.add(idx("spec.kubeNodePortRanges", i), p.String(), "must be a port or port range min:max (1-65535; a name is refused, as Calico's Felix refuses it)")
+			}
 		}
 	}
 	for _, pp := range []struct {

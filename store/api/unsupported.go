@@ -89,8 +89,8 @@ var refusals = map[string][]refusal{
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
 	// Every other field is honoured (felix/settings.go,
 	// docs/CONFIGURATION.md). These need what the agent does not have
-	// (nftables, WireGuard, eBPF, XDP, kube-proxy IPVS support, flow
-	// logs): a value other than Calico's default is refused.
+	// (nftables, WireGuard, eBPF, XDP, flow logs): a value other than
+	// Calico's default is refused.
 	"FelixConfiguration": {
 		never("spec.nftablesMode", "Disabled"),
 
@@ -100,7 +100,6 @@ var refusals = map[string][]refusal{
 		// Calico fields our types do not model (kept verbatim by
 		// unmodelled.go, so an object from real Calico round-trips); the
 		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.kubeNodePortRanges"),
 		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
 	},
 }

@@ -152,6 +152,7 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.chainInsertMode":             "TestConfigChainInsertModeLive",
 	"FelixConfiguration.spec.natOutgoingAddress":          "TestConfigNATOutgoingLive",
 	"FelixConfiguration.spec.natPortRange":                "TestConfigNATOutgoingLive",
+	"FelixConfiguration.spec.kubeNodePortRanges":          "TestConfigKubeNodePortRangesLive",
 	"FelixConfiguration.spec.iptablesMarkMask":            "TestConfigMarkMaskLive",
 	"FelixConfiguration.spec.iptablesFilterAllowAction":   "TestConfigFilterAllowActionLive",
 	"FelixConfiguration.spec.iptablesBackend":             "TestConfigIPTablesBackendLive",
