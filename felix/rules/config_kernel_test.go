@@ -144,14 +144,21 @@ func (h *kernelHost) run(name string, args ...string) string {
 // listenTCP listens on the pod's address.
 func (p *kpod) listenTCP(port int) {
 	p.t.Helper()
+	acceptTCP(p.t, p.NS, netip.AddrPortFrom(p.Addr, uint16(port)))
+}
+
+// acceptTCP listens on addr in namespace n until the test ends, accepting
+// and closing every connection.
+func acceptTCP(t *testing.T, n ns.NetNS, addr netip.AddrPort) {
+	t.Helper()
 	var l net.Listener
-	err := p.NS.Do(func(ns.NetNS) error {
+	err := n.Do(func(ns.NetNS) error {
 		var err error
-		l, err = net.Listen("tcp4", netip.AddrPortFrom(p.Addr, uint16(port)).String())
+		l, err = net.Listen("tcp4", addr.String())
 		return err
 	})
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() {
 		for {
@@ -162,7 +169,7 @@ func (p *kpod) listenTCP(port int) {
 			c.Close()
 		}
 	}()
-	p.t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() { l.Close() })
 }
 
 // dial connects from the pod to addr with a deadline.

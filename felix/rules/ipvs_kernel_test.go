@@ -105,25 +105,7 @@ func (h *ipvsHost) apply(cfg rules.Config, in rules.Input) {
 // listenTCPAt listens in the host namespace.
 func (h *ipvsHost) listenTCPAt(port int) {
 	h.t.Helper()
-	var l net.Listener
-	err := h.ns.Do(func(ns.NetNS) error {
-		var err error
-		l, err = net.Listen("tcp4", netip.AddrPortFrom(h.hostAddr, uint16(port)).String())
-		return err
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	h.t.Cleanup(func() { l.Close() })
+	acceptTCP(h.t, h.ns, netip.AddrPortFrom(h.hostAddr, uint16(port)))
 }
 
 // sendUDP sends payload from the host namespace to dst on a new socket:

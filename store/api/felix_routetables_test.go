@@ -1,7 +1,6 @@
 package api
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -22,16 +21,6 @@ func TestFelixRouteTableRangesValidation(t *testing.T) {
 		{`"routeTableRanges":[{"min":4294967290,"max":4294967296}]`, "spec.routeTableRanges[0]"},
 		{`"routeTableRanges":[{"min":1,"max":65535},{"min":70000,"max":70000}]`, "spec.routeTableRanges"},
 	} {
-		r, err := Decode([]byte(`{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"default"},"spec":{` + tc.spec + `}}`))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.spec, err)
-		}
-		err = r.Validate()
-		switch {
-		case tc.bad == "" && err != nil:
-			t.Errorf("%s: refused: %v", tc.spec, err)
-		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad+" ") && !strings.Contains(err.Error(), tc.bad+":")):
-			t.Errorf("%s: want an error naming %s, got %v", tc.spec, tc.bad, err)
-		}
+		checkFelixSpec(t, tc.spec, tc.bad)
 	}
 }

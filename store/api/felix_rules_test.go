@@ -29,17 +29,30 @@ func TestFelixRulesFieldsValidation(t *testing.T) {
 		{`"serviceLoopPrevention":"Disabled"`, ""},
 		{`"serviceLoopPrevention":"Block"`, "spec.serviceLoopPrevention"},
 	} {
-		r, err := Decode([]byte(obj("FelixConfiguration", `"name":"default"`, tc.spec)))
-		if err != nil {
-			t.Errorf("%s: decode: %v", tc.spec, err)
-			continue
-		}
-		err = r.Validate()
-		switch {
-		case tc.bad == "" && err != nil:
-			t.Errorf("%s refused: %v", tc.spec, err)
-		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
-			t.Errorf("%s: error %v, want one naming %s", tc.spec, err, tc.bad)
-		}
+		checkFelixSpec(t, tc.spec, tc.bad)
 	}
+}
+
+// checkFelixSpec decodes spec (fields of a FelixConfiguration "default"
+// spec) and validates it: with bad "" it must be accepted, otherwise
+// refused with an error naming bad (followed by a space or colon, so
+// "spec.x[1]" is not satisfied by "spec.x[10]"). It returns the accepted
+// resource (nil when refused).
+func checkFelixSpec(t *testing.T, spec, bad string) Resource {
+	t.Helper()
+	r, err := Decode([]byte(obj("FelixConfiguration", `"name":"default"`, spec)))
+	if err != nil {
+		t.Errorf("%s: decode: %v", spec, err)
+		return nil
+	}
+	err = r.Validate()
+	switch {
+	case bad == "" && err != nil:
+		t.Errorf("%s refused: %v", spec, err)
+	case bad != "" && (err == nil || !strings.Contains(err.Error(), bad+" ") && !strings.Contains(err.Error(), bad+":")):
+		t.Errorf("%s: error %v, want one naming %s", spec, err, bad)
+	case bad == "":
+		return r
+	}
+	return nil
 }
