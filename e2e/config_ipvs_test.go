@@ -94,3 +94,43 @@ func TestConfigKubeNodePortRangesLive(t *testing.T) {
 	mustNS(t, e.host.ns, "ip", "link", "del", "kube-ipvs0")
 	noIPVS("kube-ipvs0 deleted: no IPVS rules")
 }
+
+// TestHostInterfaceEventsLive: with every periodic re-read off (so
+// nothing but a datastore change or an interface event makes the agent
+// apply), kube-ipvs0 appearing turns kube-proxy IPVS mode on, a new host
+// address joins the this-host set, and kube-ipvs0 going turns the mode off,
+// each as it happens: the agent watches the host's links and addresses
+// (felix/ifacewatch.go) as Calico's interface monitor does.
+func TestHostInterfaceEventsLive(t *testing.T) {
+	t.Parallel()
+	e := newCNIEnv(t, 228)
+	startAgentEnv(t, e.host.ns, "node1", e.etcd.Endpoints()[0], e.state, []string{"NO_DEFAULT_POOLS=true",
+		"FELIX_IPTABLESREFRESHINTERVAL=0", "FELIX_ROUTEREFRESHINTERVAL=0", "FELIX_IPSETSREFRESHINTERVAL=0", "FELIX_INTERFACEREFRESHINTERVAL=0"}, "--bgp=false")
+	filter := func() string { return mustNS(t, e.host.ns, "iptables-save", "-t", "filter") }
+	ipvsRules := func(want bool) func() error {
+		return func() error {
+			if got := strings.Contains(filter(), "-A cali-forward-check "); got != want {
+				return fmt.Errorf("cali-forward-check rendered: %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	if !strings.Contains(filter(), "-A cali-INPUT") {
+		t.Fatalf("the agent programmed no cali-INPUT:\n%s", filter())
+	}
+	eventually(t, 5*time.Second, "no kube-ipvs0: no IPVS rules", ipvsRules(false))
+
+	mustNS(t, e.host.ns, "ip", "link", "add", "kube-ipvs0", "type", "bridge")
+	eventually(t, 10*time.Second, "kube-ipvs0 appears: IPVS rules", ipvsRules(true))
+
+	mustNS(t, e.host.ns, "ip", "addr", "add", "192.0.2.77/32", "dev", "lo")
+	eventually(t, 10*time.Second, "a new host address joins cali40this-host", func() error {
+		if s := mustNS(t, e.host.ns, "ipset", "list", "cali40this-host"); !strings.Contains(s, "\n192.0.2.77\n") {
+			return fmt.Errorf("cali40this-host:\n%s", s)
+		}
+		return nil
+	})
+
+	mustNS(t, e.host.ns, "ip", "link", "del", "kube-ipvs0")
+	eventually(t, 10*time.Second, "kube-ipvs0 goes: no IPVS rules", ipvsRules(false))
+}

@@ -51,6 +51,9 @@ type agent struct {
 	refreshChanged bool
 	// statusTimer fires when the status reporter has work (status.go).
 	statusTimer *time.Timer
+	// ifaces signals host interface changes (ifacewatch.go); nil in
+	// tests that drive apply themselves.
+	ifaces *ifaceWatch
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
 }
@@ -184,6 +187,8 @@ func (a *agent) loop(ctx context.Context) error {
 	a.scheduleStatus()
 	a.health.beat()
 	go a.tunnels.run(ctx, a.housekeepingInterval())
+	a.ifaces = newIfaceWatch()
+	go a.ifaces.run(ctx)
 	dirty := false
 	for {
 		select {
@@ -227,6 +232,8 @@ func (a *agent) loop(ctx context.Context) error {
 			if next > 0 {
 				refresh.Reset(next)
 			}
+		case <-a.ifaces.C:
+			dirty = true
 		case <-housekeeping.C:
 			a.replayJournal(ctx)
 		case <-retry.C:
@@ -265,8 +272,14 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 // apply computes and programs the desired state.
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
-	if ipvs := a.readKubeIPVS(); ipvs || a.state.NeedsHostInterfaces() { // IPVS mode's this-host set; host endpoints by expectedIPs
-		if ifaces, err := a.dp.HostInterfaces(dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)); err == nil {
+	workload := dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)
+	needIfaces := a.readKubeIPVS() || a.state.NeedsHostInterfaces() // IPVS mode's this-host set; host endpoints by expectedIPs
+	if a.ifaces != nil {
+		a.ifaces.setWorkload(workload)
+		a.ifaces.needed.Store(needIfaces)
+	}
+	if needIfaces {
+		if ifaces, err := a.dp.HostInterfaces(workload); err == nil {
 			a.state.SetHostInterfaces(ifaces)
 		} else {
 			slog.Warn("reading host interfaces", "err", err)

@@ -9,10 +9,10 @@ import (
 // readKubeIPVS tells the calculation whether kube-proxy's kube-ipvs0
 // interface exists, which turns kube-proxy IPVS mode on (felix/rules/ipvs.go)
 // as in Calico. Calico's Felix looks at start-up and restarts itself when
-// the interface comes or goes; this agent looks before every apply (a
-// datastore change, or the interfaceRefreshInterval re-read) and
-// re-renders. It reports whether the mode is on: the this-host IP set
-// then needs the host's addresses.
+// the interface comes or goes; this agent looks before every apply, and
+// the interface watch (ifacewatch.go) makes the interface's coming and
+// going trigger one. It reports whether the mode is on: the this-host IP
+// set then needs the host's addresses.
 func (a *agent) readKubeIPVS() bool {
 	on, err := a.dp.LinkExists(rules.KubeIPVSInterface)
 	if err != nil {
