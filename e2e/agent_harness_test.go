@@ -65,10 +65,10 @@ func startAgentIn(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string,
 // instead of NO_DEFAULT_POOLS=true.
 func startAgentEnv(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, env []string, extra ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)), done: make(chan error, 1)}
+	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), done: make(chan error, 1)}
 	args := append([]string{"node", "--nodename", node, "--etcd-endpoints", etcdEndpoint,
 		"--lib-dir", stateDir + "/lib", "--run-dir", stateDir + "/run", "--health-addr", a.health,
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--resync-interval", "3s"}, extra...)
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), "--resync-interval", "3s"}, extra...)
 	a.cmd = exec.Command(binary, args...)
 	a.cmd.Env = append(os.Environ(), env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
@@ -87,13 +87,25 @@ func startAgentEnv(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string
 	return a
 }
 
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// freePortIn is a TCP port free on namespace n's loopback now: asked of n
+// itself, since the agent binds there, where the node's etcd may already
+// hold ports that are free in the test's own namespace.
+func freePortIn(t testing.TB, n ns.NetNS) int {
+	t.Helper()
+	var port int
+	err := n.Do(func(ns.NetNS) error {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		port = l.Addr().(*net.TCPAddr).Port
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // waitReady polls /readiness from inside the host namespace.
