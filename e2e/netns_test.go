@@ -37,7 +37,11 @@ func newNS(t testing.TB) ns.NetNS {
 	untrack := trackNS(n)
 	t.Cleanup(func() {
 		_ = n.Close()
-		_ = testutils.UnmountNS(n)
+		if err := testutils.UnmountNS(n); err != nil {
+			// Left tracked: the sweep at exit tries again and fails the run.
+			t.Errorf("removing network namespace %s: %v", nsName(n), err)
+			return
+		}
 		untrack()
 	})
 	mustDo(t, n, func() error {

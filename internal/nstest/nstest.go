@@ -45,7 +45,9 @@ func NewNS(t testing.TB) ns.NetNS {
 	}
 	t.Cleanup(func() {
 		_ = n.Close()
-		_ = testutils.UnmountNS(n)
+		if err := testutils.UnmountNS(n); err != nil {
+			t.Errorf("removing network namespace %s: %v", n.Path(), err)
+		}
 	})
 	return n
 }
