@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -52,18 +53,46 @@ func (w *ifaceWatch) signal() {
 	}
 }
 
-// run subscribes to link and address changes until ctx ends. Without a
-// subscription (an error is logged) the periodic re-read still applies.
+// run watches link and address changes until ctx ends. A subscription that
+// ends early (a receive error, say) is made again after a pause, and a
+// change is signalled since some may have been missed meanwhile; the
+// periodic re-read covers the pause.
 func (w *ifaceWatch) run(ctx context.Context) {
-	links, addrs := make(chan netlink.LinkUpdate, 64), make(chan netlink.AddrUpdate, 64)
-	onErr := func(err error) { slog.Warn("watching host interfaces", "err", err) }
-	if err := netlink.LinkSubscribeWithOptions(links, ctx.Done(), netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
-		onErr(err)
-		links = nil
+	pause := time.Second
+	for {
+		began := time.Now()
+		w.watch(ctx)
+		if time.Since(began) > time.Minute {
+			pause = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Minute)
+		w.signal()
 	}
-	if err := netlink.AddrSubscribeWithOptions(addrs, ctx.Done(), netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
+}
+
+// watch subscribes to link and address changes and passes on those that
+// matter until ctx ends or either subscription does.
+func (w *ifaceWatch) watch(ctx context.Context) {
+	sub, stop := context.WithCancel(ctx)
+	defer stop()
+	onErr := func(err error) {
+		if sub.Err() == nil { // the error that ends a closed subscription is no news
+			slog.Warn("watching host interfaces", "err", err)
+		}
+	}
+	links, addrs := make(chan netlink.LinkUpdate, 64), make(chan netlink.AddrUpdate, 64)
+	if err := netlink.LinkSubscribeWithOptions(links, sub.Done(), netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
 		onErr(err)
-		addrs = nil
+		return
+	}
+	if err := netlink.AddrSubscribeWithOptions(addrs, sub.Done(), netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
+		onErr(err)
+		return
 	}
 	for {
 		select {
@@ -71,16 +100,14 @@ func (w *ifaceWatch) run(ctx context.Context) {
 			return
 		case u, ok := <-links:
 			if !ok {
-				links = nil
-				continue
+				return
 			}
 			if w.linkMatters(u.Attrs().Name) {
 				w.signal()
 			}
 		case u, ok := <-addrs:
 			if !ok {
-				addrs = nil
-				continue
+				return
 			}
 			if w.addrMatters(u.LinkAddress.IP) {
 				w.signal()
