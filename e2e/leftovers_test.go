@@ -10,7 +10,8 @@ import (
 	"syscall"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-	"github.com/containernetworking/plugins/pkg/testutils"
+
+	"github.com/calico-aio/calico-aio/internal/nstest"
 )
 
 // live is what the tests have made that must not outlive the test binary:
@@ -42,8 +43,7 @@ func sweep() int {
 	defer live.Unlock()
 	n := len(live.netns)
 	for x := range live.netns {
-		_ = x.Close()
-		_ = testutils.UnmountNS(x)
+		_ = nstest.RemoveNS(x)
 		delete(live.netns, x)
 	}
 	return n

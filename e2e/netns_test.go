@@ -11,6 +11,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
+
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/vishvananda/netlink"
 )
 
@@ -36,8 +38,7 @@ func newNS(t testing.TB) ns.NetNS {
 	}
 	untrack := trackNS(n)
 	t.Cleanup(func() {
-		_ = n.Close()
-		if err := testutils.UnmountNS(n); err != nil {
+		if err := nstest.RemoveNS(n); err != nil {
 			// Left tracked: the sweep at exit tries again and fails the run.
 			t.Errorf("removing network namespace %s: %v", nsName(n), err)
 			return

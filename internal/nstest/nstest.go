@@ -4,13 +4,17 @@
 package nstest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
+	"golang.org/x/sys/unix"
 )
 
 // NeedKernel skips a kernel test without root or any of the commands,
@@ -44,10 +48,32 @@ func NewNS(t testing.TB) ns.NetNS {
 		t.Fatalf("creating netns: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = n.Close()
-		if err := testutils.UnmountNS(n); err != nil {
+		if err := RemoveNS(n); err != nil {
 			t.Errorf("removing network namespace %s: %v", n.Path(), err)
 		}
 	})
 	return n
+}
+
+// RemoveNS closes n and removes its name. The unmount is retried for a
+// while when the kernel finds the name busy: a process forked elsewhere in
+// the test binary holds copies of all its descriptors, n's among them,
+// until it has exec'd. A holder that stays past the retries is an error.
+func RemoveNS(n ns.NetNS) error {
+	_ = n.Close()
+	var err error
+	for wait := 10 * time.Millisecond; ; wait *= 2 {
+		err = unix.Unmount(n.Path(), 0)
+		if !errors.Is(err, unix.EBUSY) || wait > 3*time.Second {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted (any more)
+		return fmt.Errorf("unmounting %s: %w", n.Path(), err)
+	}
+	if err := os.Remove(n.Path()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", n.Path(), err)
+	}
+	return nil
 }
