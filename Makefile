@@ -7,7 +7,9 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 PKG       := github.com/calico-aio/calico-aio
 LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
-TESTFLAGS ?= -timeout 15m
+# -parallel 4: the e2e tests that run in parallel mostly wait (agents
+# converging, grace periods), so four at a time fit on two cores.
+TESTFLAGS ?= -timeout 15m -parallel 4
 # System packages the tests and the demo need, as "command:debian-package".
 SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables
 # What only `make bench` needs on top.

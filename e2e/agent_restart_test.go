@@ -24,6 +24,7 @@ import (
 //   - the change made while the agent was down (a deny policy added, a
 //     policy deleted) is enforced once the new agent is ready.
 func TestAgentRestartKeepsStateAndCatchesUp(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 41)
 	e.pool("p", "10.141.0.0/24")
 	l := e.conflist("1.0.0", "rsnet", e.calicoPlugin("node1", ""))

@@ -30,7 +30,10 @@ func listenTCP(t testing.TB, n ns.NetNS, addr string) net.Listener {
 }
 
 // Chained with the reference portmap plugin, a host port reaches the pod.
-func TestCNIChainedWithPortmap(t *testing.T) { forEachCNIPath(t, testCNIChainedWithPortmap) }
+func TestCNIChainedWithPortmap(t *testing.T) {
+	t.Parallel()
+	forEachCNIPath(t, testCNIChainedWithPortmap)
+}
 
 func testCNIChainedWithPortmap(t *testing.T, path cniPath) {
 	e := newCNIEnv(t, 4)

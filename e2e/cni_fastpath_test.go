@@ -210,6 +210,7 @@ func TestCNIAgentKilledMidCall(t *testing.T) {
 // the release as it always has; once both are back the journal is
 // replayed and ipam check is clean.
 func TestCNIDelWithAgentDown(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 68)
 	e.pool("v4", "10.112.0.0/24")
 	l := e.conflist("1.0.0", "down", e.calicoPlugin("node1", ""))

@@ -18,6 +18,7 @@ import (
 // both work side by side, and each DEL removes only its own veth, also
 // with the datastore down (issue #12 item 2).
 func TestCNIIDPrefix(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 62)
 	e.pool("v4", "10.162.0.0/24")
 	createNode(t, e.cl, "node1")

@@ -215,7 +215,10 @@ func (e *kubeCNIEnv) delOK(t *testing.T, l *libcni.NetworkConfigList, rt *libcni
 	e.assertClean()
 }
 
-func TestCNIK8sPods(t *testing.T) { forEachCNIPath(t, testCNIK8sPods) }
+func TestCNIK8sPods(t *testing.T) {
+	t.Parallel()
+	forEachCNIPath(t, testCNIK8sPods)
+}
 
 func testCNIK8sPods(t *testing.T, path cniPath) {
 	e := newKubeCNIEnv(t, 9)

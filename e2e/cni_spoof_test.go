@@ -14,6 +14,7 @@ import (
 // workloadSourceSpoofing Any calico-node lets the pod send from an address
 // in those prefixes (and still not from one outside them).
 func TestCNIK8sAllowedSourcePrefixes(t *testing.T) {
+	t.Parallel()
 	const (
 		annot   = "cni.projectcalico.org/allowedSourcePrefixes"
 		spoofed = "10.137.99.9" // in the annotated prefix

@@ -129,6 +129,7 @@ func (e *cniEnv) assertClean() {
 func wepKindInfo() api.KindInfo { k, _ := api.LookupKind("WorkloadEndpoint"); return k }
 
 func TestCNIThroughLibcniEveryVersion(t *testing.T) {
+	t.Parallel()
 	forEachCNIPath(t, testCNIThroughLibcniEveryVersion)
 }
 

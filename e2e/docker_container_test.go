@@ -95,6 +95,7 @@ func sleeperNS(t *testing.T) (ns.NetNS, int) {
 // The classic workflow on namespaces: attach by path and by PID, profiles
 // decide what talks (enforced by the agent), refusals, clean removal.
 func TestContainerAddByPathAndPID(t *testing.T) {
+	t.Parallel()
 	e := newCNIEnv(t, 51)
 	e.pool("p", "10.121.0.0/24")
 	e.pool("other", "10.122.0.0/24")

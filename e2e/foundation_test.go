@@ -15,6 +15,7 @@ import (
 // The main job at the foundation stage: calico-node with no etcd configured
 // runs the embedded datastore, calicoctl talks to it, and SIGTERM stops it.
 func TestNodeEmbeddedEtcdServesCalicoctl(t *testing.T) {
+	t.Parallel()
 	client, err := embedded.FreeLoopbackURL()
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ func hostKind(p *api.GlobalNetworkPolicy, kind string) *api.GlobalNetworkPolicy 
 // itself) stay open and the BGP session stays up; an allow policy opens
 // the port.
 func TestHostEndpointFailsafeTraffic(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2, "10.242.0")
 	createPool(t, c.cl, "pool", "10.122.0.0/16", 26)
 	c.startAll()

@@ -12,12 +12,12 @@ import (
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
-// Eight nodes, three plugin processes at a time on each, thousands of ADDs
+// Eight nodes, three plugin processes at a time on each, about a thousand ADDs
 // and DELs of the real binary against one etcd, in a pool small enough
 // that nodes claim every block and then borrow from each other: no address
 // is ever held twice, conflicts happen and are retried, and nothing leaks.
 func TestIPAMConcurrentNodesAndProcesses(t *testing.T) {
-	const nodes, workers, rounds, keep = 8, 3, 45, 0
+	const nodes, workers, rounds, keep = 8, 3, 20, 0
 	if testing.Short() {
 		t.Skip("long test")
 	}

@@ -137,6 +137,7 @@ func TestIPAMPluginErrors(t *testing.T) {
 // With the datastore gone, DEL journals the release and succeeds; the next
 // call replays it.
 func TestIPAMDelJournalsWhenDatastoreDown(t *testing.T) {
+	t.Parallel()
 	e := storetest.StartEtcd(t)
 	c := e.Client(t)
 	createPool(t, c, "p", "10.92.0.0/24", 26)

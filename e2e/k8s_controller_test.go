@@ -26,6 +26,7 @@ import (
 // follows namespaces, service accounts and NetworkPolicies, and that the
 // second instance takes over when the leader stops.
 func TestK8sController(t *testing.T) {
+	t.Parallel()
 	calico := storetest.StartEtcd(t)
 	cl := calico.Client(t)
 	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
@@ -190,6 +191,7 @@ func ctlPolicyKind() api.KindInfo  { k, _ := api.LookupKind("NetworkPolicy"); re
 // deleted Kubernetes node only after the grace period, leaving everything
 // still in use alone.
 func TestK8sControllerPods(t *testing.T) {
+	t.Parallel()
 	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
 	do := func(t *testing.T, method, path string, body any, want int) {
 		t.Helper()

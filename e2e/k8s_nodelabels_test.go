@@ -20,6 +20,7 @@ import (
 // follow label changes and removals from the watch, and labels set on the
 // Calico Node by hand stay. A Calico Node without an orchRef is untouched.
 func TestK8sControllerNodeLabels(t *testing.T) {
+	t.Parallel()
 	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
 	do := func(method, path string, body any, want int) {
 		t.Helper()

@@ -22,6 +22,7 @@ import (
 // peer's IPv6 address; pods on different nodes reach each other over both
 // families; releasing node3's blocks withdraws its IPv6 route everywhere.
 func TestClusterIPv6CrossNode(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	const (
 		subnet = "10.246.0"

@@ -15,6 +15,7 @@ import (
 // the other's block at any time (sampled every 100 ms): node1 keeps node2's
 // routes as a graceful restart helper and node2 keeps what it learned.
 func TestClusterAgentRestartKeepsCrossNodeFlows(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2, "10.252.0")
 	createPool(t, c.cl, "pool", "10.122.0.0/16", 26)
 	c.startAll()
@@ -77,6 +78,7 @@ func TestClusterAgentRestartKeepsCrossNodeFlows(t *testing.T) {
 // Node resource is deleted. node1 and node2 remove it as a mesh peer and drop
 // its routes at once (no hold-time wait), and keep reaching each other.
 func TestClusterNodeLeaves(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, "10.253.0")
 	createPool(t, c.cl, "pool", "10.123.0.0/16", 26)
 	c.startAll()

@@ -14,6 +14,7 @@ import (
 // node3 reach each other over routes node1 reflects with the original next
 // hops.
 func TestClusterRouteReflectorMeshOff(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, "10.254.0")
 	createPool(t, c.cl, "pool", "10.124.0.0/16", 26)
 	c.setMesh(false)
@@ -58,6 +59,7 @@ func TestClusterRouteReflectorMeshOff(t *testing.T) {
 // node1's block), pods on all three nodes reach each other, and the /32
 // is withdrawn when the pod goes.
 func TestClusterBorrowedAddressReachable(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, "10.255.0")
 	createPool(t, c.cl, "pool", "10.125.0.0/26", 26)
 	c.startAll()

@@ -12,6 +12,7 @@ import (
 // other, each node learns the others' blocks, a policy denies across
 // nodes, and node status shows the mesh.
 func TestClusterCrossNodeTraffic(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 3, "10.250.0")
 	createPool(t, c.cl, "pool", "10.120.0.0/16", 26)
 	c.startAll()

@@ -13,6 +13,7 @@ import (
 // blocks exactly that port (ping and another port still pass, so the
 // routes are fine and the refusal is the policy's).
 func TestClusterTCPAcrossNodes(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, 2, "10.251.0")
 	createPool(t, c.cl, "pool", "10.121.0.0/16", 26)
 	c.startAll()
