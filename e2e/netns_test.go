@@ -11,9 +11,9 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/testutils"
+	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/internal/nstest"
-	"github.com/vishvananda/netlink"
 )
 
 // needRoot skips a kernel test when not root, except in CI where a missing
