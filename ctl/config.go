@@ -79,8 +79,12 @@ func (d *datastoreFlags) storeConfig(getenv func(string) string) (store.Config, 
 		return fromFile
 	}
 	dsType := pick("", "DATASTORE_TYPE", file.Spec.DatastoreType)
-	if dsType != "" && dsType != "etcdv3" {
-		return store.Config{}, fmt.Errorf("datastore type %q is not supported: use etcdv3", dsType)
+	switch dsType {
+	case "", "etcdv3":
+	case "kubernetes":
+		return store.Config{}, fmt.Errorf("datastore type \"kubernetes\" (DATASTORE_TYPE or datastoreType): the Kubernetes datastore is not supported yet; use etcdv3 with ETCD_ENDPOINTS")
+	default:
+		return store.Config{}, fmt.Errorf("datastore type %q (DATASTORE_TYPE or datastoreType): must be etcdv3 or kubernetes", dsType)
 	}
 	cfg := store.Config{
 		CAFile:         pick(d.caFile, "ETCD_CA_CERT_FILE", file.Spec.EtcdCACertFile),

@@ -49,6 +49,9 @@ spec:
 	if _, err := def.storeConfig(env(map[string]string{"DATASTORE_TYPE": "kubernetes"})); err == nil || !strings.Contains(err.Error(), "kubernetes") {
 		t.Errorf("kubernetes datastore: %v", err)
 	}
+	if _, err := def.storeConfig(env(map[string]string{"DATASTORE_TYPE": "etcd"})); err == nil || !strings.Contains(err.Error(), "must be etcdv3 or kubernetes") {
+		t.Errorf("unknown datastore type: %v", err)
+	}
 	bad := filepath.Join(dir, "bad.cfg")
 	_ = os.WriteFile(bad, []byte("kind: Frob\n"), 0o600)
 	if _, err := (&datastoreFlags{config: bad}).storeConfig(env(nil)); err == nil || !strings.Contains(err.Error(), "CalicoAPIConfig") {

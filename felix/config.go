@@ -174,6 +174,9 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	if c.NodeName == "" {
 		return c, fmt.Errorf("--nodename: no node name given and the hostname is empty")
 	}
+	if err := checkDatastore(getenv, inKubernetesPod(getenv), len(c.EtcdEndpoints) > 0); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
