@@ -58,9 +58,9 @@ func TestUnknownFieldNestedAndPatch(t *testing.T) {
 	h := newHarness(t)
 	for doc, wantErr := range map[string]string{
 		`{"kind":"BGPPeer","apiVersion":"projectcalico.org/v3","metadata":{"name":"a"},"spec":{"zz":1,"password":{"secretKeyRef":{"nam":"x"}}}}`: "nam",
-		`{"kind":"NetworkPolicy","metadata":{"name":"a"},"spec":{"ingress":[{"action":"Allow","source":{"net":"10.0.0.0/8"}}]}}`:              "net",
-		`{"kind":"Node","metadata":{"name":"n","finalizers":["x"]},"spec":{"bgp":{"ipv4Adress":"10.0.0.1/24"}}}`:                              "ipv4Adress",
-		`{"kind":"IPPool","metadata":{"name":"p","generation":3},"spec":{"cidr":"10.8.0.0/16","disableBGPExport":false}}`:                   "",
+		`{"kind":"NetworkPolicy","metadata":{"name":"a"},"spec":{"ingress":[{"action":"Allow","source":{"net":"10.0.0.0/8"}}]}}`:                 "net",
+		`{"kind":"Node","metadata":{"name":"n","finalizers":["x"]},"spec":{"bgp":{"ipv4Adress":"10.0.0.1/24"}}}`:                                 "ipv4Adress",
+		`{"kind":"IPPool","metadata":{"name":"p","generation":3},"spec":{"cidr":"10.8.0.0/16","disableBGPExport":false}}`:                        "",
 	} {
 		_, errs, code := h.run(doc, "validate", "-f", "-")
 		switch {
