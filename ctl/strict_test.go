@@ -77,3 +77,25 @@ func TestUnknownFieldNestedAndPatch(t *testing.T) {
 	}
 	h.mustRun("", "patch", "ippool", "p", "-p", `{"spec":{"natOutgoing":true,"natOutgoin":null}}`)
 }
+
+// Calico fields nothing here honours are refused unless at Calico's
+// default; nftablesMode Auto (what real calicoctl stores) passes; a
+// LoadBalancer pool is refused naming the field; a kind we do not serve is
+// refused whole.
+func TestCalicoFieldsOnlyAtDefault(t *testing.T) {
+	h := newHarness(t)
+	for doc, want := range map[string]string{
+		`{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"default"},"spec":{"nftablesMode":"Auto","bpfMapSizeRoute":262144,"bpfKubeProxyMinSyncPeriod":"1000ms"}}`: "",
+		`{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"node.a"},"spec":{"bpfMapSizeRoute":1}}`:                                                                  `spec.bpfMapSizeRoute: "1" is not supported by this agent`,
+		`{"kind":"IPPool","apiVersion":"projectcalico.org/v3","metadata":{"name":"lb"},"spec":{"cidr":"10.5.0.0/16","allowedUses":["LoadBalancer"]}}`:                                                  `spec.allowedUses[0]: "LoadBalancer" is not supported by this agent`,
+		`{"kind":"BGPFilter","apiVersion":"projectcalico.org/v3","metadata":{"name":"f"},"spec":{}}`:                                                                                                   `kind "BGPFilter" is not supported by this agent`,
+	} {
+		out, errs, code := h.run(doc, "apply", "-f", "-")
+		switch {
+		case want == "" && code != 0:
+			t.Errorf("%s: exit %d\n%s%s", doc, code, out, errs)
+		case want != "" && (code != 1 || !strings.Contains(errs, want)):
+			t.Errorf("%s: exit %d, stderr %q, want %q", doc, code, errs, want)
+		}
+	}
+}

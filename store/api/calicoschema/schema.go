@@ -43,7 +43,7 @@ var load = sync.OnceValue(func() schema {
 			continue
 		}
 		f := Field{Kind: cols[0]}
-		f.Path, f.Required = strings.CutSuffix(cols[1], "!")
+		f.Path, f.Required = strings.ReplaceAll(cols[1], "!", ""), strings.HasSuffix(cols[1], "!")
 		rest := cols[2:]
 		if rest[0] == "" && len(rest) > 1 { // int-or-string has no plain type
 			rest = rest[1:]
