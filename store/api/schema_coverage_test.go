@@ -1,9 +1,13 @@
 package api
 
 import (
+	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/calico-aio/calico-aio/store/api/calicoschema"
 )
@@ -159,5 +163,39 @@ func TestDocumentedFieldsAccountedFor(t *testing.T) {
 				t.Errorf("%s: in %v, honoured elsewhere %v: want exactly one", e, in, elsewhere)
 			}
 		}
+	}
+}
+
+// What real calicoctl v3.32.1 accepted (recorded inputs) passes strict
+// decoding, and a typo in it does not.
+func TestRecordedInputsKnown(t *testing.T) {
+	b, err := os.ReadFile("testdata/calicoctl-inputs-v3.32.1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(j), `"kind"`) {
+			continue
+		}
+		n++
+		if err := CheckKnownFields(j); err != nil {
+			t.Errorf("%s: %v", j, err)
+		}
+		if _, err := Decode(j); err != nil {
+			continue // a kind refused whole (TestUnservedKindsRefused)
+		}
+		typo := strings.Replace(string(j), `"spec":{`, `"spec":{"zzTypo":1,`, 1)
+		var uf *UnknownFieldError
+		if err := CheckKnownFields([]byte(typo)); !errors.As(err, &uf) || uf.Path != "spec.zzTypo" {
+			t.Errorf("%s: %v, want spec.zzTypo unknown", typo, err)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("read only %d documents", n)
 	}
 }
