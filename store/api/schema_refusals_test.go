@@ -2,8 +2,11 @@ package api
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // okValue is a refusal's accepted value as JSON would carry it.
@@ -114,5 +117,33 @@ func TestLoadBalancerPoolRefused(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("allowedUses %s: Validate = %v, want %q", uses, err, want)
 		}
+	}
+}
+
+// The FelixConfiguration real Calico writes (nftablesMode Auto, bpf*
+// defaults) is known, valid and carries nothing unsupported: applying it
+// back with calicoctl works.
+func TestRecordedFelixConfigurationAccepted(t *testing.T) {
+	b, err := os.ReadFile("testdata/felixconfiguration-default-v3.32.1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckKnownFields(j); err != nil {
+		t.Errorf("CheckKnownFields: %v", err)
+	}
+	r, err := Decode(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Default()
+	if err := r.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	if p := Unsupported(r); len(p) != 0 {
+		t.Errorf("Unsupported: %v", p)
 	}
 }
