@@ -91,8 +91,6 @@ var refusals = map[string][]refusal{
 	"Node": {
 		report("spec.wireguard"),
 	},
-	// Calico's AWS elastic IP assignment is not done here.
-	"WorkloadEndpoint":   {calicoOnly("spec.awsElasticIPs")},
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
 	// Every other field is honoured (felix/settings.go,
 	// docs/CONFIGURATION.md). These need what the agent does not have
