@@ -151,6 +151,10 @@ func loadFiles(o IO, file string, recursive, skipEmpty bool, ns string) ([][]doc
 		if errors.Is(err, errNoResources) && skipEmpty {
 			continue
 		}
+		var unknown *api.UnknownFieldError
+		if errors.As(err, &unknown) {
+			return batches, unknown // printed alone, as calicoctl does
+		}
 		if err != nil {
 			if len(files) > 1 {
 				err = fmt.Errorf("%s: %w", f, err)

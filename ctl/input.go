@@ -153,8 +153,8 @@ func listItems(o json.RawMessage) ([]json.RawMessage, bool, error) {
 	return l.Items, true, nil
 }
 
-// loadResources decodes every document and fills in the namespace; it
-// validates nothing yet.
+// loadResources decodes every document strictly (a member the kind does not
+// know is refused) and fills in the namespace; it validates nothing yet.
 func loadResources(data []byte, namespace string) ([]document, error) {
 	raws, err := parseDocuments(data)
 	if err != nil {
@@ -165,6 +165,9 @@ func loadResources(data []byte, namespace string) ([]document, error) {
 		r, err := api.Decode(raw)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if err := api.CheckKnownFields(raw); err != nil {
+			return nil, err // calicoctl's message alone (api.UnknownFieldError)
 		}
 		if err := setNamespace(r, namespace); err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)

@@ -45,6 +45,9 @@ func runPatch(o IO, args []string) error {
 	if err != nil {
 		return fmt.Errorf("failed to parse the patch: %w", err)
 	}
+	if err := api.CheckKnownPatch(k.Kind, p); err != nil {
+		return err // calicoctl's message alone (api.UnknownFieldError)
+	}
 	namespace := kindNamespace(k, *ns)
 	ctx := context.Background()
 	c, err := connect(ctx, &ds, o)

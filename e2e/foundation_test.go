@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"os/exec"
 
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -70,8 +71,16 @@ func TestNodeEmbeddedEtcdServesCalicoctl(t *testing.T) {
 	if out, errs, err := ctl(pool, "apply", "-f", "-"); err != nil || !strings.Contains(out, "Successfully applied 1 'IPPool' resource(s)") {
 		t.Fatalf("apply: %v %s %s", err, out, errs)
 	}
+	// A typo is refused as real calicoctl refuses it, exit 1, nothing
+	// stored (issue #22).
+	typo := "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata: {name: q}\nspec: {cidr: 10.8.0.0/16, natOutgoin: true}\n"
+	var exit *exec.ExitError
+	if out, errs, err := ctl(typo, "apply", "-f", "-"); !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+		errs != "field in document is not recognized or is in the wrong location: natOutgoin\n" {
+		t.Fatalf("apply with a typo: %v %q %q", err, out, errs)
+	}
 	out, errs, err := ctl("", "get", "ippools")
-	if err != nil || !strings.Contains(out, "10.9.0.0/16") {
+	if err != nil || !strings.Contains(out, "10.9.0.0/16") || strings.Contains(out, "10.8.0.0/16") {
 		t.Fatalf("get: %v %q %s", err, out, errs)
 	}
 	if err := node.Process.Signal(syscall.SIGTERM); err != nil {

@@ -164,6 +164,7 @@ func (w *WorkloadEndpoint) Validate() error {
 	for i, n := range s.AllowSpoofedSourcePrefixes {
 		f.cidr(idx("spec.allowSpoofedSourcePrefixes", i), n, 0, false)
 	}
+	f.unsupported(w)
 	return f.join()
 }
 

@@ -221,7 +221,11 @@ func (c *FelixConfiguration) Validate() error {
 		}
 		for i, pp := range *fp.ports {
 			p := idx(fp.path, i)
-			f.oneOf(p+".protocol", pp.Protocol, "TCP", "UDP", "SCTP")
+			// Any case, as Calico accepts (its own objects carry "tcp") and
+			// the agent reads it (felix/calc/desired.go).
+			if up := strings.ToUpper(pp.Protocol); up != "TCP" && up != "UDP" && up != "SCTP" {
+				f.oneOf(p+".protocol", pp.Protocol, "TCP", "UDP", "SCTP")
+			}
 			if pp.Protocol == "" {
 				f.add(p+".protocol", "", "is required")
 			}

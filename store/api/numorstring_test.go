@@ -186,7 +186,7 @@ func TestDurationJSON(t *testing.T) {
 func TestFelixConfigurationKeepsUnknownFields(t *testing.T) {
 	in := `{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"default"},` +
 		`"spec":{"bpfConnectTimeLoadBalancing":"TCP","floatingIPs":"Disabled","healthPort":9099,` +
-		`"logSeverityScreen":"Info","reportingInterval":"0s","vxlanVNI":4096,"wireguardKeepAlive":{"a":[1,2]}}}`
+		`"logSeverityScreen":"Info","reportingInterval":"0s","vxlanVNI":4096,"zzFutureField":{"a":[1,2]}}}`
 	r, err := Decode([]byte(in))
 	if err != nil {
 		t.Fatal(err)

@@ -98,6 +98,20 @@ func (k KindInfo) NewObject() Resource {
 	return r
 }
 
+// unservedKinds are Calico v3.32 kinds this agent has no type for, with
+// why: a write of one is refused whole (nothing would act on it).
+var unservedKinds = map[string]string{
+	"BGPFilter":                    "BGP import/export filters are not applied (BGPPeer filters are refused too)",
+	"CalicoNodeStatus":             "per-node BGP/route status objects are not produced; use calicoctl node status",
+	"ClusterNetworkPolicy":         "Kubernetes admin network policies are not enforced",
+	"IPReservation":                "IPAM does not read reservations, so reserved addresses would still be handed out",
+	"KubeControllersConfiguration": "Calico's kube-controllers settings are not read; calico-node runs its own controller",
+	"BlockAffinity":                "Calico's internal IPAM data, written by IPAM only; see calicoctl ipam",
+	"IPAMBlock":                    "Calico's internal IPAM data, written by IPAM only; see calicoctl ipam",
+	"IPAMHandle":                   "Calico's internal IPAM data, written by IPAM only; see calicoctl ipam",
+	"IPAMConfig":                   "Calico's internal IPAM data; see calicoctl ipam configure",
+}
+
 // Decode parses one JSON object into the type named by its "kind" field.
 // The apiVersion must be projectcalico.org/v3 (or empty). Members the type
 // does not model are remembered with the object, and Marshal writes them
@@ -114,6 +128,9 @@ func Decode(data []byte) (Resource, error) {
 		return nil, fmt.Errorf("unsupported apiVersion %q for kind %q (want %s)", tm.APIVersion, tm.Kind, APIVersion)
 	}
 	k, ok := kinds[tm.Kind]
+	if why, unserved := unservedKinds[tm.Kind]; !ok && unserved {
+		return nil, fmt.Errorf("kind %q is not supported by this agent: %s", tm.Kind, why)
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown kind %q", tm.Kind)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+	"unicode"
 )
 
 // Every stored field is honoured or refused (issue #13, docs/POLICY.md).
@@ -63,6 +65,9 @@ var refusals = map[string][]refusal{
 	"IPPool": {
 		// VXLAN and IP-in-IP are honoured (docs/OVERLAY.md).
 		never("spec.disableBGPExport", "false"), never("spec.namespaceSelector"),
+		// Nothing here allocates LoadBalancer addresses (Calico's
+		// kube-controllers does): such a pool would sit unused.
+		never("spec.allowedUses[]", "Workload", "Tunnel"),
 	},
 	"BGPPeer": {
 		never("spec.keepOriginalNextHop", "false"), never("spec.sourceAddress", "UseNodeIP"),
@@ -91,17 +96,19 @@ var refusals = map[string][]refusal{
 	// docs/CONFIGURATION.md). These need what the agent does not have
 	// (nftables, WireGuard, eBPF, XDP, flow logs): a value other than
 	// Calico's default is refused.
-	"FelixConfiguration": {
-		never("spec.nftablesMode", "Disabled"),
+	// (Auto, Calico's default, runs iptables where nftables is not in use:
+	// what the agent does.)
+	"FelixConfiguration": append([]refusal{
+		never("spec.nftablesMode", "Disabled", "Auto"),
 
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
-		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
-		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"), never("spec.xdpEnabled"),
-		// Calico fields our types do not model (kept verbatim by
-		// unmodelled.go, so an object from real Calico round-trips); the
-		// agent does what Calico's default says and refuses the rest.
-		calicoOnly("spec.flowLogsFlushInterval"), calicoOnly("spec.flowLogsFileEnabled", "false"),
-	},
+		never("spec.wireguardListeningPort", "51820"), never("spec.wireguardInterfaceName", "wireguard.cali"),
+		never("spec.wireguardMTU", "1440"),
+		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"),
+		// Not a v3.32 field (strict decoding refuses it from calicoctl);
+		// kept for objects older writers stored.
+		calicoOnly("spec.flowLogsFileEnabled", "false"),
+	}, felixCalicoOnly...), // unsupported_felix.go
 }
 
 // Unsupported returns the fields of r set to values this agent does not
@@ -156,8 +163,8 @@ func (rf refusal) find(v any, prefix string) []FieldProblem {
 	var walk func(v any, segs []string, at string)
 	walk = func(v any, segs []string, at string) {
 		if len(segs) == 0 {
-			if s := jsonText(v); !slices.Contains(rf.ok, s) {
-				out = append(out, FieldProblem{Field: at, Value: s, Report: rf.report})
+			if !rf.accepts(v) {
+				out = append(out, FieldProblem{Field: at, Value: jsonText(v), Report: rf.report})
 			}
 			return
 		}
@@ -186,6 +193,43 @@ func (rf refusal) find(v any, prefix string) []FieldProblem {
 	}
 	walk(v, strings.Split(rf.path, "."), prefix)
 	return out
+}
+
+// accepts says whether v is unset (empty) or one of rf.ok: a word in any
+// case (Calico's Felix reads its enumerations so), a duration of the same
+// length ("1m30s" is "90s").
+func (rf refusal) accepts(v any) bool {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return true
+		}
+	case []any:
+		if len(x) == 0 {
+			return true
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			return true
+		}
+	}
+	s := jsonText(v)
+	for _, ok := range rf.ok {
+		if s == ok || isWord(ok) && strings.EqualFold(s, ok) {
+			return true
+		}
+		d1, err1 := time.ParseDuration(s)
+		d2, err2 := time.ParseDuration(ok)
+		if err1 == nil && err2 == nil && d1 == d2 {
+			return true
+		}
+	}
+	return false
+}
+
+// isWord says whether s is letters only.
+func isWord(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
 }
 
 // jsonText renders a decoded JSON value: strings bare, others as JSON.
