@@ -116,6 +116,9 @@ func (ag *Agent) admit(plugin string, getenv func(string) string, stdin []byte) 
 	if plugin == "calico" && conf.IPAM.Type != "calico-ipam" {
 		return nil, "", "IPAM is delegated to " + conf.IPAM.Type
 	}
+	if plugin == "calico" && conf.maxWait() > maxServedWait {
+		return nil, "", "its waits (policy_setup_timeout_seconds, readiness_gates) may outlast the socket's reply timeout"
+	}
 	if !sameEndpoints(conf.endpoints(), ag.Endpoints) || conf.EtcdCACertFile != ag.CAFile || conf.EtcdCertFile != ag.CertFile || conf.EtcdKeyFile != ag.KeyFile {
 		return nil, "", "another datastore than the agent's"
 	}

@@ -61,6 +61,16 @@ var (
 	gateTimeout  = 30 * time.Second
 )
 
+// maxServedWait is the longest wait an ADD served by the agent may make:
+// well inside the fast path's reply timeout (cni/fastpath), so a waiting
+// call is not taken for a hung agent and run again in-process.
+const maxServedWait = 45 * time.Second
+
+// maxWait is the longest an ADD may wait for gates and policy.
+func (c *NetConf) maxWait() time.Duration {
+	return time.Duration(c.PolicySetupTimeoutSeconds)*time.Second + time.Duration(len(c.ReadinessGates))*gateTimeout
+}
+
 // waitForGates blocks until every readiness_gates URL answers ready, in
 // order, before anything is allocated; one that never does fails the ADD.
 func (c *NetConf) waitForGates() error {
