@@ -104,7 +104,7 @@ type NetConf struct {
 	RequireMTUFile            bool     `json:"require_mtu_file"`
 	NumQueues                 int      `json:"num_queues"`
 	IPAMLockFile              string   `json:"ipam_lock_file"`
-	NodenameFileOptional      bool     `json:"nodename_file_optional"`
+	NodenameFileOptional      *bool    `json:"nodename_file_optional"`
 	LogFilePath               string   `json:"log_file_path"`
 	LogFileMaxSize            int      `json:"log_file_max_size"`
 	LogFileMaxAge             int      `json:"log_file_max_age"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -90,4 +91,23 @@ func (c *NetConf) statusDir() string {
 		return c.EndpointStatusDir
 	}
 	return filepath.Join(c.runDir(), "endpoint-status")
+}
+
+// checkNodenameFile is nodename_file_optional false: as in Calico, ADD
+// fails until calico-node has written the nodename file (nodename_file,
+// else <calico_lib_dir>/nodename). Unset, the file is optional here (a
+// difference from Calico, whose default is false: this plugin also runs
+// on hosts without calico-node, naming the node in the netconf).
+func (c *NetConf) checkNodenameFile() error {
+	if c.NodenameFileOptional == nil || *c.NodenameFileOptional {
+		return nil
+	}
+	file := c.NodenameFile
+	if file == "" {
+		file = filepath.Join(c.libDir(), "nodename")
+	}
+	if _, err := os.Stat(file); err != nil {
+		return fmt.Errorf("%w: check that the calico/node container is running and has mounted /var/lib/calico/", err)
+	}
+	return nil
 }

@@ -191,3 +191,27 @@ func TestPluginLogFile(t *testing.T) {
 		t.Errorf("current log file %v %v, want at most 1 MB", st, err)
 	}
 }
+
+// TestNodenameFileOptional: explicitly false, ADD needs the nodename file
+// (Calico's error); true or unset, it does not.
+func TestNodenameFileOptional(t *testing.T) {
+	lib := t.TempDir()
+	f, tr := false, true
+	c := &NetConf{LibDir: lib, Nodename: "node1", NodenameFileOptional: &f}
+	if err := c.checkNodenameFile(); err == nil || !strings.Contains(err.Error(), "check that the calico/node container is running") {
+		t.Errorf("nodename_file_optional false without the file: %v", err)
+	}
+	for _, opt := range []*bool{nil, &tr} {
+		c.NodenameFileOptional = opt
+		if err := c.checkNodenameFile(); err != nil {
+			t.Errorf("nodename_file_optional %v: %v", opt, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(lib, "nodename"), []byte("node1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.NodenameFileOptional = &f
+	if err := c.checkNodenameFile(); err != nil {
+		t.Errorf("nodename_file_optional false with the file: %v", err)
+	}
+}

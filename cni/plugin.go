@@ -42,6 +42,9 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		return err
 	}
 	defer s.close()
+	if err := s.conf.checkNodenameFile(); err != nil {
+		return err
+	}
 	if err := s.conf.waitForGates(); err != nil {
 		return err
 	}
