@@ -215,3 +215,26 @@ func TestNodenameFileOptional(t *testing.T) {
 		t.Errorf("nodename_file_optional false with the file: %v", err)
 	}
 }
+
+// TestServedCallLog: calls calico-node serves are recorded in the
+// netconf's log_file_path at its log_level, through one writer per file.
+func TestServedCallLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cni.log")
+	var s servedLogs
+	conf := []byte(`{"name":"n","log_file_path":"` + path + `","ipam":{"type":"calico-ipam"}}`)
+	s.logServed(conf, "calico", "ADD", "c1", nil)
+	s.logServed(conf, "calico", "DEL", "c1", errors.New("boom"))
+	quiet := []byte(`{"name":"n","log_level":"error","log_file_path":"` + path + `","ipam":{"type":"calico-ipam"}}`)
+	s.logServed(quiet, "calico", "CHECK", "c1", nil)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	if !strings.Contains(got, "command=ADD") || !strings.Contains(got, "err=boom") || strings.Contains(got, "command=CHECK") {
+		t.Errorf("log file:\n%s", got)
+	}
+	if len(s.files) != 1 {
+		t.Errorf("%d writers for one file, want one (kept across calls)", len(s.files))
+	}
+}
