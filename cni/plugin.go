@@ -111,6 +111,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		return err
 	}
 	s.conf.waitForPolicy(wep)
+	slog.Debug("pod network set up", "endpoint", wep.Metadata.Name, "interface", wep.Spec.InterfaceName, "ips", wep.Spec.IPNetworks)
 	return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 }
 
