@@ -2,6 +2,7 @@ package cni
 
 import (
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -12,11 +13,13 @@ import (
 
 // TestWiringQueuesAndRoutes: num_queues gives both veth ends that many
 // queues; host-local's ipam.routes replace the pod's default routes, each
-// via the usual gateway, and CHECK checks those instead.
+// via the usual gateway, and CHECK checks those instead;
+// container_settings.allow_ip_forwarding turns forwarding on in the pod.
 func TestWiringQueuesAndRoutes(t *testing.T) {
 	nstest.NeedKernel(t)
 	host, pod := nstest.NewNS(t), nstest.NewNS(t)
-	w := podWiring{netns: pod.Path(), ifName: "eth0", mtu: 1500, queues: 4,
+	in(t, pod, func() error { return writeSysctl("net/ipv4/ip_forward", "0") })
+	w := podWiring{netns: pod.Path(), ifName: "eth0", mtu: 1500, queues: 4, allowForwarding: true,
 		iface:  HostIface{Preferred: "caliqueues0", Self: "default/w"},
 		addrs:  []netip.Addr{netip.MustParseAddr("10.65.0.5"), netip.MustParseAddr("fd00:65::5")},
 		routes: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00:96::/64")}}
@@ -37,6 +40,9 @@ func TestWiringQueuesAndRoutes(t *testing.T) {
 		return nil
 	})
 	in(t, pod, func() error {
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); err != nil || strings.TrimSpace(string(b)) != "1" {
+			t.Errorf("pod ip_forward %q (%v), want 1 with allow_ip_forwarding", b, err)
+		}
 		l, err := netlink.LinkByName("eth0")
 		if err != nil {
 			return err
