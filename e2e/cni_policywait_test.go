@@ -26,7 +26,8 @@ func (e *cniEnv) policyWaitPlugin(runDir, extra string) string {
 // for it): from the pod's very first instant an allowed port answers and
 // a denied one does not, through the agent's fast path and in-process
 // (endpoint_status_dir naming the agent's directory). DEL removes the
-// file. Without the key the race is only logged, never asserted.
+// file; FelixConfiguration endpointStatusPathPrefix moves or removes the
+// files live. Without the key the race is only logged, never asserted.
 func TestCNIPolicySetupWait(t *testing.T) {
 	t.Parallel()
 	e := newCNIEnv(t, 244)
@@ -76,6 +77,23 @@ func TestCNIPolicySetupWait(t *testing.T) {
 			return nil
 		})
 	}
+
+	// FelixConfiguration endpointStatusPathPrefix, live: none removes the
+	// files, another directory gets them.
+	serverFile := "cni default%2Fserver eth0"
+	none, other := "none", e.state+"/other"
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.EndpointStatusPathPrefix = &none })
+	eventually(t, policyTimeout, "no status files with endpointStatusPathPrefix none", func() error {
+		if _, err := os.Stat(filepath.Join(statusDir, serverFile)); !os.IsNotExist(err) {
+			return fmt.Errorf("server's status file still there (%v)", err)
+		}
+		return nil
+	})
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.EndpointStatusPathPrefix = &other })
+	eventually(t, policyTimeout, "status files under the new endpointStatusPathPrefix", func() error {
+		_, err := os.Stat(filepath.Join(other, "endpoint-status", serverFile))
+		return err
+	})
 
 	// Without the wait the pod may start before its policy: logged only.
 	noWait := e.conflist("1.0.0", "net1", e.policyWaitPlugin(agentRun, ""))
