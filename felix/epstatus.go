@@ -15,11 +15,12 @@ import (
 // does, one empty file per local workload endpoint whose policy the last
 // successful apply programmed (named by internal/epstatus), and nothing
 // else: the CNI plugin's policy_setup_timeout_seconds waits for the file
-// before ADD returns. set records and marks dirty; sync does the I/O.
+// before ADD returns. set records; sync does the I/O, reading the
+// directory back each time (one small read per apply), so files others
+// removed or left are repaired too.
 type statusFiles struct {
 	dir     string          // <prefix>/endpoint-status; "" when off
 	want    map[string]bool // file names
-	have    map[string]bool // as on disk; nil: not read yet
 	retired []string        // earlier dirs whose files are still to go
 }
 
@@ -50,14 +51,14 @@ func (f *statusFiles) configure(prefix string) {
 	if f.dir != "" {
 		f.retired = append(f.retired, f.dir)
 	}
-	f.dir, f.have = dir, nil
+	f.dir = dir
 }
 
 // set records the status file names of the programmed local endpoints.
 func (f *statusFiles) set(names map[string]bool) { f.want = names }
 
-// sync makes the directory hold exactly the wanted files, reading it
-// first when its content is unknown. Failures are kept for the next sync.
+// sync makes the directory hold exactly the wanted files; what fails is
+// done again by the next sync.
 func (f *statusFiles) sync() error {
 	var errs []error
 	for i := 0; i < len(f.retired); i++ {
@@ -71,32 +72,25 @@ func (f *statusFiles) sync() error {
 	if f.dir == "" {
 		return errors.Join(errs...)
 	}
-	if f.have == nil {
-		have, err := readStatusDir(f.dir)
-		if err != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		f.have = have
+	have, err := readStatusDir(f.dir)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
 	}
 	for name := range f.want {
-		if f.have[name] {
+		if have[name] {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(f.dir, name), nil, 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("writing endpoint status file: %w", err))
-			continue
 		}
-		f.have[name] = true
 	}
-	for name := range f.have {
+	for name := range have {
 		if f.want[name] {
 			continue
 		}
 		if err := os.Remove(filepath.Join(f.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("removing endpoint status file: %w", err))
-			continue
 		}
-		delete(f.have, name)
 	}
 	return errors.Join(errs...)
 }

@@ -25,7 +25,8 @@ func statusDirNames(t *testing.T, dir string) []string {
 
 // TestEndpointStatusFiles: the directory holds exactly the programmed
 // endpoints' files (an earlier run's leftovers go), a removed endpoint's
-// file goes, a new prefix moves the files and none / "" removes them.
+// file goes, a file someone else removed comes back, a new prefix moves
+// the files and none removes them.
 func TestEndpointStatusFiles(t *testing.T) {
 	runDir, other := t.TempDir(), t.TempDir()
 	dir := filepath.Join(runDir, epstatus.Dir)
@@ -55,6 +56,13 @@ func TestEndpointStatusFiles(t *testing.T) {
 	apply(nil, "k8s ns%2Fb eth0")
 	if got := statusDirNames(t, dir); !slices.Equal(got, []string{"k8s ns%2Fb eth0"}) {
 		t.Errorf("status files %q after a's endpoint went, want b only", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "k8s ns%2Fb eth0")); err != nil {
+		t.Fatal(err)
+	}
+	apply(nil, "k8s ns%2Fb eth0")
+	if got := statusDirNames(t, dir); !slices.Equal(got, []string{"k8s ns%2Fb eth0"}) {
+		t.Errorf("status files %q after another removed b's, want it written again", got)
 	}
 	apply(&other, "k8s ns%2Fb eth0")
 	if got, moved := statusDirNames(t, dir), statusDirNames(t, filepath.Join(other, epstatus.Dir)); len(got) != 0 || !slices.Equal(moved, []string{"k8s ns%2Fb eth0"}) {
