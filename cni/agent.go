@@ -26,6 +26,8 @@ type Agent struct {
 	Node                      string
 	Endpoints                 []string // the agent's etcd endpoints
 	CAFile, CertFile, KeyFile string
+
+	logs servedLogs // the netconfs' log_file_path (log.go)
 }
 
 // AgentReply is the outcome of one call: what the plugin prints and its
@@ -57,6 +59,7 @@ func (ag *Agent) Serve(name string, env []string, stdin []byte) AgentReply {
 	}
 	verb := map[string]func(*skel.CmdArgs) error{"ADD": funcs.Add, "DEL": funcs.Del, "CHECK": funcs.Check, "GC": funcs.GC, "STATUS": funcs.Status}[cmd]
 	err := verb(a)
+	defer func() { ag.logs.logServed(stdin, name, cmd, a.ContainerID, err) }()
 	if err == nil && (cmd == "ADD" || cmd == "DEL") && !isTrue(getenv("CNI_NETNS_OVERRIDE")) {
 		// As skel does, after the call: the pod's netns must not be ours.
 		if same, nserr := ns.CheckNetNS(a.Netns); nserr != nil {
@@ -115,6 +118,9 @@ func (ag *Agent) admit(plugin string, getenv func(string) string, stdin []byte) 
 	}
 	if plugin == "calico" && conf.IPAM.Type != "calico-ipam" {
 		return nil, "", "IPAM is delegated to " + conf.IPAM.Type
+	}
+	if plugin == "calico" && conf.maxWait() > maxServedWait {
+		return nil, "", "its waits (policy_setup_timeout_seconds, readiness_gates) may outlast the socket's reply timeout"
 	}
 	if !sameEndpoints(conf.endpoints(), ag.Endpoints) || conf.EtcdCACertFile != ag.CAFile || conf.EtcdCertFile != ag.CertFile || conf.EtcdKeyFile != ag.KeyFile {
 		return nil, "", "another datastore than the agent's"

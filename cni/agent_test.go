@@ -38,3 +38,24 @@ func TestSameEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// A call whose waits may outlast the fast path's reply timeout is left to
+// the in-process plugin; a short wait is served.
+func TestAgentLeavesLongWaits(t *testing.T) {
+	ag := &Agent{Node: "node1"}
+	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/proc/self/ns/net", "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"}
+	conf := func(extra string) []byte {
+		return []byte(`{"cniVersion":"1.0.0","name":"n","type":"calico","nodename":"node1"` + extra + `,"ipam":{"type":"calico-ipam"}}`)
+	}
+	for extra, served := range map[string]bool{
+		`,"policy_setup_timeout_seconds":10`:                                      true,
+		`,"policy_setup_timeout_seconds":50`:                                      false,
+		`,"readiness_gates":["http://127.0.0.1:1/a","http://127.0.0.1:1/b"]`:      false,
+		`,"policy_setup_timeout_seconds":10,"readiness_gates":["http://x/ready"]`: true,
+	} {
+		_, _, reason := ag.admit("calico", envLookup(env), conf(extra))
+		if (reason == "") != served {
+			t.Errorf("%s: served %v (reason %q), want %v", extra, reason == "", reason, served)
+		}
+	}
+}

@@ -71,6 +71,7 @@ func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 	}
 	s := &session{conf: conf, args: args, node: node, cl: b.shared, shared: b.shared != nil}
 	if s.cl == nil {
+		conf.configureLogging()
 		if s.cl, err = conf.storeClient(); err != nil {
 			return nil, err
 		}
@@ -79,7 +80,17 @@ func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 	return s, nil
 }
 
-func (s *session) lockPath() string { return filepath.Join(s.conf.runDir(), "ipam.lock") }
+// lockPath is the IPAM lock file: ipam_lock_file, else <run>/ipam.lock
+// (Calico's default is /var/run/calico/ipam.lock); the agent runs calls
+// with the same lock path, so both paths share the lock.
+func (s *session) lockPath() string { return s.conf.lockPath() }
+
+func (c *NetConf) lockPath() string {
+	if c.IPAMLockFile != "" {
+		return c.IPAMLockFile
+	}
+	return filepath.Join(c.runDir(), "ipam.lock")
+}
 
 func (p *ipamPlugin) add(a *skel.CmdArgs) error {
 	s, err := p.newSession(a)

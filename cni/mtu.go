@@ -18,11 +18,19 @@ const defaultMTU = 1500
 // detected pod MTU: docs/BOOTSTRAP.md), else 1500. A file that exists but
 // cannot be read or holds no MTU fails the ADD, as in Calico, before
 // anything is allocated.
+//
+// With require_mtu_file, as in Calico, a missing file fails the ADD, even
+// with an mtu in the netconf: calico-node has not started on this node.
 func (c *NetConf) PodMTU() (int, error) {
+	file := filepath.Join(c.libDir(), "mtu")
+	if c.RequireMTUFile {
+		if _, err := os.Stat(file); err != nil {
+			return 0, fmt.Errorf("failed to read MTU file: %w (require_mtu_file: calico-node writes it at start)", err)
+		}
+	}
 	if c.MTU > 0 {
 		return c.MTU, nil
 	}
-	file := filepath.Join(c.libDir(), "mtu")
 	b, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return defaultMTU, nil

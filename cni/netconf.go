@@ -54,6 +54,14 @@ type IPAMConf struct {
 	IPv4Pools  []string `json:"ipv4_pools"`
 	IPv6Pools  []string `json:"ipv6_pools"`
 	Subnet     string   `json:"subnet"`
+	// Routes are the pod's routes instead of the default ones; as in
+	// Calico, read only with host-local IPAM (netconf_keys.go).
+	Routes []IPAMRoute `json:"routes"`
+}
+
+// IPAMRoute is one ipam.routes entry; the gateway is always the host end.
+type IPAMRoute struct {
+	Dst string `json:"dst"`
 }
 
 // NetConf is Calico's CNI network configuration.
@@ -88,6 +96,19 @@ type NetConf struct {
 		AllowIPForwarding bool `json:"allow_ip_forwarding"`
 	} `json:"container_settings"`
 	IncludeDefaultRoutes bool `json:"include_default_routes"`
+
+	// The rest of Calico 3.32's netconf (netconf_keys.go).
+	PolicySetupTimeoutSeconds int      `json:"policy_setup_timeout_seconds"`
+	EndpointStatusDir         string   `json:"endpoint_status_dir"`
+	ReadinessGates            []string `json:"readiness_gates"`
+	RequireMTUFile            bool     `json:"require_mtu_file"`
+	NumQueues                 int      `json:"num_queues"`
+	IPAMLockFile              string   `json:"ipam_lock_file"`
+	NodenameFileOptional      *bool    `json:"nodename_file_optional"`
+	LogFilePath               string   `json:"log_file_path"`
+	LogFileMaxSize            int      `json:"log_file_max_size"`
+	LogFileMaxAge             int      `json:"log_file_max_age"`
+	LogFileMaxCount           int      `json:"log_file_max_count"`
 
 	// Our own extensions: where node-local state lives.
 	LibDir string `json:"calico_lib_dir"`
@@ -153,7 +174,7 @@ func (c *NetConf) validate() error {
 			return ConfigError("ipam.ipv4_pools", "empty pool name")
 		}
 	}
-	return nil
+	return c.validateKeys()
 }
 
 func (c *NetConf) endpoints() []string {

@@ -42,6 +42,12 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		return err
 	}
 	defer s.close()
+	if err := s.conf.checkNodenameFile(); err != nil {
+		return err
+	}
+	if err := s.conf.waitForGates(); err != nil {
+		return err
+	}
 	ctx := context.Background()
 	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
 
@@ -49,6 +55,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if wep, err := s.existingEndpoint(ctx, id); err != nil {
 		return err
 	} else if wep != nil {
+		s.conf.waitForPolicy(wep)
 		return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 	}
 
@@ -79,7 +86,8 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	}()
 
 	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: mtu,
-		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding}
+		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding,
+		routes: s.conf.podRoutes(), queues: s.conf.numQueues()}
 	if kp != nil {
 		w.podMAC = kp.mac
 	}
@@ -102,6 +110,8 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err := s.writeEndpoint(ctx, wep); err != nil {
 		return err
 	}
+	s.conf.waitForPolicy(wep)
+	slog.Debug("pod network set up", "endpoint", wep.Metadata.Name, "interface", wep.Spec.InterfaceName, "ips", wep.Spec.IPNetworks)
 	return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 }
 

@@ -109,7 +109,7 @@ func (p *plugin) check(a *skel.CmdArgs) error {
 	if err := checkHost(wep.Spec.InterfaceName, addrs); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
-	if err := checkPod(a.Netns, a.IfName, wep.Spec.MAC, addrs); err != nil {
+	if err := checkPod(a.Netns, a.IfName, wep.Spec.MAC, addrs, s.conf.podRoutes()); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	return nil
@@ -134,8 +134,8 @@ func checkHost(hostVeth string, addrs []netip.Addr) error {
 }
 
 // checkPod: the pod interface has the MAC and exactly the addresses, and
-// the gateway routes.
-func checkPod(netnsPath, ifName, mac string, addrs []netip.Addr) error {
+// the gateway routes (custom: those instead of the default ones).
+func checkPod(netnsPath, ifName, mac string, addrs []netip.Addr, custom []netip.Prefix) error {
 	target, err := ns.GetNS(netnsPath)
 	if err != nil {
 		return fmt.Errorf("network namespace %s: %w", netnsPath, err)
@@ -172,6 +172,9 @@ func checkPod(netnsPath, ifName, mac string, addrs []netip.Addr) error {
 		if err != nil {
 			return err
 		}
+		if len(custom) > 0 {
+			return checkCustomRoutes(routes, addrs, custom)
+		}
 		for _, a := range addrs {
 			if !hasDefaultRoute(routes, a.Is4()) {
 				return fmt.Errorf("pod has no default route for %s", a)
@@ -179,6 +182,32 @@ func checkPod(netnsPath, ifName, mac string, addrs []netip.Addr) error {
 		}
 		return nil
 	})
+}
+
+// checkCustomRoutes: each ipam.routes destination of the pod's address
+// families is routed.
+func checkCustomRoutes(routes []netlink.Route, addrs []netip.Addr, custom []netip.Prefix) error {
+	for _, p := range custom {
+		if !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a.Is4() == p.Addr().Is4() }) {
+			continue
+		}
+		if !slices.ContainsFunc(routes, func(r netlink.Route) bool { return routeDst(r) == p }) {
+			return fmt.Errorf("pod has no route to %s", p)
+		}
+	}
+	return nil
+}
+
+func routeDst(r netlink.Route) netip.Prefix {
+	if r.Dst == nil {
+		if r.Family == netlink.FAMILY_V6 {
+			return netip.MustParsePrefix("::/0")
+		}
+		return netip.MustParsePrefix("0.0.0.0/0")
+	}
+	a, _ := netip.AddrFromSlice(r.Dst.IP)
+	ones, _ := r.Dst.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones)
 }
 
 func hasDefaultRoute(routes []netlink.Route, v4 bool) bool {

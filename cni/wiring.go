@@ -39,6 +39,10 @@ type podWiring struct {
 	allowForwarding bool
 	// podMAC, when set, is the pod interface's MAC (else the kernel's choice).
 	podMAC net.HardwareAddr
+	// routes, when set, replace the pod's default routes (netconf_keys.go).
+	routes []netip.Prefix
+	// queues is the veth's number of TX and RX queues (num_queues; 0: one).
+	queues int
 }
 
 // InterfaceTakenError says the pod's interface name already exists in the pod namespace.
@@ -119,7 +123,7 @@ func (w *podWiring) createPair(target ns.NetNS) (*netlink.Veth, error) {
 			return nil, err
 		}
 		veth := &netlink.Veth{
-			LinkAttrs:     netlink.LinkAttrs{Name: w.hostVeth, MTU: w.mtu, HardwareAddr: hostMAC},
+			LinkAttrs:     netlink.LinkAttrs{Name: w.hostVeth, MTU: w.mtu, HardwareAddr: hostMAC, NumTxQueues: w.queues, NumRxQueues: w.queues},
 			PeerName:      w.ifName,
 			PeerNamespace: netlink.NsFd(int(target.Fd())),
 		}
@@ -234,7 +238,7 @@ func (w podWiring) configurePod() (string, error) {
 	if err := netlink.LinkSetUp(link); err != nil {
 		return "", fmt.Errorf("setting %s up: %w", w.ifName, err)
 	}
-	for _, r := range gatewayRoutes(link.Attrs().Index, w.has4(), w.has6()) {
+	for _, r := range podRoutes(link.Attrs().Index, w.has4(), w.has6(), w.routes) {
 		if err := netlink.RouteAdd(r); err != nil {
 			return "", fmt.Errorf("adding pod route %s via %v: %w", r.Dst, r.Gw, err)
 		}
@@ -254,6 +258,30 @@ func gatewayRoutes(idx int, v4, v6 bool) []*netlink.Route {
 	}
 	if v6 {
 		routes = append(routes, &netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}, Gw: hostLinkLocal})
+	}
+	return routes
+}
+
+// podRoutes are gatewayRoutes, or, with custom routes, the link route to
+// 169.254.1.1 (for IPv4) and each custom route of the pod's families via
+// the same gateway as the default.
+func podRoutes(idx int, v4, v6 bool, custom []netip.Prefix) []*netlink.Route {
+	if len(custom) == 0 {
+		return gatewayRoutes(idx, v4, v6)
+	}
+	var routes []*netlink.Route
+	if v4 {
+		routes = append(routes, gatewayRoutes(idx, true, false)[0])
+	}
+	for _, p := range custom {
+		gw := hostLinkLocal
+		if p.Addr().Is4() {
+			gw = gatewayV4
+		}
+		if (p.Addr().Is4() && !v4) || (p.Addr().Is6() && !v6) {
+			continue
+		}
+		routes = append(routes, &netlink.Route{LinkIndex: idx, Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}, Gw: gw})
 	}
 	return routes
 }

@@ -3,6 +3,7 @@ package felix
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -32,7 +33,9 @@ type agent struct {
 	health  *health
 	metrics *metrics
 	status  *statusReporter
-	updates chan calc.Update
+	// statusFiles are the endpoint status files (epstatus.go).
+	statusFiles *statusFiles
+	updates     chan calc.Update
 	// extraRoutes are routes from other sources (BGP), merged into the desired routes.
 	extraRoutes map[netip.Prefix]dataplane.RouteTarget
 	ipv6        bool
@@ -67,6 +70,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
+		statusFiles: &statusFiles{},
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
 	a.foldSettings()                                                                    // the environment's values before any object arrives
@@ -309,7 +313,7 @@ func (a *agent) apply(ctx context.Context) error {
 	for name, s := range d.IPSets {
 		des.IPSets[name] = dataplane.IPSet{Type: s.Type, Family: s.Family, Members: s.Members}
 	}
-	statuses := map[string]string{}
+	statuses, files := map[string]string{}, map[string]bool{}
 	dev := deviceRoutes(&cur)
 	for _, ep := range d.Endpoints {
 		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC})
@@ -317,6 +321,7 @@ func (a *agent) apply(ctx context.Context) error {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}
 		statuses[a.status.endpointStatusKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
+		files[ep.StatusFile] = true
 	}
 	for _, b := range d.Blackholes {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
@@ -337,6 +342,11 @@ func (a *agent) apply(ctx context.Context) error {
 	a.health.setReady(true)
 	a.status.setEndpoints(statuses)
 	a.reportStatus(ctx)
+	a.statusFiles.configure(statusFilesPrefix(&cur, a.cfg.RunDir))
+	a.statusFiles.set(files)
+	if err := a.statusFiles.sync(); err != nil {
+		return fmt.Errorf("endpoint status files: %w", err)
+	}
 	slog.Debug("dataplane applied", "calc", calcDone.Sub(start), "dataplane", dpDone.Sub(calcDone), "status", time.Since(dpDone),
 		"endpoints", len(d.Endpoints), "policies", d.LocalPolicies)
 	return nil

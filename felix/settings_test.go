@@ -38,6 +38,9 @@ type settingCase struct {
 }
 
 var settingCases = map[string]settingCase{
+	// Endpoint status files for the CNI policy wait (felix/epstatus.go).
+	"endpointStatusPathPrefix": {"/run/x", `"/run/x"`, `"none"`, `"/var/run/calico"`, `"relative/dir"`},
+
 	// Routes to local workloads and workload interfaces (felix/dataplane).
 	"deviceRouteSourceAddress":     {"192.0.2.7", `"192.0.2.7"`, `"192.0.2.8"`, `"192.0.2.9"`, `"fd00::1"`},
 	"deviceRouteSourceAddressIPv6": {"fd00::7", `"fd00::7"`, `"fd00::8"`, `"fd00::9"`, `"192.0.2.1"`},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/rules"
+	"github.com/calico-aio/calico-aio/internal/epstatus"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -18,6 +19,8 @@ type LocalEndpoint struct {
 	MAC   string
 	// Status key parts for the felix status report.
 	Orchestrator, Workload, Endpoint string
+	// StatusFile names the endpoint's status file (internal/epstatus).
+	StatusFile string
 }
 
 // Desired is the whole desired dataplane state.
@@ -60,7 +63,8 @@ func (s *State) Desired(ipv6 bool) Desired {
 			}
 		}
 		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles}
-		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w)}
+		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w),
+			StatusFile: epstatus.FileName(w)}
 		for _, n := range w.Spec.IPNetworks {
 			if p, err := netip.ParsePrefix(n); err == nil {
 				ep.Addrs = append(ep.Addrs, p.Addr())

@@ -112,6 +112,12 @@ type FelixConfigurationSpec struct {
 	// KubeNodePortRanges are Kubernetes' node port ranges ("30000:32767"
 	// when unset), read only in kube-proxy IPVS mode (felix/rules/ipvs.go).
 	KubeNodePortRanges *[]Port `json:"kubeNodePortRanges,omitempty"`
+
+	// EndpointStatusPathPrefix is where the agent writes endpoint status
+	// files (<prefix>/endpoint-status) for the CNI plugin's policy wait:
+	// unset means the agent's run directory (Calico: /var/run/calico);
+	// "" or "none" turns them off (felix/epstatus.go).
+	EndpointStatusPathPrefix *string `json:"endpointStatusPathPrefix,omitempty"`
 }
 
 // ProtoPort is a failsafe port: protocol (TCP, UDP, SCTP), port and an
@@ -208,6 +214,9 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	if s.FloatingIPs != nil {
 		f.oneOf("spec.floatingIPs", *s.FloatingIPs, "Enabled", "Disabled")
+	}
+	if p := s.EndpointStatusPathPrefix; p != nil && *p != "" && *p != "none" && !strings.HasPrefix(*p, "/") {
+		f.add("spec.endpointStatusPathPrefix", *p, "must be an absolute directory path, or none (or empty) to write no endpoint status files")
 	}
 	if s.IptablesMarkMask != nil && bits.OnesCount32(*s.IptablesMarkMask) < 3 {
 		f.add("spec.iptablesMarkMask", strconv.FormatUint(uint64(*s.IptablesMarkMask), 10), "must have at least 3 bits set (accept, pass and scratch marks)")

@@ -212,6 +212,9 @@ var enforced = map[string]string{
 	"GlobalNetworkPolicy.spec.applyOnForward": "TestHostEndpointApplyOnForwardTraffic",
 	"GlobalNetworkPolicy.spec.preDNAT":        "TestHostEndpointPreDNATTraffic",
 	"GlobalNetworkPolicy.spec.doNotTrack":     "TestHostEndpointDoNotTrackTraffic",
+
+	// Endpoint status files for the CNI policy wait (felix/epstatus.go).
+	"FelixConfiguration.spec.endpointStatusPathPrefix": "TestCNIPolicySetupWait",
 }
 
 // untested are acted on by code (named) but no test shows it yet: debt,
