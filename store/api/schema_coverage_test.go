@@ -21,7 +21,7 @@ import (
 // honouredElsewhere are honoured on other branches of issue #22; the lead
 // moves them to enforced when merging.
 var honouredElsewhere = map[string]string{
-	// honoured on branch h/felixcfg (h/cni for endpointStatusPathPrefix)
+	// honoured on branch h/felixcfg
 	"FelixConfiguration.spec.routeSyncDisabled":               "h/felixcfg",
 	"FelixConfiguration.spec.programClusterRoutes":            "h/felixcfg",
 	"FelixConfiguration.spec.ipv4NormalRoutePriority":         "h/felixcfg",
@@ -34,7 +34,6 @@ var honouredElsewhere = map[string]string{
 	"FelixConfiguration.spec.prometheusGoMetricsEnabled":      "h/felixcfg",
 	"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "h/felixcfg",
 	"FelixConfiguration.spec.nodeSelector":                    "h/felixcfg",
-	"FelixConfiguration.spec.endpointStatusPathPrefix":        "h/cni",
 	// honoured on branch h/bgp
 	"BGPPeer.spec.localASNumber":                           "h/bgp",
 	"BGPPeer.spec.reversePeering":                          "h/bgp",
