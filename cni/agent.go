@@ -116,6 +116,9 @@ func (ag *Agent) admit(plugin string, getenv func(string) string, stdin []byte) 
 	if err != nil || utils.ValidateNetworkName(conf.Name) != nil {
 		return nil, "", "invalid netconf"
 	}
+	if conf.DatastoreType == "" && checkDatastoreType("DATASTORE_TYPE", getenv("DATASTORE_TYPE")) != nil {
+		return nil, "", "DATASTORE_TYPE names a datastore the agent does not serve"
+	}
 	if plugin == "calico" && conf.IPAM.Type != "calico-ipam" {
 		return nil, "", "IPAM is delegated to " + conf.IPAM.Type
 	}

@@ -61,6 +61,11 @@ func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if conf.DatastoreType == "" {
+		if err := checkDatastoreType("DATASTORE_TYPE", os.Getenv("DATASTORE_TYPE")); err != nil {
+			return nil, err
+		}
+	}
 	args, err := ParseArgs(a.Args)
 	if err != nil {
 		return nil, err

@@ -142,7 +142,24 @@ func LoadNetConf(data []byte) (*NetConf, error) {
 		// Field-level errors from our own decoders (assign_ipv4 and friends).
 		return nil, ConfigError("ipam", "%v", err)
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, checkDatastoreType("datastore_type", c.DatastoreType)
+}
+
+// checkDatastoreType refuses what Calico's DATASTORE_TYPE names but we do
+// not serve: the Kubernetes datastore is not built yet. source names where
+// the value came from (the netconf key, or the DATASTORE_TYPE variable that
+// Calico's plugin reads when the netconf is silent).
+func checkDatastoreType(source, t string) error {
+	switch t {
+	case "", "etcdv3":
+		return nil
+	case "kubernetes":
+		return ConfigError(source, "%q: the Kubernetes datastore is not supported yet; use etcdv3", t)
+	}
+	return ConfigError(source, "%q: must be etcdv3 or kubernetes", t)
 }
 
 func (c *NetConf) validate() error {
@@ -151,8 +168,6 @@ func (c *NetConf) validate() error {
 		return ConfigError("name", "the network needs a name")
 	case c.MTU < 0 || c.MTU > 65535 || (c.MTU > 0 && c.MTU < 68):
 		return ConfigError("mtu", "%d is not a usable MTU (68-65535, or 0 for the default)", c.MTU)
-	case c.DatastoreType != "" && c.DatastoreType != "etcdv3":
-		return ConfigError("datastore_type", "%q is not supported: use etcdv3", c.DatastoreType)
 	case c.IPAM.Type == "":
 		return ConfigError("ipam.type", "no IPAM plugin named")
 	case c.IPAM.Type == "calico-ipam" && !c.IPAM.AssignIPv4.or(true) && !c.IPAM.AssignIPv6.or(false):
