@@ -108,6 +108,7 @@ func (s *Speaker) apiPeer(p Peer, restarting bool) *api.Peer {
 		Conf: &api.PeerConf{
 			NeighborAddress: p.Address.String(),
 			PeerAsn:         asn,
+			LocalAsn:        p.LocalASN,
 			AuthPassword:    p.Password,
 		},
 		Transport: &api.Transport{PassiveMode: p.Passive, RemotePort: uint32(port)},
@@ -155,6 +156,9 @@ func (s *Speaker) apiPeer(p Peer, restarting bool) *api.Peer {
 			RestartTime:     uint32(min(seconds(rt), 4095)), // 12-bit field
 			DeferralTime:    uint32(seconds(deferralTime)),
 			LocalRestarting: restarting,
+			// RFC 8538: a Cease other than a hard reset (Shutdown's
+			// administrative reset) starts graceful restart too.
+			NotificationEnabled: true,
 		}
 	}
 	return ap
