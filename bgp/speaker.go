@@ -314,6 +314,9 @@ func (s *Speaker) waitSessionsDown(ctx context.Context) {
 // Config is the configuration the speaker runs with (defaults filled in).
 func (s *Speaker) Config() Config { return s.cfg }
 
+// LogLevel is GoBGP's log level now.
+func (s *Speaker) LogLevel() slog.Level { return s.level.Level() }
+
 // SetLogLevel changes GoBGP's log level live.
 func (s *Speaker) SetLogLevel(l slog.Level) {
 	if s.level.Level() != l {

@@ -215,7 +215,7 @@ func (a *agent) loop(ctx context.Context) error {
 			a.scheduleStatus() // a reporting setting may have changed
 			dirty = true
 		case evs := <-a.bgpRoutes():
-			applyRouteEvents(a.extraRoutes, evs)
+			a.bgp.applyEvents(a.extraRoutes, evs)
 			a.metrics.bgp.routeUpdates(evs)
 			dirty = true
 		case <-refresh.C:
@@ -240,6 +240,10 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case <-heartbeat.C:
 			a.health.beat()
+			if a.bgp != nil && a.bgp.holding() { // release held BGP routes once converged
+				a.bgp.resyncLearned(a.extraRoutes)
+				dirty = true
+			}
 		case <-a.statusTimer.C:
 			a.reportStatus(ctx)
 		}
@@ -250,7 +254,7 @@ func (a *agent) loop(ctx context.Context) error {
 		dirty = false
 		err := a.apply(ctx)
 		if a.bgp != nil {
-			if berr := a.bgp.sync(ctx, a.bgpState); berr != nil {
+			if berr := a.bgp.sync(ctx, a.bgpState, a.extraRoutes); berr != nil {
 				slog.Warn("BGP sync incomplete", "err", berr)
 				err = errors.Join(err, berr)
 			}

@@ -34,7 +34,19 @@ type BGPPeerSpec struct {
 	Filters                  []string     `json:"filters,omitempty"`
 	LocalWorkloadSelector    string       `json:"localWorkloadSelector,omitempty"`
 	NextHopMode              string       `json:"nextHopMode,omitempty"`
+	// LocalASNumber is the AS this node presents to the peer instead of
+	// its own.
+	LocalASNumber *ASNumber `json:"localASNumber,omitempty"`
+	// ReversePeering "Manual": the remote side makes no automatic
+	// peering back (Calico's default is Auto).
+	ReversePeering string `json:"reversePeering,omitempty"`
 }
+
+// Reverse peering modes of BGPPeer.spec.reversePeering.
+const (
+	ReversePeeringAuto   = "Auto"
+	ReversePeeringManual = "Manual"
+)
 
 // BGPPassword says where a BGP session's password comes from.
 type BGPPassword struct {
@@ -161,6 +173,10 @@ func (p *BGPPeer) Validate() error {
 	f.oneOf("spec.sourceAddress", s.SourceAddress, "UseNodeIP", "None")
 	f.oneOf("spec.failureDetectionMode", s.FailureDetectionMode, "None", "BFDIfDirectlyConnected")
 	f.oneOf("spec.restartMode", s.RestartMode, "GracefulRestart", "LongLivedGracefulRestart")
+	f.oneOf("spec.reversePeering", s.ReversePeering, ReversePeeringAuto, ReversePeeringManual)
+	if s.LocalASNumber != nil && *s.LocalASNumber == 0 {
+		f.add("spec.localASNumber", "0", "is not a valid AS number")
+	}
 	if s.KeepOriginalNextHop && s.NextHopMode != "" {
 		f.add("spec.keepOriginalNextHop", "", "must not be set together with nextHopMode")
 	}
@@ -251,7 +267,28 @@ func (c *BGPConfiguration) Validate() error {
 	f.ip("spec.localWorkloadPeeringIPV4", s.LocalWorkloadPeeringIPV4, 4)
 	f.ip("spec.localWorkloadPeeringIPV6", s.LocalWorkloadPeeringIPV6, 6)
 	f.oneOf("spec.programClusterRoutes", s.ProgramClusterRoutes, "Enabled", "Disabled")
+	if c.Metadata.Name != "default" {
+		c.defaultOnly(&f)
+	}
 	return f.join()
+}
+
+// defaultOnly refuses on a node.<name> object the fields Calico allows only
+// on "default", with Calico's reasons.
+func (c *BGPConfiguration) defaultOnly(f *fieldErrs) {
+	s := &c.Spec
+	if s.NodeToNodeMeshEnabled != nil {
+		f.add("spec.nodeToNodeMeshEnabled", "", "Cannot set nodeToNodeMeshEnabled on a non default BGP Configuration.")
+	}
+	if s.ASNumber != nil {
+		f.add("spec.asNumber", "", "Cannot set ASNumber on a non default BGP Configuration.")
+	}
+	if len(s.ServiceExternalIPs) > 0 {
+		f.add("spec.serviceExternalIPs", "", "Cannot set ServiceExternalIPs on a non default BGP Configuration.")
+	}
+	if len(s.ServiceClusterIPs) > 0 {
+		f.add("spec.serviceClusterIPs", "", "Cannot set ServiceClusterIPs on a non default BGP Configuration.")
+	}
 }
 
 // communityProblem checks "aa:nn" (16-bit parts) or "aa:nn:mm" (32-bit parts).
