@@ -71,6 +71,20 @@ func TestListenPortPerNode(t *testing.T) {
 	if b.listenPort(179) != 1792 || peerMap(b.desiredPeers(179))["10.0.0.3"].Port != 1790 {
 		t.Errorf("node1's own port %d, want 1792 (node3 still 1790)", b.listenPort(179))
 	}
+	// A BGPPeer whose peerIP (no port) is a Calico node dials that node's
+	// listenPort; an external peer gets our own port.
+	off := false
+	b.configs["default"].Spec.NodeToNodeMeshEnabled = &off
+	for name, ip := range map[string]string{"to-node2": "10.0.0.2", "external": "192.0.2.1"} {
+		bp := &api.BGPPeer{}
+		bp.Metadata.Name = name
+		bp.Spec.Node, bp.Spec.PeerIP, bp.Spec.ASNumber = "node1", ip, 64512
+		b.peers[name] = bp
+	}
+	got = peerMap(b.desiredPeers(179))
+	if got["10.0.0.2"].Port != 1791 || got["192.0.2.1"].Port != 1792 {
+		t.Errorf("BGPPeer ports: node2 %d, external %d; want 1791, 1792", got["10.0.0.2"].Port, got["192.0.2.1"].Port)
+	}
 }
 
 // BGPConfiguration logSeverityScreen is the speaker's level, node.<name>

@@ -261,8 +261,11 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 			p.LocalAddress = myAddr
 			// Another Calico node peers back (reverse peering below): only
 			// the lower address dials, as in the mesh.
-			if b.nodeWithAddr(addr) != nil {
+			if n := b.nodeWithAddr(addr); n != nil {
 				p.Passive = myAddr.Compare(addr) > 0
+				// Without a port in peerIP, a Calico node is dialled on
+				// its listenPort, as in Calico.
+				p.Port = b.listenPortOf(n.Metadata.Name, port)
 			}
 		}
 		if pport != 0 {
