@@ -327,7 +327,7 @@ func (a *agent) apply(ctx context.Context) error {
 	}
 	des.DeviceRouteProtocol = dev.proto
 	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
-	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
+	addOverlay(&des, a.overlay.Desired(), withPriorities(a.extraRoutes, a.bgpState))
 	if !v6Support {
 		dropIPv6(&des)
 	}

@@ -198,3 +198,35 @@ func TestBGPReconfigureHoldsRoutes(t *testing.T) {
 		t.Errorf("after the router ID change: same speaker %v, router ID %v", r.speaker == second, c.RouterID)
 	}
 }
+
+// ipv4/ipv6NormalRoutePriority are the metrics of the learned routes the
+// agent installs, node.<name> over default; unset leaves the kernel's
+// default. (The dataplane programs and changes the metric:
+// TestRouteMetricKernel.)
+func TestBGPRoutePriority(t *testing.T) {
+	b := testBGPState("node1", testNode(1, nil, ""))
+	v4, v6 := netip.MustParsePrefix("10.65.1.0/26"), netip.MustParsePrefix("fd00:65::/122")
+	learned := map[netip.Prefix]dataplane.RouteTarget{
+		v4: {Via: []netip.Addr{netip.MustParseAddr("10.0.0.2")}},
+		v6: {Via: []netip.Addr{netip.MustParseAddr("fd00::2")}},
+	}
+	metrics := func() (int, int) {
+		got := withPriorities(learned, b)
+		return got[v4].Metric, got[v6].Metric
+	}
+	if m4, m6 := metrics(); m4 != 0 || m6 != 0 {
+		t.Errorf("unset: metrics %d, %d; want the kernel's defaults (0)", m4, m6)
+	}
+	p4, p6, n4 := int32(1024), int32(2048), int32(100)
+	b.configs["default"].Spec.IPv4NormalRoutePriority, b.configs["default"].Spec.IPv6NormalRoutePriority = &p4, &p6
+	if m4, m6 := metrics(); m4 != 1024 || m6 != 2048 {
+		t.Errorf("default 1024/2048: metrics %d, %d", m4, m6)
+	}
+	b.configs["node.node1"] = &api.BGPConfiguration{Spec: api.BGPConfigurationSpec{IPv4NormalRoutePriority: &n4}}
+	if m4, m6 := metrics(); m4 != 100 || m6 != 2048 {
+		t.Errorf("node.node1 IPv4 100: metrics %d, %d; want 100, 2048", m4, m6)
+	}
+	if learned[v4].Metric != 0 {
+		t.Error("withPriorities changed the learned routes themselves")
+	}
+}

@@ -149,6 +149,26 @@ func (b *bgpState) logLevel() slog.Level {
 	return slog.LevelInfo
 }
 
+// routePriority is the metric of learned routes of a family:
+// BGPConfiguration ipv4/ipv6NormalRoutePriority of node.<name>, else of
+// default; 0 (the kernel's default) when neither sets it.
+func (b *bgpState) routePriority(v6 bool) int {
+	for _, name := range []string{"node." + b.node, "default"} {
+		c := b.configs[name]
+		if c == nil {
+			continue
+		}
+		pr := c.Spec.IPv4NormalRoutePriority
+		if v6 {
+			pr = c.Spec.IPv6NormalRoutePriority
+		}
+		if pr != nil {
+			return int(*pr)
+		}
+	}
+	return 0
+}
+
 // bgpLogLevel maps Calico's severities onto slog's levels.
 func bgpLogLevel(sev string) slog.Level {
 	switch strings.ToLower(sev) {

@@ -252,6 +252,25 @@ func applyRouteEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.R
 	}
 }
 
+// withPriorities returns the learned routes with the metric
+// BGPConfiguration gives each family (routePriority); routes is not
+// changed.
+func withPriorities(routes map[netip.Prefix]dataplane.RouteTarget, st *bgpState) map[netip.Prefix]dataplane.RouteTarget {
+	m4, m6 := st.routePriority(false), st.routePriority(true)
+	if m4 == 0 && m6 == 0 {
+		return routes
+	}
+	out := make(map[netip.Prefix]dataplane.RouteTarget, len(routes))
+	for p, t := range routes {
+		t.Metric = m4
+		if p.Addr().Is6() {
+			t.Metric = m6
+		}
+		out[p] = t
+	}
+	return out
+}
+
 // resyncLearned replaces the learned routes with the speaker's full view.
 func (r *bgpRunner) resyncLearned(routes map[netip.Prefix]dataplane.RouteTarget) {
 	if r.speaker == nil {

@@ -88,7 +88,15 @@ type BGPConfigurationSpec struct {
 	LocalWorkloadPeeringIPV6 string                `json:"localWorkloadPeeringIPV6,omitempty"`
 	ProgramClusterRoutes     string                `json:"programClusterRoutes,omitempty"`
 	NodeMeshKeepaliveTime    *Duration             `json:"nodeMeshKeepaliveTime,omitempty"`
+	// IPv4NormalRoutePriority and IPv6NormalRoutePriority are the metric
+	// of the BGP-learned routes the agent installs (unset: the kernel's
+	// default metric).
+	IPv4NormalRoutePriority *int32 `json:"ipv4NormalRoutePriority,omitempty"`
+	IPv6NormalRoutePriority *int32 `json:"ipv6NormalRoutePriority,omitempty"`
 }
+
+// maxRoutePriority is the largest route priority Calico accepts.
+const maxRoutePriority = 2147483646
 
 // ServiceIPBlock is one CIDR of service addresses to advertise.
 type ServiceIPBlock struct {
@@ -267,6 +275,14 @@ func (c *BGPConfiguration) Validate() error {
 	f.ip("spec.localWorkloadPeeringIPV4", s.LocalWorkloadPeeringIPV4, 4)
 	f.ip("spec.localWorkloadPeeringIPV6", s.LocalWorkloadPeeringIPV6, 6)
 	f.oneOf("spec.programClusterRoutes", s.ProgramClusterRoutes, "Enabled", "Disabled")
+	for _, pr := range []struct {
+		field string
+		v     *int32
+	}{{"spec.ipv4NormalRoutePriority", s.IPv4NormalRoutePriority}, {"spec.ipv6NormalRoutePriority", s.IPv6NormalRoutePriority}} {
+		if pr.v != nil && (*pr.v < 1 || *pr.v > maxRoutePriority) {
+			f.add(pr.field, strconv.Itoa(int(*pr.v)), "must be between 1 and 2147483646")
+		}
+	}
 	if c.Metadata.Name != "default" {
 		c.defaultOnly(&f)
 	}

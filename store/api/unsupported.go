@@ -78,9 +78,6 @@ var refusals = map[string][]refusal{
 		never("spec.bindMode", "None"), never("spec.ignoredInterfaces"),
 		never("spec.localWorkloadPeeringIPV4"), never("spec.localWorkloadPeeringIPV6"),
 		never("spec.programClusterRoutes", "Enabled"),
-		// BGP-learned routes are installed with the kernel's default
-		// metric; only Calico's default priority is accepted.
-		calicoOnly("spec.ipv4NormalRoutePriority", "1024"), calicoOnly("spec.ipv6NormalRoutePriority", "1024"),
 		// No serviceLoadBalancerIPs are advertised (refused above), so
 		// aggregating them or not changes nothing.
 		calicoOnly("spec.serviceLoadBalancerAggregation", "Enabled", "Disabled"),

@@ -9,9 +9,11 @@ import (
 // enforcedBGP are the BGP fields honoured since issue #22 (kept apart from
 // the enforced table so branches merge cleanly).
 var enforcedBGP = map[string]string{
-	"BGPConfiguration.spec.logSeverityScreen": "TestBGPLogSeverityLive",
-	"BGPPeer.spec.localASNumber":              "TestDesiredPeersLocalASNumber",
-	"BGPPeer.spec.reversePeering":             "TestDesiredPeersReversePeeringManual",
+	"BGPConfiguration.spec.logSeverityScreen":       "TestBGPLogSeverityLive",
+	"BGPPeer.spec.localASNumber":                    "TestDesiredPeersLocalASNumber",
+	"BGPPeer.spec.reversePeering":                   "TestDesiredPeersReversePeeringManual",
+	"BGPConfiguration.spec.ipv4NormalRoutePriority": "TestBGPRoutePriority",
+	"BGPConfiguration.spec.ipv6NormalRoutePriority": "TestBGPRoutePriority",
 }
 
 func init() { maps.Copy(enforced, enforcedBGP) }
@@ -45,9 +47,9 @@ func TestBGPConfigurationNodeSpecific(t *testing.T) {
 	}
 }
 
-// localASNumber and reversePeering are checked; route priorities other than
-// Calico's default are refused; serviceLoadBalancerAggregation passes either
-// way (no load balancer IPs are advertised).
+// localASNumber and reversePeering are checked; route priorities are
+// checked against Calico's range; serviceLoadBalancerAggregation passes
+// either way (no load balancer IPs are advertised).
 func TestBGPFieldsOfIssue22(t *testing.T) {
 	for _, tc := range []struct {
 		doc  string
@@ -57,8 +59,9 @@ func TestBGPFieldsOfIssue22(t *testing.T) {
 		{`{"kind":"BGPPeer","metadata":{"name":"p"},"spec":{"peerIP":"192.0.2.1","reversePeering":"Sometimes"}}`, "spec.reversePeering: "},
 		{`{"kind":"BGPPeer","metadata":{"name":"p"},"spec":{"peerIP":"192.0.2.1","localASNumber":0}}`, "spec.localASNumber: "},
 		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"ipv4NormalRoutePriority":1024,"ipv6NormalRoutePriority":1024,"serviceLoadBalancerAggregation":"Disabled"}}`, ""},
-		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"ipv4NormalRoutePriority":100}}`, "spec.ipv4NormalRoutePriority: "},
-		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"ipv6NormalRoutePriority":2048}}`, "spec.ipv6NormalRoutePriority: "},
+		{`{"kind":"BGPConfiguration","metadata":{"name":"node.n1"},"spec":{"ipv4NormalRoutePriority":100,"ipv6NormalRoutePriority":2048}}`, ""},
+		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"ipv4NormalRoutePriority":0}}`, "spec.ipv4NormalRoutePriority: "},
+		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"ipv6NormalRoutePriority":2147483647}}`, "spec.ipv6NormalRoutePriority: "},
 		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"logSeverityScreen":"Debug"}}`, ""},
 	} {
 		r, err := Decode([]byte(tc.doc))
