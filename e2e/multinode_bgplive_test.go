@@ -32,7 +32,8 @@ func (c *cluster) editBGPDefault(change func(*api.BGPConfiguration)) {
 // directions answer within 5 s of each change, and neither node loses its
 // route to the other's block (sampled every 100 ms). The sessions come back
 // with the new settings: a pod in a new block on node2 is reached from
-// node1 after each change.
+// node1 after each change. Last, ipv4NormalRoutePriority changes the
+// learned routes' metric live, without a gap.
 func TestClusterBGPLiveASAndPort(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 2, "10.238.0")
@@ -80,6 +81,18 @@ func TestClusterBGPLiveASAndPort(t *testing.T) {
 		t.Logf("%s: pods reach each other at %s; new sessions carry routes at %s", ch.what,
 			reach.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
+	// The learned routes' metric changes live too, in place: the route
+	// watch above sees no gap.
+	c.editBGPDefault(func(cfg *api.BGPConfiguration) { pr := int32(1500); cfg.Spec.IPv4NormalRoutePriority = &pr })
+	eventually(t, 5*time.Second, "node1's route to node2's block with metric 1500", func() error {
+		for _, l := range strings.Split(n1.bgpRoutes(), "\n") {
+			if strings.HasPrefix(l, b2+" via "+n2.ip) && strings.Contains(l, " metric 1500") {
+				return nil
+			}
+		}
+		return fmt.Errorf("routes:\n%s", n1.bgpRoutes())
+	})
+	eventually(t, 5*time.Second, "node1's pod reaches node2's with the new metric", reachable(p1.ns, p2.ip))
 	on1.stop()
 	on2.stop()
 	if err := conn.stop(); err != nil {
