@@ -273,7 +273,10 @@ func (s *Speaker) Stop(graceful bool) {
 // routes until the new session's End-of-RIB; then GoBGP stops (no
 // Established session is left to send its hard-reset Cease to) and frees
 // the listen port. The caller keeps the routes it installed (the agent holds
-// them until the new speaker has converged). Routes is closed.
+// them until the new speaker has converged). Routes is closed. GoBGP v3
+// cannot end its Serve goroutine: each Shutdown leaves that goroutine and
+// the stopped server's tables behind (a reconfiguration is an operator's
+// rare act; a move to GoBGP v4 can drop this).
 func (s *Speaker) Shutdown(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
