@@ -141,6 +141,9 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
+	if _, err := bgpRouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
+		return c, err
+	}
 	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
 	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
@@ -176,9 +179,6 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	}
 	if c.NodeName == "" {
 		return c, fmt.Errorf("--nodename: no node name given and the hostname is empty")
-	}
-	if _, err := bgpRouterID(c.BGPRouterID, c.NodeName, netip.IPv4Unspecified()); err != nil {
-		return c, err
 	}
 	return c, nil
 }
