@@ -41,6 +41,44 @@ func TestShutdownForReconfigureKeepsPeerRoutes(t *testing.T) {
 	}
 }
 
+// A changed peer is re-created without the peer dropping our routes: B
+// changes its session with A (keepalive), A never withdraws B's prefix, and
+// the session comes back. Resets tells beforehand.
+func TestChangedPeerKeepsRoutesAtThePeer(t *testing.T) {
+	needNetns(t)
+	port := nextPort()
+	gr := func(c *Config) { c.GracefulRestart = true }
+	a := startNode(t, 1, port, true, gr)
+	b := startNode(t, 2, port, false, gr)
+	must(t, b.SetAdvertisements(prefixes("10.68.0.0/26")))
+	must(t, a.SetPeers([]Peer{b.peer(a, false, mesh)}))
+	toA := a.peer(b, true, mesh)
+	must(t, b.SetPeers([]Peer{toA}))
+	waitRoute(t, a, "10.68.0.0/26", "10.200.0.2")
+	waitFor(t, 10*time.Second, "End-of-RIB from B", func() bool { st, _ := peerStatus(a, b.addr); return st.EndOfRIB })
+	_, mark := a.got.since(0)
+
+	changed := toA
+	changed.KeepaliveTime = 3 * time.Second
+	if b.Resets([]Peer{toA}) || !b.Resets([]Peer{changed}) {
+		t.Errorf("Resets: unchanged %v, changed %v; want false, true", b.Resets([]Peer{toA}), b.Resets([]Peer{changed}))
+	}
+	down := time.Now()
+	must(t, b.SetPeers([]Peer{changed}))
+	waitFor(t, 20*time.Second, "the session re-established", func() bool {
+		st, _ := peerStatus(a, b.addr)
+		return st.State == "Established" && st.Since.After(down)
+	})
+	must(t, b.SetAdvertisements(prefixes("10.68.0.0/26", "10.68.0.64/26")))
+	waitRoute(t, a, "10.68.0.64/26", "10.200.0.2")
+	evs, _ := a.got.since(mark)
+	for _, ev := range evs {
+		if ev.Prefix == netip.MustParsePrefix("10.68.0.0/26") && len(ev.NextHops) == 0 {
+			t.Errorf("A withdrew B's route while B re-created the session: %+v", evs)
+		}
+	}
+}
+
 // A peer's LocalASN is the AS presented to it: B expects A as AS 64700, A
 // runs as 64512, and the session comes up only with the override.
 func TestLocalASN(t *testing.T) {

@@ -22,7 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -284,12 +286,7 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 		return
 	}
 	s.stopped = true
-	for addr := range s.peers {
-		if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "reconfiguring"}); err != nil {
-			s.log.Warn("resetting BGP peer before reconfiguring", "peer", addr, "err", err)
-		}
-	}
-	s.waitSessionsDown(ctx)
+	s.endSessions(ctx, slices.Collect(maps.Keys(s.peers)))
 	if err := s.srv.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
 		s.log.Error("stopping GoBGP", "err", err)
 	}
@@ -298,14 +295,26 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 	s.log.Info("BGP speaker shut down for a reconfiguration")
 }
 
-// waitSessionsDown polls until no session is Established (the resets are
-// asynchronous), for at most two seconds or until ctx ends.
-func (s *Speaker) waitSessionsDown(ctx context.Context) {
+// endSessions ends the sessions with addrs by an administrative reset (a
+// graceful restart for RFC 8538 peers), so that deleting the peers
+// afterwards sends no hard-reset Cease. It waits, polling, until none of
+// them is Established (the resets are asynchronous), for at most two
+// seconds or until ctx ends.
+func (s *Speaker) endSessions(ctx context.Context, addrs []netip.Addr) {
+	if len(addrs) == 0 {
+		return
+	}
+	for _, addr := range addrs {
+		if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "reconfiguring"}); err != nil {
+			s.log.Warn("resetting BGP peer before reconfiguring it", "peer", addr, "err", err)
+		}
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		up := false
 		_ = s.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
-			up = up || p.GetState().GetSessionState() == api.PeerState_ESTABLISHED
+			a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
+			up = up || err == nil && slices.Contains(addrs, a.Unmap()) && p.GetState().GetSessionState() == api.PeerState_ESTABLISHED
 		})
 		if !up {
 			return

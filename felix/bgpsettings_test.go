@@ -187,7 +187,7 @@ func TestBGPReconfigureHoldsRoutes(t *testing.T) {
 	if len(routes) != 1 || routes[learned].String() != via.String() {
 		t.Errorf("a held route was withdrawn: %v", routes)
 	}
-	// The listen port is shown live by TestMultiNodeBGPLiveASAndPort
+	// The listen port is shown live by TestClusterBGPLiveASAndPort
 	// (a speaker here cannot listen on the test node's address).
 	second := r.speaker
 	r.cfg.BGPRouterID = "hash"
@@ -228,5 +228,32 @@ func TestBGPRoutePriority(t *testing.T) {
 	}
 	if learned[v4].Metric != 0 {
 		t.Error("withPriorities changed the learned routes themselves")
+	}
+}
+
+// A change that re-creates a session (here the peer node's AS) holds the
+// learned routes until the session is back, on the same speaker.
+func TestBGPPeerChangeHoldsRoutes(t *testing.T) {
+	b := testBGPState("node2", testNode(1, nil, ""), testNode(2, nil, ""))
+	on := true
+	b.configs["default"].Spec.NodeToNodeMeshEnabled = &on // node2 > node1: passive, it never dials
+	r := &bgpRunner{cfg: Config{NodeName: "node2", BGPPort: -1}, self: netip.MustParsePrefix("10.0.0.2/24")}
+	learned := netip.MustParsePrefix("10.65.1.0/26")
+	routes := map[netip.Prefix]dataplane.RouteTarget{learned: {Via: []netip.Addr{netip.MustParseAddr("10.0.0.1")}}}
+	if err := r.sync(t.Context(), b, routes); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.speaker.Stop(false) })
+	sp := r.speaker
+	if err := r.sync(t.Context(), b, routes); err != nil || r.holding() {
+		t.Fatalf("an unchanged sync held routes (err %v)", err)
+	}
+	asn := api.ASNumber(64700)
+	b.nodes["node1"].Spec.BGP.ASNumber = &asn
+	if err := r.sync(t.Context(), b, routes); err != nil {
+		t.Fatal(err)
+	}
+	if !r.holding() || r.speaker != sp {
+		t.Errorf("after node1's AS change: holding %v, same speaker %v; want true, true", r.holding(), r.speaker == sp)
 	}
 }

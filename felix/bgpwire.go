@@ -183,7 +183,11 @@ func (r *bgpRunner) sync(ctx context.Context, st *bgpState, routes map[netip.Pre
 	r.speaker.SetImportFilter(st.importFilter())
 	// Advertisements before peers, so the first updates carry our blocks.
 	errA := r.speaker.SetAdvertisements(st.advertisements())
-	errP := r.speaker.SetPeers(st.desiredPeers(r.cfg.BGPPort))
+	peers := st.desiredPeers(r.cfg.BGPPort)
+	if r.speaker.Resets(peers) {
+		r.hold(routes) // a re-created session withdraws its routes until it is back
+	}
+	errP := r.speaker.SetPeers(peers)
 	return errors.Join(errA, errP)
 }
 
