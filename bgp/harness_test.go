@@ -117,12 +117,15 @@ func nextPort() int { return int(lastPort.Add(1)) }
 
 func nodeAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 200, 0, byte(i)}) }
 
-func testLogger() *slog.Logger {
-	level := slog.LevelWarn
+func testLogLevel() slog.Level {
 	if os.Getenv("BGP_TEST_LOG") == "debug" {
-		level = slog.LevelDebug
+		return slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.LevelWarn
+}
+
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()}))
 }
 
 // node is a started speaker at 10.200.0.<i>; its route events are collected
@@ -140,7 +143,7 @@ func startNode(t testing.TB, i, port int, collect bool, mod func(*Config)) *node
 		RouterID: nodeAddr(i), ASN: 64512, ListenPort: port,
 		ListenAddrs: []netip.Addr{nodeAddr(i)},
 		NextHopV6:   netip.MustParseAddr(fmt.Sprintf("fd00:200::%d", i)),
-		Logger:      testLogger(),
+		Logger:      testLogger(), LogLevel: testLogLevel(),
 	}
 	if mod != nil {
 		mod(&cfg)

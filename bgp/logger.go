@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sort"
+	"time"
 
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 )
@@ -11,9 +12,17 @@ import (
 // gobgpLogger adapts slog to GoBGP's logger. GoBGP's default logger exits the
 // process on Fatal (e.g. for an invalid policy, GOBGP-NOTES trap 2) and panics
 // on Panic; here both are logged as errors and the agent keeps running.
-type gobgpLogger struct{ l *slog.Logger }
+// Messages below min are dropped; the rest go to the handler even when its
+// own level would drop them (min is the speaker's level, like BIRD's debug
+// setting beside Felix's log level).
+type gobgpLogger struct {
+	l   *slog.Logger
+	min *slog.LevelVar
+}
 
-func newGoBGPLogger(l *slog.Logger) gobgpLogger { return gobgpLogger{l: l.With("lib", "gobgp")} }
+func newGoBGPLogger(l *slog.Logger, min *slog.LevelVar) gobgpLogger {
+	return gobgpLogger{l: l.With("lib", "gobgp"), min: min}
+}
 
 func (g gobgpLogger) Panic(msg string, f gobgplog.Fields) { g.emit(slog.LevelError, msg, f) }
 func (g gobgpLogger) Fatal(msg string, f gobgplog.Fields) { g.emit(slog.LevelError, msg, f) }
@@ -27,15 +36,14 @@ func (g gobgpLogger) SetLevel(gobgplog.LogLevel) {}
 
 // GetLevel lets GoBGP skip building debug messages when they would be dropped.
 func (g gobgpLogger) GetLevel() gobgplog.LogLevel {
-	if g.l.Enabled(context.Background(), slog.LevelDebug) {
+	if g.min.Level() <= slog.LevelDebug {
 		return gobgplog.DebugLevel
 	}
 	return gobgplog.InfoLevel
 }
 
 func (g gobgpLogger) emit(level slog.Level, msg string, f gobgplog.Fields) {
-	ctx := context.Background()
-	if !g.l.Enabled(ctx, level) {
+	if level < g.min.Level() {
 		return
 	}
 	keys := make([]string, 0, len(f))
@@ -47,5 +55,7 @@ func (g gobgpLogger) emit(level slog.Level, msg string, f gobgplog.Fields) {
 	for _, k := range keys {
 		args = append(args, k, f[k])
 	}
-	g.l.Log(ctx, level, msg, args...)
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.Add(args...)
+	_ = g.l.Handler().Handle(context.Background(), r)
 }

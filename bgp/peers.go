@@ -15,7 +15,10 @@ import (
 // New peers are added, changed ones re-created (GoBGP's UpdatePeer ignores
 // some fields, e.g. route reflector settings, and resets the session for the
 // rest anyway), then peers no longer wanted are deleted, which withdraws their
-// routes. A change of Type only is applied without touching the session.
+// routes. A change of Type only is applied without touching the session. A
+// changed peer's session is first ended gracefully (endSessions), so the peer
+// keeps our routes until the new session's End-of-RIB; its routes here are
+// withdrawn (see Resets).
 // Failures are joined; the peers that failed are retried by the next call.
 func (s *Speaker) SetPeers(peers []Peer) error {
 	s.mu.Lock()
@@ -42,6 +45,13 @@ func (s *Speaker) SetPeers(peers []Peer) error {
 		want[p.Address] = p
 	}
 	ctx := context.Background()
+	var renew []netip.Addr
+	for addr, p := range want {
+		if old, had := s.peers[addr]; had && !sessionEqual(old, p) {
+			renew = append(renew, addr)
+		}
+	}
+	s.endSessions(ctx, renew)
 	for addr, p := range want {
 		old, had := s.peers[addr]
 		if had && sessionEqual(old, p) {
@@ -71,6 +81,20 @@ func (s *Speaker) SetPeers(peers []Peer) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Resets says whether SetPeers(peers) would re-create an existing session
+// (and withdraw what that peer sent us until it is back).
+func (s *Speaker) Resets(peers []Peer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range peers {
+		p.Address = p.Address.Unmap()
+		if old, had := s.peers[p.Address]; had && !sessionEqual(old, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Speaker) deletePeer(ctx context.Context, addr netip.Addr) error {
@@ -108,6 +132,7 @@ func (s *Speaker) apiPeer(p Peer, restarting bool) *api.Peer {
 		Conf: &api.PeerConf{
 			NeighborAddress: p.Address.String(),
 			PeerAsn:         asn,
+			LocalAsn:        p.LocalASN,
 			AuthPassword:    p.Password,
 		},
 		Transport: &api.Transport{PassiveMode: p.Passive, RemotePort: uint32(port)},
@@ -155,6 +180,9 @@ func (s *Speaker) apiPeer(p Peer, restarting bool) *api.Peer {
 			RestartTime:     uint32(min(seconds(rt), 4095)), // 12-bit field
 			DeferralTime:    uint32(seconds(deferralTime)),
 			LocalRestarting: restarting,
+			// RFC 8538: a Cease other than a hard reset (Shutdown's
+			// administrative reset) starts graceful restart too.
+			NotificationEnabled: true,
 		}
 	}
 	return ap

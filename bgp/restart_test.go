@@ -47,7 +47,7 @@ func TestHelperSpeaker(t *testing.T) {
 	}
 	s := New(Config{
 		RouterID: nodeAddr(h.Node), ASN: 64512, ListenPort: h.Port, ListenAddrs: []netip.Addr{nodeAddr(h.Node)},
-		GracefulRestart: true, Restarting: h.Restarting, Logger: testLogger(),
+		GracefulRestart: true, Restarting: h.Restarting, Logger: testLogger(), LogLevel: testLogLevel(),
 	})
 	var mu sync.Mutex
 	enc := json.NewEncoder(os.Stdout)

@@ -22,7 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,10 +44,13 @@ const (
 	deferralTime = 30 * time.Second
 )
 
-// Config is the speaker's global configuration. It is fixed at New.
+// Config is the speaker's global configuration. It is fixed at New: a
+// change of router ID, AS or listen port needs a new speaker (Shutdown the
+// old one first, see Shutdown). The log level alone changes live
+// (SetLogLevel).
 type Config struct {
 	RouterID      netip.Addr   // node IPv4 address; must be unique among peers
-	ASN           uint32       // local AS
+	ASN           uint32       // local AS (a peer may override it: Peer.LocalASN)
 	ListenPort    int          // 0 means 179; negative: do not listen
 	ListenAddrs   []netip.Addr // empty means all addresses
 	HoldTime      time.Duration
@@ -62,6 +67,12 @@ type Config struct {
 
 	NextHopV6 netip.Addr // next hop of IPv6 advertisements (node IPv6); optional
 	Logger    *slog.Logger
+	// LogLevel is the least severe GoBGP message logged (zero: Info). It
+	// is the speaker's own level, independent of the agent's: GoBGP's
+	// messages at or above it are written whatever the logger's handler
+	// would filter, so peering can be debugged without the agent's debug
+	// output.
+	LogLevel slog.Level
 }
 
 // Families selects the address families negotiated with a peer.
@@ -75,9 +86,12 @@ const (
 // Peer is one BGP neighbour. Peers are keyed by Address; Peer is comparable so
 // SetPeers can tell a changed peer from an unchanged one.
 type Peer struct {
-	Address  netip.Addr
-	Port     int    // 0 means 179
-	ASN      uint32 // 0 means our own AS (iBGP)
+	Address netip.Addr
+	Port    int    // 0 means 179
+	ASN     uint32 // 0 means our own AS (iBGP)
+	// LocalASN is the AS we present to this peer instead of Config.ASN
+	// (BGPPeer localASNumber); 0 means Config.ASN.
+	LocalASN uint32
 	Password string // TCP MD5 (RFC 2385)
 	// Passive: never dial, only accept. Make exactly one side of each mesh
 	// pair passive (Calico: the higher address), see GOBGP-NOTES trap 4.
@@ -119,9 +133,10 @@ type PeerStatus struct {
 
 // Speaker is an embedded BGP speaker. Create it with New, then Start.
 type Speaker struct {
-	cfg Config
-	log *slog.Logger
-	srv *server.BgpServer
+	cfg   Config
+	log   *slog.Logger
+	level *slog.LevelVar // GoBGP's log level (SetLogLevel)
+	srv   *server.BgpServer
 
 	mu        sync.Mutex // guards the fields below and serialises Set*
 	started   bool
@@ -162,9 +177,12 @@ func New(cfg Config) *Speaker {
 		cfg.Logger = slog.Default()
 	}
 	l := cfg.Logger.With("component", "bgp", "routerID", cfg.RouterID.String())
+	level := new(slog.LevelVar)
+	level.Set(cfg.LogLevel)
 	return &Speaker{
 		cfg:       cfg,
 		log:       l,
+		level:     level,
 		adverts:   map[netip.Prefix]*api.Path{},
 		peers:     map[netip.Addr]Peer{},
 		peerSince: map[netip.Addr]time.Time{},
@@ -192,7 +210,7 @@ func (s *Speaker) Start(ctx context.Context) error {
 	if s.cfg.HoldTime > 0 && s.cfg.HoldTime < 3*time.Second {
 		return fmt.Errorf("bgp: hold time %v below 3s", s.cfg.HoldTime)
 	}
-	s.srv = server.NewBgpServer(server.LoggerOption(newGoBGPLogger(s.log)))
+	s.srv = server.NewBgpServer(server.LoggerOption(newGoBGPLogger(s.log, s.level)))
 	go s.srv.Serve()
 
 	g := &api.Global{
@@ -248,6 +266,75 @@ func (s *Speaker) Stop(graceful bool) {
 	s.cancel()
 	<-s.done
 	s.log.Info("BGP speaker stopped", "graceful", graceful)
+}
+
+// Shutdown ends the speaker for a reconfiguration (a new router ID, AS or
+// listen port needs a new speaker): every session is first ended with an
+// administrative reset, which a peer that negotiated RFC 8538 (GoBGP with
+// this speaker's settings does) treats as a graceful restart, keeping our
+// routes until the new session's End-of-RIB; then GoBGP stops (no
+// Established session is left to send its hard-reset Cease to) and frees
+// the listen port. The caller keeps the routes it installed (the agent holds
+// them until the new speaker has converged). Routes is closed. GoBGP v3
+// cannot end its Serve goroutine: each Shutdown leaves that goroutine and
+// the stopped server's tables behind (a reconfiguration is an operator's
+// rare act; a move to GoBGP v4 can drop this).
+func (s *Speaker) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.stopped {
+		return
+	}
+	s.stopped = true
+	s.endSessions(ctx, slices.Collect(maps.Keys(s.peers)))
+	if err := s.srv.StopBgp(ctx, &api.StopBgpRequest{}); err != nil {
+		s.log.Error("stopping GoBGP", "err", err)
+	}
+	s.cancel()
+	<-s.done
+	s.log.Info("BGP speaker shut down for a reconfiguration")
+}
+
+// endSessions ends the sessions with addrs by an administrative reset (a
+// graceful restart for RFC 8538 peers), so that deleting the peers
+// afterwards sends no hard-reset Cease. It waits, polling, until none of
+// them is Established (the resets are asynchronous), for at most two
+// seconds or until ctx ends.
+func (s *Speaker) endSessions(ctx context.Context, addrs []netip.Addr) {
+	if len(addrs) == 0 {
+		return
+	}
+	for _, addr := range addrs {
+		if err := s.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: "reconfiguring"}); err != nil {
+			s.log.Warn("resetting BGP peer before reconfiguring it", "peer", addr, "err", err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		up := false
+		_ = s.srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+			a, err := netip.ParseAddr(p.GetConf().GetNeighborAddress())
+			up = up || err == nil && slices.Contains(addrs, a.Unmap()) && p.GetState().GetSessionState() == api.PeerState_ESTABLISHED
+		})
+		if !up {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Config is the configuration the speaker runs with (defaults filled in).
+func (s *Speaker) Config() Config { return s.cfg }
+
+// LogLevel is GoBGP's log level now.
+func (s *Speaker) LogLevel() slog.Level { return s.level.Level() }
+
+// SetLogLevel changes GoBGP's log level live.
+func (s *Speaker) SetLogLevel(l slog.Level) {
+	if s.level.Level() != l {
+		s.level.Set(l)
+		s.log.Info("BGP log level changed", "level", l)
+	}
 }
 
 // Routes returns the channel of learned-route batches. Each event is the full

@@ -219,7 +219,7 @@ func (a *agent) loop(ctx context.Context) error {
 			a.scheduleStatus() // a reporting setting may have changed
 			dirty = true
 		case evs := <-a.bgpRoutes():
-			applyRouteEvents(a.extraRoutes, evs)
+			a.bgp.applyEvents(a.extraRoutes, evs)
 			a.metrics.bgp.routeUpdates(evs)
 			dirty = true
 		case <-refresh.C:
@@ -244,6 +244,10 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case <-heartbeat.C:
 			a.health.beat()
+			if a.bgp != nil && a.bgp.holding() { // release held BGP routes once converged
+				a.bgp.resyncLearned(a.extraRoutes)
+				dirty = true
+			}
 		case <-a.statusTimer.C:
 			a.reportStatus(ctx)
 		}
@@ -254,7 +258,7 @@ func (a *agent) loop(ctx context.Context) error {
 		dirty = false
 		err := a.apply(ctx)
 		if a.bgp != nil {
-			if berr := a.bgp.sync(ctx, a.bgpState); berr != nil {
+			if berr := a.bgp.sync(ctx, a.bgpState, a.extraRoutes); berr != nil {
 				slog.Warn("BGP sync incomplete", "err", berr)
 				err = errors.Join(err, berr)
 			}
@@ -328,7 +332,7 @@ func (a *agent) apply(ctx context.Context) error {
 	}
 	des.DeviceRouteProtocol = dev.proto
 	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
-	addOverlay(&des, a.overlay.Desired(), a.extraRoutes)
+	addOverlay(&des, a.overlay.Desired(), withPriorities(a.extraRoutes, a.bgpState))
 	if !v6Support {
 		dropIPv6(&des)
 	}

@@ -1,6 +1,7 @@
 package felix
 
 import (
+	"log/slog"
 	"maps"
 	"net/netip"
 	"os"
@@ -123,11 +124,62 @@ func (b *bgpState) meshEnabled() bool {
 	return c == nil || c.Spec.NodeToNodeMeshEnabled == nil || *c.Spec.NodeToNodeMeshEnabled
 }
 
-func (b *bgpState) listenPort(def int) int {
-	if c := b.configs["default"]; c != nil && c.Spec.ListenPort != 0 {
-		return int(c.Spec.ListenPort)
+// listenPort is this node's BGP port (def: the agent's BGP_PORT).
+func (b *bgpState) listenPort(def int) int { return b.listenPortOf(b.node, def) }
+
+// listenPortOf is a node's BGP port: its BGPConfiguration node.<name>
+// listenPort, else the default object's, else def.
+func (b *bgpState) listenPortOf(node string, def int) int {
+	for _, name := range []string{"node." + node, "default"} {
+		if c := b.configs[name]; c != nil && c.Spec.ListenPort != 0 {
+			return int(c.Spec.ListenPort)
+		}
 	}
 	return def
+}
+
+// logLevel is the speaker's log level: BGPConfiguration logSeverityScreen
+// of node.<name>, else of default, else Info (Calico's default).
+func (b *bgpState) logLevel() slog.Level {
+	for _, name := range []string{"node." + b.node, "default"} {
+		if c := b.configs[name]; c != nil && c.Spec.LogSeverityScreen != "" {
+			return bgpLogLevel(c.Spec.LogSeverityScreen)
+		}
+	}
+	return slog.LevelInfo
+}
+
+// routePriority is the metric of learned routes of a family:
+// BGPConfiguration ipv4/ipv6NormalRoutePriority of node.<name>, else of
+// default; 0 (the kernel's default) when neither sets it.
+func (b *bgpState) routePriority(v6 bool) int {
+	for _, name := range []string{"node." + b.node, "default"} {
+		c := b.configs[name]
+		if c == nil {
+			continue
+		}
+		pr := c.Spec.IPv4NormalRoutePriority
+		if v6 {
+			pr = c.Spec.IPv6NormalRoutePriority
+		}
+		if pr != nil {
+			return int(*pr)
+		}
+	}
+	return 0
+}
+
+// bgpLogLevel maps Calico's severities onto slog's levels.
+func bgpLogLevel(sev string) slog.Level {
+	switch strings.ToLower(sev) {
+	case "trace", "debug":
+		return slog.LevelDebug
+	case "warning":
+		return slog.LevelWarn
+	case "error", "fatal":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 func clusterID(n *api.Node) string {
@@ -137,8 +189,11 @@ func clusterID(n *api.Node) string {
 	return n.Spec.BGP.RouteReflectorClusterID
 }
 
-// desiredPeers computes this node's BGP peers from the datastore.
+// desiredPeers computes this node's BGP peers from the datastore. port is
+// the agent's BGP_PORT: the listen port of nodes no BGPConfiguration gives
+// one.
 func (b *bgpState) desiredPeers(port int) []bgp.Peer {
+	myPort := b.listenPortOf(b.node, port)
 	me := b.self()
 	myAddr := nodeAddr(me, false)
 	if !myAddr.IsValid() {
@@ -146,7 +201,9 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 	}
 	myRR := clusterID(me) != ""
 	peers := map[netip.Addr]bgp.Peer{}
-	addNode := func(n *api.Node, typ string, password string, keepalive, restart time.Duration) {
+	// addNode peers with a Calico node; o carries a BGPPeer's settings
+	// (zero for the mesh).
+	addNode := func(n *api.Node, typ string, o peerOpts) {
 		if n.Metadata.Name == b.node {
 			return
 		}
@@ -154,8 +211,13 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 		if !addr.IsValid() {
 			return
 		}
-		p := bgp.Peer{Address: addr, Port: port, ASN: b.asn(n), Type: typ, LocalAddress: myAddr, Password: password,
-			KeepaliveTime: keepalive, MaxRestartTime: restart, Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
+		asn := b.asn(n)
+		if o.remoteAS != 0 {
+			asn = o.remoteAS
+		}
+		p := bgp.Peer{Address: addr, Port: b.listenPortOf(n.Metadata.Name, port), ASN: asn, LocalASN: o.localAS, Type: typ,
+			LocalAddress: myAddr, Password: o.password, KeepaliveTime: o.keepalive, MaxRestartTime: o.restart,
+			Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
 		// Exactly one side of a pair dials: the lower address is active.
 		p.Passive = myAddr.Compare(addr) > 0
 		if myRR && clusterID(n) == "" {
@@ -170,7 +232,7 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 	}
 	if b.meshEnabled() {
 		for _, n := range b.nodes {
-			addNode(n, peerMesh, "", 0, 0)
+			addNode(n, peerMesh, peerOpts{})
 		}
 	}
 	myLabels := map[string]string{}
@@ -193,11 +255,10 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 			}
 			typ = peerNode
 		}
-		password, ok := b.password(bp)
+		o, ok := b.peerOpts(bp)
 		if !ok {
 			continue
 		}
-		keepalive, restart := peerTimers(s)
 		if s.PeerSelector != "" {
 			sel, err := selector.Parse(s.PeerSelector)
 			if err != nil {
@@ -205,7 +266,7 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 			}
 			for _, n := range b.nodes {
 				if sel.Evaluate(n.Metadata.Labels) {
-					addNode(n, typ, password, keepalive, restart)
+					addNode(n, typ, o)
 				}
 			}
 			continue
@@ -214,14 +275,17 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 		if err != nil || addr == myAddr {
 			continue
 		}
-		p := bgp.Peer{Address: addr, Port: port, ASN: uint32(s.ASNumber), Type: typ, Password: password,
-			KeepaliveTime: keepalive, MaxRestartTime: restart, Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
+		p := bgp.Peer{Address: addr, Port: myPort, ASN: uint32(s.ASNumber), LocalASN: o.localAS, Type: typ, Password: o.password,
+			KeepaliveTime: o.keepalive, MaxRestartTime: o.restart, Families: bgp.IPv4Unicast | bgp.IPv6Unicast}
 		if addr.Is4() {
 			p.LocalAddress = myAddr
 			// Another Calico node peers back (reverse peering below): only
 			// the lower address dials, as in the mesh.
-			if b.nodeWithAddr(addr) != nil {
+			if n := b.nodeWithAddr(addr); n != nil {
 				p.Passive = myAddr.Compare(addr) > 0
+				// Without a port in peerIP, a Calico node is dialled on
+				// its listenPort, as in Calico.
+				p.Port = b.listenPortOf(n.Metadata.Name, port)
 			}
 		}
 		if pport != 0 {
@@ -244,16 +308,19 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 	// (node, nodeSelector, or all nodes). So one BGPPeer with peerSelector
 	// makes the selected route reflectors peer with their clients, and a
 	// session configured on one side only comes up. Forward peerings win.
+	// reversePeering Manual turns this off: the remote side peers only
+	// when a BGPPeer of its own says so. The local side presents its
+	// localASNumber, so that is the AS the reverse peering expects.
 	for _, bp := range b.sortedPeers() {
 		s := bp.Spec
-		if !b.remoteSideIs(s, me, myAddr, port) {
+		if s.ReversePeering == api.ReversePeeringManual || !b.remoteSideIs(s, me, myAddr, myPort) {
 			continue
 		}
-		keepalive, restart := peerTimers(s)
-		password, ok := b.password(bp)
+		o, ok := b.peerOpts(bp)
 		if !ok {
 			continue
 		}
+		o.remoteAS, o.localAS = o.localAS, 0
 		var local *selector.Selector
 		if s.Node == "" && s.NodeSelector != "" {
 			sel, err := selector.Parse(s.NodeSelector)
@@ -269,7 +336,7 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 			case local != nil && !local.Evaluate(n.Metadata.Labels):
 				continue
 			}
-			addNode(n, peerNode, password, keepalive, restart)
+			addNode(n, peerNode, o)
 		}
 	}
 	out := make([]bgp.Peer, 0, len(peers))
@@ -341,6 +408,29 @@ func (b *bgpState) password(p *api.BGPPeer) (pw string, ok bool) {
 		return "", ref.Optional != nil && *ref.Optional
 	}
 	return strings.TrimSpace(string(data)), true
+}
+
+// peerOpts are the session settings a BGPPeer gives each of its peerings.
+type peerOpts struct {
+	password           string
+	keepalive, restart time.Duration
+	localAS            uint32 // AS we present (localASNumber); 0: our own
+	remoteAS           uint32 // the peer's AS when it presents another (reverse of localASNumber); 0: its own
+}
+
+// peerOpts reads a BGPPeer's settings; ok is false when its password is
+// missing (password).
+func (b *bgpState) peerOpts(p *api.BGPPeer) (peerOpts, bool) {
+	pw, ok := b.password(p)
+	if !ok {
+		return peerOpts{}, false
+	}
+	o := peerOpts{password: pw}
+	o.keepalive, o.restart = peerTimers(p.Spec)
+	if p.Spec.LocalASNumber != nil {
+		o.localAS = uint32(*p.Spec.LocalASNumber)
+	}
+	return o, true
 }
 
 // peerTimers are a BGPPeer's keepaliveTime and maxRestartTime (0: the

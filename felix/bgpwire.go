@@ -44,6 +44,10 @@ type bgpRunner struct {
 	// deletes no route that is still good (GOBGP-NOTES trap 8).
 	kept      map[netip.Prefix]dataplane.RouteTarget
 	keptUntil time.Time
+	// reconfigured: the speaker was replaced in this process (its
+	// successor is not a restarting speaker: it has no previous run's
+	// state to wait for).
+	reconfigured bool
 }
 
 // keptHold bounds how long routes of a previous run are held for peers that
@@ -119,16 +123,37 @@ func (r *bgpRunner) converged() bool {
 	return true
 }
 
+// speakerGlobals are the settings a running speaker cannot change: a
+// change needs a new speaker (reconfigure).
+type speakerGlobals struct {
+	routerID   netip.Addr
+	asn        uint32
+	listenPort int
+}
+
+func (r *bgpRunner) globals(st *bgpState) (speakerGlobals, error) {
+	id, err := bgpRouterID(r.cfg.BGPRouterID, r.cfg.NodeName, r.self.Addr())
+	return speakerGlobals{routerID: id, asn: st.asn(st.self()), listenPort: st.listenPort(r.cfg.BGPPort)}, err
+}
+
+func globalsOf(c bgp.Config) speakerGlobals {
+	return speakerGlobals{routerID: c.RouterID, asn: c.ASN, listenPort: c.ListenPort}
+}
+
 // ensureStarted starts the speaker once the node's AS is known.
 func (r *bgpRunner) ensureStarted(ctx context.Context, st *bgpState) error {
 	if r.speaker != nil || !r.self.IsValid() {
 		return nil
 	}
+	g, err := r.globals(st)
+	if err != nil {
+		return err
+	}
 	cfg := bgp.Config{
-		RouterID: r.self.Addr(), ASN: st.asn(st.self()), ListenPort: st.listenPort(r.cfg.BGPPort),
+		RouterID: g.routerID, ASN: g.asn, ListenPort: g.listenPort,
 		ListenAddrs: []netip.Addr{r.self.Addr()}, HoldTime: 30 * time.Second, ConnectRetry: 5 * time.Second,
-		GracefulRestart: true, RestartTime: 120 * time.Second, Restarting: len(r.kept) > 0 || keptBGPRoutes(),
-		Logger: slog.Default().With("component", "bgp"),
+		GracefulRestart: true, RestartTime: 120 * time.Second, Restarting: !r.reconfigured && (len(r.kept) > 0 || keptBGPRoutes()),
+		Logger: slog.Default().With("component", "bgp"), LogLevel: st.logLevel(),
 	}
 	if r.self6.IsValid() {
 		cfg.NextHopV6 = r.self6.Addr()
@@ -144,16 +169,80 @@ func (r *bgpRunner) ensureStarted(ctx context.Context, st *bgpState) error {
 	return nil
 }
 
-// sync hands the speaker the desired state (it diffs itself).
-func (r *bgpRunner) sync(ctx context.Context, st *bgpState) error {
+// sync hands the speaker the desired state (it diffs itself). A changed
+// router ID, AS or listen port replaces the speaker first (reconfigure);
+// routes are the learned routes, held meanwhile.
+func (r *bgpRunner) sync(ctx context.Context, st *bgpState, routes map[netip.Prefix]dataplane.RouteTarget) error {
+	if err := r.reconfigure(ctx, st, routes); err != nil {
+		return err
+	}
 	if err := r.ensureStarted(ctx, st); err != nil || r.speaker == nil {
 		return err
 	}
+	r.speaker.SetLogLevel(st.logLevel())
 	r.speaker.SetImportFilter(st.importFilter())
 	// Advertisements before peers, so the first updates carry our blocks.
 	errA := r.speaker.SetAdvertisements(st.advertisements())
-	errP := r.speaker.SetPeers(st.desiredPeers(st.listenPort(r.cfg.BGPPort)))
+	peers := st.desiredPeers(r.cfg.BGPPort)
+	if r.speaker.Resets(peers) {
+		r.hold(routes) // a re-created session withdraws its routes until it is back
+	}
+	errP := r.speaker.SetPeers(peers)
 	return errors.Join(errA, errP)
+}
+
+// reconfigure replaces a running speaker whose router ID, AS or listen
+// port no longer matches the datastore, as BIRD restarts its protocols on
+// such a change, without a restart of the agent. The learned routes are
+// held (kept, as across an agent restart) until the new speaker has
+// converged or keptHold passes, so traffic keeps flowing while the sessions
+// come back; the old speaker ends its sessions so that graceful-restart
+// peers keep our routes meanwhile (bgp.Speaker.Shutdown).
+func (r *bgpRunner) reconfigure(ctx context.Context, st *bgpState, routes map[netip.Prefix]dataplane.RouteTarget) error {
+	if r.speaker == nil {
+		return nil
+	}
+	want, err := r.globals(st)
+	if err != nil {
+		return err
+	}
+	have := globalsOf(r.speaker.Config())
+	if want == have {
+		return nil
+	}
+	slog.Info("BGP settings changed: replacing the speaker", "routerID", want.routerID, "as", want.asn,
+		"port", want.listenPort, "wasRouterID", have.routerID, "wasAS", have.asn, "wasPort", have.listenPort)
+	r.hold(routes)
+	r.speaker.Shutdown(ctx)
+	r.speaker, r.routes, r.reconfigured = nil, nil, true
+	r.published.Store(nil)
+	return nil
+}
+
+// hold keeps the current learned routes installed until the speaker has
+// converged (resyncLearned releases them) and makes withdrawals of them
+// wait as well (applyEvents).
+func (r *bgpRunner) hold(routes map[netip.Prefix]dataplane.RouteTarget) {
+	if r.kept == nil {
+		r.kept = map[netip.Prefix]dataplane.RouteTarget{}
+	}
+	maps.Copy(r.kept, routes)
+	r.keptUntil = time.Now().Add(keptHold)
+}
+
+// holding says whether learned routes are held (after a restart or a
+// reconfiguration).
+func (r *bgpRunner) holding() bool { return r.kept != nil }
+
+// applyEvents applies route events; a withdrawal of a held route leaves it
+// in place until the hold ends.
+func (r *bgpRunner) applyEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.RouteEvent) {
+	applyRouteEvents(routes, evs)
+	for _, ev := range evs {
+		if t, ok := r.kept[ev.Prefix]; ok && len(ev.NextHops) == 0 {
+			routes[ev.Prefix] = t
+		}
+	}
 }
 
 // learned turns a batch of route events into route targets (nil: withdraw).
@@ -165,6 +254,25 @@ func applyRouteEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.R
 		}
 		routes[ev.Prefix] = dataplane.RouteTarget{Via: ev.NextHops}
 	}
+}
+
+// withPriorities returns the learned routes with the metric
+// BGPConfiguration gives each family (routePriority); routes is not
+// changed.
+func withPriorities(routes map[netip.Prefix]dataplane.RouteTarget, st *bgpState) map[netip.Prefix]dataplane.RouteTarget {
+	m4, m6 := st.routePriority(false), st.routePriority(true)
+	if m4 == 0 && m6 == 0 {
+		return routes
+	}
+	out := make(map[netip.Prefix]dataplane.RouteTarget, len(routes))
+	for p, t := range routes {
+		t.Metric = m4
+		if p.Addr().Is6() {
+			t.Metric = m6
+		}
+		out[p] = t
+	}
+	return out
 }
 
 // resyncLearned replaces the learned routes with the speaker's full view.

@@ -5,6 +5,7 @@ package felix
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type Config struct {
 	BGP                           bool // run the embedded BGP speaker
 	BGPPort                       int
 	BGPSecretsDir                 string // BGP passwords: <dir>/<secret>/<key>
+	BGPRouterID                   string // "", an IPv4 address or "hash" (bgprouterid.go)
 	LogLevel                      string
 	Libnetwork                    bool   // serve Docker's network and IPAM driver
 	LibnetworkSocketDir           string // where Docker looks for plugin sockets
@@ -131,6 +133,7 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	fs.DurationVar(&c.KubeControllersLeakGracePeriod, "kube-controllers-leak-grace-period", envDuration(getenv, "CALICO_KUBE_CONTROLLERS_LEAK_GRACE_PERIOD", controller.DefaultLeakGracePeriod), "how long a deleted pod's addresses and endpoints, or a deleted node, stay before the controller releases them; 0 disables [CALICO_KUBE_CONTROLLERS_LEAK_GRACE_PERIOD]")
 	fs.StringVar(&c.K8sNodeRef, "k8s-node-ref", env("CALICO_K8S_NODE_REF", ""), "this node's Kubernetes node name, registered as the Node's k8s orchRef [CALICO_K8S_NODE_REF]")
 	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
+	fs.StringVar(&c.BGPRouterID, "router-id", env("CALICO_ROUTER_ID", ""), "BGP router ID: an IPv4 address, or \"hash\" to derive it from the node name; default the node's IPv4 address [CALICO_ROUTER_ID]")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -138,6 +141,9 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
+	if _, err := bgpRouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
+		return c, err
+	}
 	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
 	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error

@@ -31,7 +31,7 @@ func addIPIP(des *dataplane.Desired, ip calc.IPIPDesired, learned map[netip.Pref
 			continue // a local route won, or an overlay route replaced it
 		}
 		if next, tunnel := ip.IPIPRoute(p, t.Via); tunnel {
-			des.Routes[p] = dataplane.RouteTarget{Iface: calc.IPIPDevice, Via: []netip.Addr{next}, OnLink: true, Proto: rtproto.BGP}
+			des.Routes[p] = dataplane.RouteTarget{Iface: calc.IPIPDevice, Via: []netip.Addr{next}, OnLink: true, Proto: rtproto.BGP, Metric: t.Metric}
 		}
 	}
 }

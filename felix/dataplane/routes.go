@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,18 @@ type RouteTarget struct {
 	// Src, when valid, is the route's preferred source address (workload
 	// routes: FelixConfiguration deviceRouteSourceAddress(IPv6)).
 	Src netip.Addr
+	// Metric is the route's priority; 0 is the kernel's default (0 for
+	// IPv4, 1024 for IPv6, which reads back as 0: NormalMetric).
+	Metric int
+}
+
+// NormalMetric is a route metric as targets carry it: the kernel's IPv6
+// default (1024) is 0, the same as unset.
+func NormalMetric(p netip.Prefix, metric int) int {
+	if p.Addr().Is6() && metric == 1024 {
+		return 0
+	}
+	return metric
 }
 
 // protocol is the rtnetlink protocol the route is programmed with.
@@ -50,6 +63,11 @@ func (t RouteTarget) protocol() int {
 }
 
 func (t RouteTarget) String() string {
+	if t.Metric != 0 {
+		u := t
+		u.Metric = 0
+		return u.String() + " metric " + strconv.Itoa(t.Metric)
+	}
 	if t.Src.IsValid() {
 		u := t
 		u.Src = netip.Addr{}
@@ -113,6 +131,10 @@ func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
 		if len(t.Via) > 1 && !sort.SliceIsSorted(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) }) {
 			t.Via = append([]netip.Addr(nil), t.Via...)
 			sort.Slice(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) })
+			d[p] = t
+		}
+		if m := NormalMetric(p, t.Metric); m != t.Metric {
+			t.Metric = m
 			d[p] = t
 		}
 	}
@@ -192,6 +214,7 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				}
 				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
 			}
+			kr.target.Metric = NormalMetric(p, r.Priority)
 			if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
 				continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
 			}
@@ -252,6 +275,18 @@ func (m *routeManager) Apply() error {
 		}
 		if exists && !m.ours(have.proto, have.target.Iface, p) && !m.prefixes.Match(have.target.Iface) {
 			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
+			continue
+		}
+		if exists && have.target.Metric != want.Metric && m.ours(have.proto, have.target.Iface, p) {
+			// Another metric is another route to the kernel: add the new
+			// one, then delete the old (make before break).
+			if err := m.program(p, want, false); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := m.nl.h.RouteDel(&have.route); err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("deleting route %s %s: %w", p, have.target, err))
+			}
 			continue
 		}
 		if err := m.program(p, want, exists); err != nil {
@@ -340,6 +375,7 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 		}
 	}
 	r.Protocol = netlink.RouteProtocol(t.protocol())
+	r.Priority = t.Metric
 	var err error
 	if replace {
 		err = m.nl.h.RouteReplace(r)

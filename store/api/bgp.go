@@ -34,7 +34,19 @@ type BGPPeerSpec struct {
 	Filters                  []string     `json:"filters,omitempty"`
 	LocalWorkloadSelector    string       `json:"localWorkloadSelector,omitempty"`
 	NextHopMode              string       `json:"nextHopMode,omitempty"`
+	// LocalASNumber is the AS this node presents to the peer instead of
+	// its own.
+	LocalASNumber *ASNumber `json:"localASNumber,omitempty"`
+	// ReversePeering "Manual": the remote side makes no automatic
+	// peering back (Calico's default is Auto).
+	ReversePeering string `json:"reversePeering,omitempty"`
 }
+
+// Reverse peering modes of BGPPeer.spec.reversePeering.
+const (
+	ReversePeeringAuto   = "Auto"
+	ReversePeeringManual = "Manual"
+)
 
 // BGPPassword says where a BGP session's password comes from.
 type BGPPassword struct {
@@ -76,7 +88,15 @@ type BGPConfigurationSpec struct {
 	LocalWorkloadPeeringIPV6 string                `json:"localWorkloadPeeringIPV6,omitempty"`
 	ProgramClusterRoutes     string                `json:"programClusterRoutes,omitempty"`
 	NodeMeshKeepaliveTime    *Duration             `json:"nodeMeshKeepaliveTime,omitempty"`
+	// IPv4NormalRoutePriority and IPv6NormalRoutePriority are the metric
+	// of the BGP-learned routes the agent installs (unset: the kernel's
+	// default metric).
+	IPv4NormalRoutePriority *int32 `json:"ipv4NormalRoutePriority,omitempty"`
+	IPv6NormalRoutePriority *int32 `json:"ipv6NormalRoutePriority,omitempty"`
 }
+
+// maxRoutePriority is the largest route priority Calico accepts.
+const maxRoutePriority = 2147483646
 
 // ServiceIPBlock is one CIDR of service addresses to advertise.
 type ServiceIPBlock struct {
@@ -161,6 +181,10 @@ func (p *BGPPeer) Validate() error {
 	f.oneOf("spec.sourceAddress", s.SourceAddress, "UseNodeIP", "None")
 	f.oneOf("spec.failureDetectionMode", s.FailureDetectionMode, "None", "BFDIfDirectlyConnected")
 	f.oneOf("spec.restartMode", s.RestartMode, "GracefulRestart", "LongLivedGracefulRestart")
+	f.oneOf("spec.reversePeering", s.ReversePeering, ReversePeeringAuto, ReversePeeringManual)
+	if s.LocalASNumber != nil && *s.LocalASNumber == 0 {
+		f.add("spec.localASNumber", "0", "is not a valid AS number")
+	}
 	if s.KeepOriginalNextHop && s.NextHopMode != "" {
 		f.add("spec.keepOriginalNextHop", "", "must not be set together with nextHopMode")
 	}
@@ -251,7 +275,36 @@ func (c *BGPConfiguration) Validate() error {
 	f.ip("spec.localWorkloadPeeringIPV4", s.LocalWorkloadPeeringIPV4, 4)
 	f.ip("spec.localWorkloadPeeringIPV6", s.LocalWorkloadPeeringIPV6, 6)
 	f.oneOf("spec.programClusterRoutes", s.ProgramClusterRoutes, "Enabled", "Disabled")
+	for _, pr := range []struct {
+		field string
+		v     *int32
+	}{{"spec.ipv4NormalRoutePriority", s.IPv4NormalRoutePriority}, {"spec.ipv6NormalRoutePriority", s.IPv6NormalRoutePriority}} {
+		if pr.v != nil && (*pr.v < 1 || *pr.v > maxRoutePriority) {
+			f.add(pr.field, strconv.Itoa(int(*pr.v)), "must be between 1 and 2147483646")
+		}
+	}
+	if c.Metadata.Name != "default" {
+		c.defaultOnly(&f)
+	}
 	return f.join()
+}
+
+// defaultOnly refuses on a node.<name> object the fields Calico allows only
+// on "default", with Calico's reasons.
+func (c *BGPConfiguration) defaultOnly(f *fieldErrs) {
+	s := &c.Spec
+	if s.NodeToNodeMeshEnabled != nil {
+		f.add("spec.nodeToNodeMeshEnabled", "", "Cannot set nodeToNodeMeshEnabled on a non default BGP Configuration.")
+	}
+	if s.ASNumber != nil {
+		f.add("spec.asNumber", "", "Cannot set ASNumber on a non default BGP Configuration.")
+	}
+	if len(s.ServiceExternalIPs) > 0 {
+		f.add("spec.serviceExternalIPs", "", "Cannot set ServiceExternalIPs on a non default BGP Configuration.")
+	}
+	if len(s.ServiceClusterIPs) > 0 {
+		f.add("spec.serviceClusterIPs", "", "Cannot set ServiceClusterIPs on a non default BGP Configuration.")
+	}
 }
 
 // communityProblem checks "aa:nn" (16-bit parts) or "aa:nn:mm" (32-bit parts).

@@ -34,12 +34,6 @@ var honouredElsewhere = map[string]string{
 	"FelixConfiguration.spec.prometheusGoMetricsEnabled":      "h/felixcfg",
 	"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "h/felixcfg",
 	"FelixConfiguration.spec.nodeSelector":                    "h/felixcfg",
-	// honoured on branch h/bgp
-	"BGPPeer.spec.localASNumber":                           "h/bgp",
-	"BGPPeer.spec.reversePeering":                          "h/bgp",
-	"BGPConfiguration.spec.ipv4NormalRoutePriority":        "h/bgp",
-	"BGPConfiguration.spec.ipv6NormalRoutePriority":        "h/bgp",
-	"BGPConfiguration.spec.serviceLoadBalancerAggregation": "h/bgp",
 	// honoured on branch h/qos
 	"WorkloadEndpoint.spec.qosControls": "h/qos",
 }

@@ -77,13 +77,15 @@ var refusals = map[string][]refusal{
 		never("spec.nextHopMode"),
 	},
 	"BGPConfiguration": {
-		never("spec.logSeverityScreen", "Info"),
 		never("spec.serviceLoadBalancerIPs"), never("spec.serviceExternalIPs"), never("spec.serviceClusterIPs"),
 		never("spec.communities"), never("spec.prefixAdvertisements"),
 		never("spec.nodeMeshPassword"), never("spec.nodeMeshMaxRestartTime"), never("spec.nodeMeshKeepaliveTime"),
 		never("spec.bindMode", "None"), never("spec.ignoredInterfaces"),
 		never("spec.localWorkloadPeeringIPV4"), never("spec.localWorkloadPeeringIPV6"),
 		never("spec.programClusterRoutes", "Enabled"),
+		// No serviceLoadBalancerIPs are advertised (refused above), so
+		// aggregating them or not changes nothing.
+		calicoOnly("spec.serviceLoadBalancerAggregation", "Enabled", "Disabled"),
 	},
 	// The agent runs VXLAN and IP-in-IP but no WireGuard; Calico's nodes
 	// record their WireGuard keys and addresses here, so that is
