@@ -312,7 +312,7 @@ func (a *agent) apply(ctx context.Context) error {
 	statuses := map[string]string{}
 	dev := deviceRoutes(&cur)
 	for _, ep := range d.Endpoints {
-		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC})
+		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC, Shaping: dataplane.IngressShaping(ep.QoS)})
 		for _, addr := range ep.Addrs {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}

@@ -18,6 +18,8 @@ type LocalEndpoint struct {
 	MAC   string
 	// Status key parts for the felix status report.
 	Orchestrator, Workload, Endpoint string
+	// QoS is the endpoint's qosControls with Calico's defaults; nil: none.
+	QoS *api.QoSControls
 }
 
 // Desired is the whole desired dataplane state.
@@ -59,8 +61,9 @@ func (s *State) Desired(ipv6 bool) Desired {
 				used[p] = true
 			}
 		}
-		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles}
-		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w)}
+		qos := w.Spec.QoSControls.WithDefaults()
+		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles, QoS: qos}
+		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w), QoS: qos}
 		for _, n := range w.Spec.IPNetworks {
 			if p, err := netip.ParsePrefix(n); err == nil {
 				ep.Addrs = append(ep.Addrs, p.Addr())

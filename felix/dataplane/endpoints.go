@@ -19,6 +19,8 @@ type LocalEndpoint struct {
 	Iface string
 	Addrs []netip.Addr
 	MAC   string // the pod side's MAC: target of the permanent neighbour entries
+	// Shaping is the ingress bandwidth limit (qos.go); nil: none.
+	Shaping *TokenBucket
 }
 
 // endpointManager keeps, per workload interface, the host-side sysctls and

@@ -1,0 +1,204 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Ingress bandwidth (traffic to a workload) is shaped, as in Calico, by a
+// token bucket filter (tbf) qdisc at the root of the workload's host-side
+// veth. Ours carry the handle qosHandle, so a restarted agent tells them
+// from qdiscs others put there; a tbf that differs from what is desired is
+// replaced, one no longer desired deleted (docs/QOS.md).
+
+// qosHandle is the handle of our tbf qdiscs (ca11:).
+var qosHandle = netlink.MakeHandle(0xca11, 0)
+
+// qosLatencyUsec is how long a packet may wait in the bucket's queue, as
+// in Calico (tc tbf latency 25ms).
+const qosLatencyUsec = 25_000
+
+// TokenBucket is a workload's ingress shaping in Calico's units: rate and
+// peakrate in bits/s, burst in bits, minburst in bytes (0: the interface
+// MTU plus the Ethernet header).
+type TokenBucket struct {
+	Rate, Burst, Peakrate uint64
+	Minburst              uint32
+}
+
+// IngressShaping is the tbf a workload's qosControls ask for (with
+// Calico's defaults filled in); nil when there is no ingress bandwidth.
+func IngressShaping(q *api.QoSControls) *TokenBucket {
+	if q == nil || q.IngressBandwidth <= 0 {
+		return nil
+	}
+	q = q.WithDefaults()
+	return &TokenBucket{Rate: uint64(q.IngressBandwidth), Burst: uint64(q.IngressBurst),
+		Peakrate: uint64(max(q.IngressPeakrate, 0)), Minburst: uint32(max(q.IngressMinburst, 0))}
+}
+
+// qosManager keeps the tbf of each workload interface as desired.
+type qosManager struct {
+	desired map[string]TokenBucket // interfaces with shaping
+	known   map[string]bool        // every desired workload interface
+	pending map[string]bool        // to read back and repair
+	inSync  bool
+	dirty   bool
+	nl      *nlHandle
+}
+
+func newQoSManager() *qosManager {
+	return &qosManager{desired: map[string]TokenBucket{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle()}
+}
+
+// SetDesired records the shaping of every local endpoint and marks those
+// that changed (no kernel I/O). Interfaces that lost their shaping, or
+// their endpoint, are pending so their tbf goes.
+func (m *qosManager) SetDesired(eps []LocalEndpoint, inSync bool) {
+	d, known := map[string]TokenBucket{}, map[string]bool{}
+	for _, e := range eps {
+		known[e.Iface] = true
+		if e.Shaping != nil {
+			d[e.Iface] = *e.Shaping
+		}
+	}
+	for name, tb := range d {
+		if old, ok := m.desired[name]; !ok || old != tb {
+			m.pending[name] = true
+		}
+	}
+	for name := range m.desired {
+		if _, ok := d[name]; !ok {
+			m.pending[name] = true
+		}
+	}
+	for name := range known {
+		if !m.known[name] {
+			m.pending[name] = true // a new endpoint may reuse an interface with a stale tbf
+		}
+	}
+	m.desired, m.known, m.inSync = d, known, inSync
+	m.dirty = m.dirty || len(m.pending) > 0
+}
+
+// resyncAll reads every endpoint's qdisc back on the next Apply.
+func (m *qosManager) resyncAll() {
+	for name := range m.known {
+		m.pending[name] = true
+	}
+	m.dirty = true
+}
+
+// Apply makes each pending interface's root qdisc match: our tbf with the
+// desired parameters, or none of ours. A missing interface stays pending
+// while it is desired (the CNI plugin may still be creating it).
+func (m *qosManager) Apply() error {
+	if !m.dirty {
+		return nil
+	}
+	if err := m.nl.ready(); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(m.pending))
+	for n := range m.pending {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		tb, want := m.desired[name]
+		if !want && !m.inSync {
+			continue // removals wait for the datastore view
+		}
+		link, err := m.nl.h.LinkByName(name)
+		if err != nil {
+			if !want {
+				delete(m.pending, name) // gone, and its qdisc with it
+			}
+			continue
+		}
+		var wantTbf *netlink.Tbf
+		if want {
+			wantTbf = tbfFor(tb, link)
+		}
+		if err := m.reconcile(link, wantTbf); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(m.pending, name)
+	}
+	m.dirty = len(m.pending) > 0
+	return errors.Join(errs...)
+}
+
+// reconcile reads link's root qdisc and replaces or deletes it so that it
+// is want (nil: not ours).
+func (m *qosManager) reconcile(link netlink.Link, want *netlink.Tbf) error {
+	name := link.Attrs().Name
+	qs, err := m.nl.h.QdiscList(link)
+	if err != nil {
+		return fmt.Errorf("qdiscs of %s: %w", name, err)
+	}
+	var ours *netlink.Tbf
+	for _, q := range qs {
+		if t, ok := q.(*netlink.Tbf); ok && t.Parent == netlink.HANDLE_ROOT && t.Handle == qosHandle {
+			ours = t
+		}
+	}
+	switch {
+	case want == nil && ours != nil:
+		if err := m.nl.h.QdiscDel(ours); err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("removing the tbf of %s: %w", name, err)
+		}
+	case want != nil && (ours == nil || !sameTbf(ours, want)):
+		if err := m.nl.h.QdiscReplace(want); err != nil {
+			return fmt.Errorf("tbf on %s (rate %d B/s): %w", name, want.Rate, err)
+		}
+	}
+	return nil
+}
+
+// sameTbf compares what the kernel reports back (it does not report the
+// minburst).
+func sameTbf(a, b *netlink.Tbf) bool {
+	return a.Rate == b.Rate && a.Buffer == b.Buffer && a.Limit == b.Limit && a.Peakrate == b.Peakrate
+}
+
+// maxTbfBuffer is the largest bucket the kernel keeps, in scheduler ticks
+// (it holds the bucket as u32 nanoseconds; a tick is 64 ns).
+const maxTbfBuffer = math.MaxUint32 >> 6
+
+// tbfFor is the tbf qdisc for tb on link, as tc computes it: the bucket
+// (buffer) is the time the burst takes at the rate, in scheduler ticks;
+// the queue (limit) holds the burst plus qosLatencyUsec at the rate, or at
+// the peakrate's minburst-sized bucket when that is smaller.
+func tbfFor(tb TokenBucket, link netlink.Link) *netlink.Tbf {
+	rate := max(tb.Rate/8, 1)
+	burst := tb.Burst / 8
+	limit := float64(rate)*qosLatencyUsec/1e6 + float64(burst)
+	t := &netlink.Tbf{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: qosHandle, Parent: netlink.HANDLE_ROOT},
+		Rate:       rate,
+		Buffer:     ticks(burst, rate),
+	}
+	if tb.Peakrate != 0 {
+		t.Peakrate = tb.Peakrate / 8
+		t.Minburst = max(tb.Minburst, uint32(link.Attrs().MTU)+14)
+		limit = min(limit, float64(t.Peakrate)*qosLatencyUsec/1e6+float64(t.Minburst))
+	}
+	t.Limit = uint32(min(limit, math.MaxUint32))
+	return t
+}
+
+// ticks is the time size bytes take at rate bytes/s, in scheduler ticks.
+func ticks(size, rate uint64) uint32 {
+	usec := float64(size) * 1e6 / float64(rate)
+	return uint32(min(usec*netlink.TickInUsec(), maxTbfBuffer))
+}

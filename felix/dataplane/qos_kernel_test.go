@@ -1,0 +1,85 @@
+package dataplane
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// The qos manager puts a workload's ingress bandwidth on its host veth as
+// our tbf (handle ca11:), changes it in place, repairs one changed or
+// deleted by someone else, and removes it when the limit or the endpoint
+// goes; a tbf that is not ours stays.
+func TestQoSManagerTbf(t *testing.T) {
+	needKernel(t)
+	tools := wrapTools(t)
+	n := newKernelNS(t, tools)
+	tc := func(args ...string) string { return run(t, n, "tc", args...) }
+	m := newQoSManager()
+	apply := func(eps ...LocalEndpoint) {
+		t.Helper()
+		m.SetDesired(eps, true)
+		if err := n.Do(func(ns.NetNS) error { return m.Apply() }); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+	}
+	root := func(iface string) string {
+		t.Helper()
+		for _, l := range strings.Split(tc("qdisc", "show", "dev", iface), "\n") {
+			if strings.Contains(l, " root ") {
+				return l
+			}
+		}
+		return ""
+	}
+	ep := func(iface string, q *api.QoSControls) LocalEndpoint {
+		return LocalEndpoint{Iface: iface, Shaping: IngressShaping(q)}
+	}
+	expect := func(iface, want string) {
+		t.Helper()
+		got := root(iface)
+		if want == "" && strings.Contains(got, "tbf") || want != "" && !strings.Contains(got, want) {
+			t.Fatalf("%s root qdisc %q, want %q", iface, got, want)
+		}
+	}
+
+	// 10 Mbit/s with a 200 kbit (25 kB) burst; the default burst.
+	apply(ep("calitest1", &api.QoSControls{IngressBandwidth: 10_000_000, IngressBurst: 200_000}),
+		ep("calitest2", &api.QoSControls{IngressBandwidth: 1_000_000}), ep("calitest3", nil))
+	expect("calitest1", "rate 10Mbit burst 25000b lat 25ms")
+	if !strings.HasPrefix(root("calitest1"), "qdisc tbf ca11: root") {
+		t.Fatalf("not our handle: %s", root("calitest1"))
+	}
+	expect("calitest2", "rate 1Mbit")
+	expect("calitest3", "")
+	// A change applies in place, with a peakrate (minburst: MTU + 14).
+	apply(ep("calitest1", &api.QoSControls{IngressBandwidth: 20_000_000, IngressBurst: 400_000, IngressPeakrate: 40_000_000}),
+		ep("calitest2", &api.QoSControls{IngressBandwidth: 1_000_000}), ep("calitest3", nil))
+	expect("calitest1", "rate 20Mbit burst 50000b peakrate 40Mbit minburst 151") // tc shows it rounded to ticks
+	// Drift: someone changes one and deletes the other; a resync repairs both.
+	tc("qdisc", "replace", "dev", "calitest1", "root", "handle", "ca11:", "tbf", "rate", "1mbit", "burst", "10kb", "latency", "10ms")
+	tc("qdisc", "del", "dev", "calitest2", "root")
+	m.resyncAll()
+	apply(ep("calitest1", &api.QoSControls{IngressBandwidth: 20_000_000, IngressBurst: 400_000, IngressPeakrate: 40_000_000}),
+		ep("calitest2", &api.QoSControls{IngressBandwidth: 1_000_000}), ep("calitest3", nil))
+	expect("calitest1", "rate 20Mbit burst 50000b peakrate 40Mbit")
+	expect("calitest2", "rate 1Mbit")
+	// Removing the limit, and the endpoint, removes our tbf; another's
+	// tbf on a workload interface is left alone.
+	tc("qdisc", "replace", "dev", "calitest3", "root", "handle", "1:", "tbf", "rate", "1mbit", "burst", "10kb", "latency", "10ms")
+	apply(ep("calitest1", nil), ep("calitest3", nil))
+	expect("calitest1", "")
+	expect("calitest2", "")
+	expect("calitest3", "qdisc tbf 1: root")
+	// An interface that does not exist yet stays pending, then gets its tbf.
+	apply(ep("calitest9", &api.QoSControls{IngressBandwidth: 5_000_000, IngressBurst: 100_000}))
+	if !m.dirty {
+		t.Fatal("a missing interface's shaping should stay pending")
+	}
+	run(t, n, tools.real["ip"], "link", "add", "calitest9", "type", "veth", "peer", "name", "pod9")
+	apply(ep("calitest9", &api.QoSControls{IngressBandwidth: 5_000_000, IngressBurst: 100_000}))
+	expect("calitest9", "rate 5Mbit burst 12500b")
+}
