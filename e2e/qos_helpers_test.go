@@ -133,6 +133,13 @@ func burstUDP(t *testing.T, p pod, sink *udpSink, n int) int {
 // holdListener accepts TCP connections at addr in n and keeps them open.
 func holdListener(t *testing.T, n ns.NetNS, addr string) {
 	t.Helper()
+	serveTCP(t, n, addr, func(c net.Conn) { _, _ = io.Copy(io.Discard, c); c.Close() })
+}
+
+// serveTCP listens at addr in n and runs handle on each connection in a
+// goroutine of its own, until the test ends.
+func serveTCP(t testing.TB, n ns.NetNS, addr string, handle func(net.Conn)) {
+	t.Helper()
 	l := listenTCP(t, n, addr)
 	go func() {
 		for {
@@ -140,7 +147,7 @@ func holdListener(t *testing.T, n ns.NetNS, addr string) {
 			if err != nil {
 				return
 			}
-			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+			go handle(c)
 		}
 	}()
 }
