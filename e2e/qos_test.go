@@ -111,14 +111,15 @@ func TestQoSPacketRateAndConnections(t *testing.T) {
 	if n := burstUDP(t, slowOut, sinkPlain, 200); n < 1 || n > 45 {
 		t.Errorf("%d of 200 datagrams from shop/slow-out (egressPacketRate 10, burst 20) arrived, want 1..45", n)
 	}
-	if n := burstUDP(t, plain, listenUDP(t, capped.ns, hostPort(capped.ip, 9000)), 200); n < 190 {
-		t.Errorf("only %d of 200 datagrams reached shop/capped, which has no packet rate limit", n)
+	// (Not to shop/capped: a UDP flow counts as one of its connections.)
+	if n := burstUDP(t, plain, listenUDP(t, single.ns, hostPort(single.ip, 9000)), 200); n < 190 {
+		t.Errorf("only %d of 200 datagrams reached shop/single, which has no packet rate limit", n)
 	}
 
 	// Connections to shop/capped (ingressMaxConnections 2): a third is
 	// reset, and once one closes another may open.
 	holdListener(t, capped.ns, hostPort(capped.ip, 8080))
-	conns := expectConnLimit(t, plain, hostPort(capped.ip, 8080), 2, "to shop/capped (ingressMaxConnections 2)")
+	conns := e.expectConnLimit(t, plain, hostPort(capped.ip, 8080), 2, "to shop/capped (ingressMaxConnections 2)")
 	conns[0].Close()
 	eventually(t, 10*time.Second, "a connection to shop/capped after one closed", func() error {
 		_, err := dialHold(t, plain.ns, hostPort(capped.ip, 8080))
@@ -126,7 +127,7 @@ func TestQoSPacketRateAndConnections(t *testing.T) {
 	})
 	// Connections from shop/single (egressMaxConnections 1).
 	holdListener(t, plain.ns, hostPort(plain.ip, 8081))
-	expectConnLimit(t, single, hostPort(plain.ip, 8081), 1, "from shop/single (egressMaxConnections 1)")
+	e.expectConnLimit(t, single, hostPort(plain.ip, 8081), 1, "from shop/single (egressMaxConnections 1)")
 
 	for _, p := range []pod{slowIn, slowOut, capped, single, plain} {
 		if err := e.del(e.l, p.rt); err != nil {
@@ -136,28 +137,32 @@ func TestQoSPacketRateAndConnections(t *testing.T) {
 	e.assertClean()
 }
 
-// expectConnLimit waits until from can open max connections to addr and
-// the next one is reset; it returns the open ones.
-func expectConnLimit(t *testing.T, from pod, addr string, max int, what string) []net.Conn {
+// expectConnLimit waits until the agent has programmed the limit, then
+// expects from to open max connections to addr and the next one to be
+// reset; it returns the open ones.
+func (e *qosEnv) expectConnLimit(t *testing.T, from pod, addr string, max int, what string) []net.Conn {
 	t.Helper()
-	var open []net.Conn
-	eventually(t, 20*time.Second, "connection limit "+what, func() error {
-		open = nil
-		for i := 0; i < max; i++ {
-			c, err := dialHold(t, from.ns, addr)
-			if err != nil {
-				return err
-			}
-			open = append(open, c)
-		}
-		_, err := dialHold(t, from.ns, addr)
-		switch {
-		case err == nil:
-			return fmt.Errorf("connection %d was accepted", max+1)
-		case !refused(err):
-			return fmt.Errorf("connection %d: %v, want connection refused (reset)", max+1, err)
+	rule := fmt.Sprintf("--connlimit-above %d ", max)
+	eventually(t, 20*time.Second, "the agent programs the connection limit "+what, func() error {
+		if !strings.Contains(mustNS(t, e.host.ns, "iptables-save", "-t", "filter"), rule) {
+			return fmt.Errorf("no rule with %s", rule)
 		}
 		return nil
 	})
+	var open []net.Conn
+	for i := 0; i < max; i++ {
+		c, err := dialHold(t, from.ns, addr)
+		if err != nil {
+			t.Fatalf("connection %d %s: %v", i+1, what, err)
+		}
+		open = append(open, c)
+	}
+	_, err := dialHold(t, from.ns, addr)
+	switch {
+	case err == nil:
+		t.Fatalf("connection %d %s was accepted", max+1, what)
+	case !refused(err):
+		t.Fatalf("connection %d %s: %v, want connection refused (reset)", max+1, what, err)
+	}
 	return open
 }
