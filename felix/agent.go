@@ -56,6 +56,9 @@ type agent struct {
 	ifaces *ifaceWatch
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
+	// shapeEgress: the kernel shapes egress bandwidth on ifb devices
+	// (qos.go); otherwise rules police it.
+	shapeEgress bool
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
@@ -69,6 +72,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
+	a.probeEgressShaping()
 	a.foldSettings()                                                                    // the environment's values before any object arrives
 	cur := a.settings.Current()
 	a.status.configure(statusConfigOf(&cur))
@@ -312,7 +316,8 @@ func (a *agent) apply(ctx context.Context) error {
 	statuses := map[string]string{}
 	dev := deviceRoutes(&cur)
 	for _, ep := range d.Endpoints {
-		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC, Shaping: dataplane.IngressShaping(ep.QoS)})
+		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC,
+			Shaping: dataplane.IngressShaping(ep.QoS), EgressShaping: a.egressShaping(ep.QoS)})
 		for _, addr := range ep.Addrs {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}

@@ -204,7 +204,7 @@ func workloadID(w *api.WorkloadEndpoint) string {
 
 // rulesConfig reads FelixConfiguration "default" overlaid by "node.<name>".
 func (s *State) rulesConfig() rules.Config {
-	var cfg rules.Config
+	cfg := rules.Config{PoliceEgressBandwidth: s.policeEgress}
 	for _, name := range []string{"default", "node." + s.node} {
 		f, ok := s.felixCfgs[name]
 		if !ok {

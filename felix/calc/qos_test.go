@@ -10,7 +10,8 @@ import (
 
 // TestQoSControls: an endpoint's qosControls, with Calico's defaults,
 // reach its local endpoint (for the tbf) and its chains (packet rate,
-// connections, egress bandwidth); a change and a removal follow.
+// connections, and egress bandwidth where the kernel cannot shape it); a
+// change and a removal follow.
 func TestQoSControls(t *testing.T) {
 	ds := datastore{}
 	w := wep("default", "a", thisNode, "calia", nil, []string{"10.64.0.1/32"}, "open")
@@ -37,8 +38,12 @@ func TestQoSControls(t *testing.T) {
 		w.Spec.QoSControls = &api.QoSControls{EgressBandwidth: 8_000_000, EgressBurst: 8_000_000}
 		next.put(t, w)
 	}, s.Apply)
+	if r := qosRules(); r != "" {
+		t.Fatalf("after the change, with the kernel shaping egress, QoS rules:\n%s", r)
+	}
+	s.SetEgressPolicing(true) // a kernel that cannot
 	if r := qosRules(); !strings.Contains(r, "--hashlimit-above 1000000b/s") || strings.Contains(r, "-m limit") || strings.Contains(r, "connlimit") {
-		t.Fatalf("after the change, QoS rules:\n%s", r)
+		t.Fatalf("after the change, egress policed, QoS rules:\n%s", r)
 	}
 	if d := s.Desired(false); d.Endpoints[0].QoS.IngressBandwidth != 0 {
 		t.Fatalf("after the change: %+v", d.Endpoints[0].QoS)

@@ -33,44 +33,71 @@ type TokenBucket struct {
 	Minburst              uint32
 }
 
-// IngressShaping is the tbf a workload's qosControls ask for (with
-// Calico's defaults filled in); nil when there is no ingress bandwidth.
+// IngressShaping is the tbf a workload's qosControls ask for on traffic to
+// it (with Calico's defaults filled in); nil when there is no limit.
 func IngressShaping(q *api.QoSControls) *TokenBucket {
-	if q == nil || q.IngressBandwidth <= 0 {
+	if q == nil {
 		return nil
 	}
 	q = q.WithDefaults()
-	return &TokenBucket{Rate: uint64(q.IngressBandwidth), Burst: uint64(q.IngressBurst),
-		Peakrate: uint64(max(q.IngressPeakrate, 0)), Minburst: uint32(max(q.IngressMinburst, 0))}
+	return bucket(q.IngressBandwidth, q.IngressBurst, q.IngressPeakrate, q.IngressMinburst)
 }
+
+// EgressShaping is the tbf for traffic from the workload, on its ifb
+// device (qos_egress.go).
+func EgressShaping(q *api.QoSControls) *TokenBucket {
+	if q == nil {
+		return nil
+	}
+	q = q.WithDefaults()
+	return bucket(q.EgressBandwidth, q.EgressBurst, q.EgressPeakrate, q.EgressMinburst)
+}
+
+func bucket(rate, burst, peak, minburst int64) *TokenBucket {
+	if rate <= 0 {
+		return nil
+	}
+	return &TokenBucket{Rate: uint64(rate), Burst: uint64(max(burst, 0)), Peakrate: uint64(max(peak, 0)), Minburst: uint32(max(minburst, 0))}
+}
+
+// shaping is an interface's two buckets; nil: that direction is free.
+type shaping struct{ in, out *TokenBucket }
+
+func (a shaping) equal(b shaping) bool { return eqBucket(a.in, b.in) && eqBucket(a.out, b.out) }
+
+func eqBucket(a, b *TokenBucket) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 // qosManager keeps the tbf of each workload interface as desired.
 type qosManager struct {
-	desired map[string]TokenBucket // interfaces with shaping
+	desired map[string]shaping     // interfaces with shaping
 	known   map[string]bool        // every desired workload interface
 	pending map[string]bool        // to read back and repair
 	inSync  bool
 	dirty   bool
 	nl      *nlHandle
+	// fed is, per interface, the ifb index its redirect program sends to.
+	fed map[string]int
+	// scanIfbs: on resync, look for ifb devices of ours no endpoint wants.
+	scanIfbs bool
 }
 
 func newQoSManager() *qosManager {
-	return &qosManager{desired: map[string]TokenBucket{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle()}
+	return &qosManager{desired: map[string]shaping{}, fed: map[string]int{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle()}
 }
 
 // SetDesired records the shaping of every local endpoint and marks those
 // that changed (no kernel I/O). Interfaces that lost their shaping, or
 // their endpoint, are pending so their tbf goes.
 func (m *qosManager) SetDesired(eps []LocalEndpoint, inSync bool) {
-	d, known := map[string]TokenBucket{}, map[string]bool{}
+	d, known := map[string]shaping{}, map[string]bool{}
 	for _, e := range eps {
 		known[e.Iface] = true
-		if e.Shaping != nil {
-			d[e.Iface] = *e.Shaping
+		if e.Shaping != nil || e.EgressShaping != nil {
+			d[e.Iface] = shaping{e.Shaping, e.EgressShaping}
 		}
 	}
-	for name, tb := range d {
-		if old, ok := m.desired[name]; !ok || old != tb {
+	for name, sh := range d {
+		if old, ok := m.desired[name]; !ok || !old.equal(sh) {
 			m.pending[name] = true
 		}
 	}
@@ -93,7 +120,8 @@ func (m *qosManager) resyncAll() {
 	for name := range m.known {
 		m.pending[name] = true
 	}
-	m.dirty = true
+	m.fed = map[string]int{} // re-attach the redirect programs
+	m.scanIfbs, m.dirty = true, true
 }
 
 // Apply makes each pending interface's root qdisc match: our tbf with the
@@ -113,29 +141,54 @@ func (m *qosManager) Apply() error {
 	sort.Strings(names)
 	var errs []error
 	for _, name := range names {
-		tb, want := m.desired[name]
+		sh, want := m.desired[name]
 		if !want && !m.inSync {
 			continue // removals wait for the datastore view
 		}
-		link, err := m.nl.h.LinkByName(name)
-		if err != nil {
-			if !want {
-				delete(m.pending, name) // gone, and its qdisc with it
+		if err := m.applyIface(name, sh); err != nil {
+			if !errors.Is(err, errNoLinkYet) {
+				errs = append(errs, err)
 			}
-			continue
-		}
-		var wantTbf *netlink.Tbf
-		if want {
-			wantTbf = tbfFor(tb, link)
-		}
-		if err := m.reconcile(link, wantTbf); err != nil {
-			errs = append(errs, err)
 			continue
 		}
 		delete(m.pending, name)
 	}
-	m.dirty = len(m.pending) > 0
+	if m.scanIfbs && m.inSync {
+		if err := m.pruneIfbs(); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.scanIfbs = false
+		}
+	}
+	m.dirty = len(m.pending) > 0 || m.scanIfbs
 	return errors.Join(errs...)
+}
+
+// errNoLinkYet: the interface to shape does not exist (yet).
+var errNoLinkYet = errors.New("no such interface yet")
+
+// applyIface shapes one interface as sh says (both nil: no shaping). A
+// missing interface stays pending (errNoLinkYet) while shaping is wanted;
+// when it is not, its egress ifb goes.
+func (m *qosManager) applyIface(name string, sh shaping) error {
+	link, err := m.nl.h.LinkByName(name)
+	if err != nil {
+		if sh.in != nil || sh.out != nil {
+			return errNoLinkYet
+		}
+		return m.unshapeEgress(name, nil) // the interface went, and its qdiscs with it
+	}
+	var wantTbf *netlink.Tbf
+	if sh.in != nil {
+		wantTbf = tbfFor(*sh.in, link)
+	}
+	if err := m.reconcile(link, wantTbf); err != nil {
+		return err
+	}
+	if sh.out == nil {
+		return m.unshapeEgress(name, link)
+	}
+	return m.shapeEgress(link, *sh.out)
 }
 
 // reconcile reads link's root qdisc and replaces or deletes it so that it

@@ -1,11 +1,13 @@
 package dataplane
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -82,4 +84,80 @@ func TestQoSManagerTbf(t *testing.T) {
 	run(t, n, tools.real["ip"], "link", "add", "calitest9", "type", "veth", "peer", "name", "pod9")
 	apply(ep("calitest9", &api.QoSControls{IngressBandwidth: 5_000_000, IngressBurst: 100_000}))
 	expect("calitest9", "rate 5Mbit burst 12500b")
+}
+
+// Egress bandwidth: our classifier on the host veth's ingress redirects
+// what the workload sends to its ifb device, whose tbf shapes it; the
+// packets still arrive. A deleted ifb is recreated (and the classifier
+// re-pointed) on resync; removing the limit removes both; a stray ifb of
+// ours goes on resync.
+func TestQoSManagerEgressIfb(t *testing.T) {
+	needKernel(t)
+	if !EgressShapingSupported() {
+		t.Fatal("this kernel cannot load the egress redirect program")
+	}
+	tools := wrapTools(t)
+	n := newKernelNS(t, tools)
+	ip := tools.real["ip"]
+	pod := nstest.NewNS(t)
+	run(t, n, ip, "addr", "add", "10.9.0.1/24", "dev", "calitest1")
+	run(t, n, ip, "link", "set", "pod1", "netns", pod.Path())
+	run(t, pod, ip, "addr", "add", "10.9.0.2/24", "dev", "pod1")
+	run(t, pod, ip, "link", "set", "pod1", "up")
+	ifb := IfbName("calitest1")
+	m := newQoSManager()
+	apply := func(q *api.QoSControls) {
+		t.Helper()
+		m.SetDesired([]LocalEndpoint{{Iface: "calitest1", EgressShaping: EgressShaping(q)}}, true)
+		if err := n.Do(func(ns.NetNS) error { return m.Apply() }); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+	}
+	sent := func() int {
+		t.Helper()
+		out := run(t, n, "tc", "-s", "qdisc", "show", "dev", ifb)
+		var bytes, pkts int
+		if i := strings.Index(out, "Sent "); i < 0 {
+			t.Fatalf("no tbf statistics on %s:\n%s", ifb, out)
+		} else if _, err := fmt.Sscanf(out[i:], "Sent %d bytes %d pkt", &bytes, &pkts); err != nil {
+			t.Fatal(err)
+		}
+		return pkts
+	}
+	pingThrough := func(what string) {
+		t.Helper()
+		before := sent()
+		run(t, pod, "ping", "-c", "3", "-i", "0.2", "-W", "1", "10.9.0.1")
+		if after := sent(); after < before+3 {
+			t.Fatalf("%s: the ifb's tbf passed %d packets for 3 pings", what, after-before)
+		}
+	}
+
+	q := &api.QoSControls{EgressBandwidth: 1_000_000, EgressBurst: 100_000}
+	apply(q)
+	if got := run(t, n, "tc", "qdisc", "show", "dev", ifb); !strings.Contains(got, "tbf ca11: root") || !strings.Contains(got, "rate 1Mbit burst 12500b") {
+		t.Fatalf("%s qdisc:\n%s", ifb, got)
+	}
+	if got := run(t, n, "tc", "filter", "show", "dev", "calitest1", "ingress"); !strings.Contains(got, "calico-qos-egress direct-action") {
+		t.Fatalf("calitest1 ingress filters:\n%s", got)
+	}
+	pingThrough("shaped")
+
+	run(t, n, ip, "link", "del", ifb)
+	m.resyncAll()
+	apply(q)
+	pingThrough("after the ifb was deleted and the manager resynced")
+
+	run(t, n, ip, "link", "add", "bwcali000000000", "type", "ifb")
+	apply(nil)
+	m.resyncAll()
+	apply(nil)
+	links := run(t, n, ip, "-o", "link", "show", "type", "ifb")
+	if strings.Contains(links, ifb) || strings.Contains(links, "bwcali000000000") {
+		t.Fatalf("ifb devices left after the limit went:\n%s", links)
+	}
+	if got := run(t, n, "tc", "filter", "show", "dev", "calitest1", "ingress"); strings.Contains(got, "calico-qos") {
+		t.Fatalf("our classifier stayed:\n%s", got)
+	}
+	run(t, pod, "ping", "-c", "1", "-W", "1", "10.9.0.1")
 }

@@ -54,7 +54,7 @@ func TestKernelAcceptsRules(t *testing.T) {
 				in.Policies[k] = p
 			}
 			in.Profiles["open"] = hostInput().Profiles["open"]
-			tb, sets := Render(Config{IPVersion: v}, in)
+			tb, sets := Render(Config{IPVersion: v, PoliceEgressBandwidth: true}, in)
 			if len(tb.Raw) == 0 || len(tb.Mangle) == 0 {
 				t.Fatalf("host endpoints rendered no raw or mangle chains")
 			}

@@ -12,10 +12,11 @@ import (
 // QoS controls in the endpoint chains (Calico 3.32's placement): packet
 // rate limits run first, on every packet, before the conntrack rules;
 // connection limits run after them, so only a flow's first packet counts.
-// Egress bandwidth, which Calico shapes with a token bucket on an ifb
-// device fed by tc mirred, is policed here instead (docs/QOS.md): a
-// hashlimit byte-mode match drops what exceeds the rate (and the peakrate).
-// Ingress bandwidth is a tbf qdisc on the host veth (felix/dataplane/qos.go).
+// Bandwidth is shaped by tbf qdiscs (felix/dataplane/qos*.go): on the host
+// veth for ingress, on an ifb device for egress. Where the kernel cannot
+// feed the ifb (Config.PoliceEgressBandwidth), the egress bandwidth is
+// policed here instead (docs/QOS.md): a hashlimit byte-mode match drops
+// what exceeds the rate (and the peakrate).
 
 // The byte rates (bytes/s) hashlimit takes: iptables 1.8 rejects or
 // crashes on others. Faster limits police at the maximum, 32 Gbit/s; the
@@ -60,7 +61,7 @@ func (r *renderer) qosConnections(dir string, max int64) []iptables.Rule {
 // hashlimit wants a byte burst of at least about one second at the rate
 // (and rounds both); a smaller burst is raised to that.
 func (r *renderer) qosEgressBandwidth(iface string, q *api.QoSControls) []iptables.Rule {
-	if q.EgressBandwidth == 0 {
+	if q.EgressBandwidth == 0 || !r.cfg.PoliceEgressBandwidth {
 		return nil
 	}
 	out := []iptables.Rule{hashlimitDrop(hashlimitName("cqb", iface), q.EgressBandwidth/8, q.EgressBurst/8, "Drop packets over egress bandwidth limit")}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/store/api"
@@ -17,7 +18,7 @@ func TestQoSRendering(t *testing.T) {
 		EgressBandwidth: 10_000_000, EgressBurst: 80_000_000, EgressPeakrate: 20_000_000, EgressMinburst: 1500,
 		IngressBandwidth: 1_000_000, // a tbf qdisc, not a rule
 	}).WithDefaults()
-	tb, _ := Render(Config{}, in)
+	tb, _ := Render(Config{PoliceEgressBandwidth: true}, in)
 	bw, peak := hashlimitName("cqb", "cali-a"), hashlimitName("cqp", "cali-a")
 	if len(bw) != 15 || bw == peak {
 		t.Fatalf("hashlimit names %q %q: want 15 characters, distinct", bw, peak)
@@ -71,6 +72,11 @@ func TestQoSRendering(t *testing.T) {
 	plain, _ := Render(Config{}, semanticsInput())
 	if got, want := chainLines(t, tb.Filter, EndpointChainName("tw", "cali-b")), chainLines(t, plain.Filter, EndpointChainName("tw", "cali-b")); got != want {
 		t.Errorf("an endpoint without QoS changed:\n%s", got)
+	}
+	// Where the kernel shapes egress (the default), no policing rules.
+	shaped, _ := Render(Config{}, in)
+	if got := chainLines(t, shaped.Filter, EndpointChainName("fw", "cali-a")); strings.Contains(got, "hashlimit") {
+		t.Errorf("egress bandwidth policed although the kernel shapes it:\n%s", got)
 	}
 	// A rate beyond hashlimit's range polices at its maximum.
 	huge := hashlimitDrop("x", 125_000_000_000_000, 0, "")
