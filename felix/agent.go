@@ -73,7 +73,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
 	a.probeEgressShaping()
-	a.foldSettings()                                                                    // the environment's values before any object arrives
+	a.foldSettings() // the environment's values before any object arrives
 	cur := a.settings.Current()
 	a.status.configure(statusConfigOf(&cur))
 	return a

@@ -65,13 +65,15 @@ type shaping struct{ in, out *TokenBucket }
 
 func (a shaping) equal(b shaping) bool { return eqBucket(a.in, b.in) && eqBucket(a.out, b.out) }
 
-func eqBucket(a, b *TokenBucket) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+func eqBucket(a, b *TokenBucket) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
 
 // qosManager keeps the tbf of each workload interface as desired.
 type qosManager struct {
-	desired map[string]shaping     // interfaces with shaping
-	known   map[string]bool        // every desired workload interface
-	pending map[string]bool        // to read back and repair
+	desired map[string]shaping // interfaces with shaping
+	known   map[string]bool    // every desired workload interface
+	pending map[string]bool    // to read back and repair
 	inSync  bool
 	dirty   bool
 	nl      *nlHandle
