@@ -83,9 +83,33 @@ func (m *qosManager) unshapeEgress(name string, link netlink.Link) error {
 			if err := m.nl.h.FilterDel(ours); err != nil && !errors.Is(err, syscall.ENOENT) {
 				return fmt.Errorf("removing the egress redirect of %s: %w", name, err)
 			}
+			if err := m.dropEmptyIngressQdisc(link); err != nil {
+				return err
+			}
 		}
 	}
 	return m.deleteIfb(IfbName(name))
+}
+
+// dropEmptyIngressQdisc deletes link's ingress qdisc (the one
+// ensureIngressQdisc adds; never a clsact) once no filter is left on it.
+func (m *qosManager) dropEmptyIngressQdisc(link netlink.Link) error {
+	fs, err := m.nl.h.FilterList(link, netlink.HANDLE_MIN_INGRESS)
+	if err != nil || len(fs) > 0 {
+		return nil
+	}
+	qs, err := m.nl.h.QdiscList(link)
+	if err != nil {
+		return fmt.Errorf("qdiscs of %s: %w", link.Attrs().Name, err)
+	}
+	for _, q := range qs {
+		if in, ok := q.(*netlink.Ingress); ok {
+			if err := m.nl.h.QdiscDel(in); err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EINVAL) {
+				return fmt.Errorf("removing the ingress qdisc of %s: %w", link.Attrs().Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (m *qosManager) ensureIfb(name string, mtu int) (netlink.Link, error) {

@@ -159,5 +159,8 @@ func TestQoSManagerEgressIfb(t *testing.T) {
 	if got := run(t, n, "tc", "filter", "show", "dev", "calitest1", "ingress"); strings.Contains(got, "calico-qos") {
 		t.Fatalf("our classifier stayed:\n%s", got)
 	}
+	if got := run(t, n, "tc", "qdisc", "show", "dev", "calitest1"); strings.Contains(got, "ingress") {
+		t.Fatalf("the emptied ingress qdisc stayed:\n%s", got)
+	}
 	run(t, pod, "ping", "-c", "1", "-W", "1", "10.9.0.1")
 }
