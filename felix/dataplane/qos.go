@@ -16,7 +16,8 @@ import (
 // token bucket filter (tbf) qdisc at the root of the workload's host-side
 // veth. Ours carry the handle qosHandle, so a restarted agent tells them
 // from qdiscs others put there; a tbf that differs from what is desired is
-// replaced, one no longer desired deleted (docs/QOS.md).
+// replaced, one no longer desired deleted (docs/QOS.md). Egress bandwidth
+// is a tbf of the same kind on an ifb device (qos_egress.go).
 
 // qosHandle is the handle of our tbf qdiscs (ca11:).
 var qosHandle = netlink.MakeHandle(0xca11, 0)
@@ -25,7 +26,7 @@ var qosHandle = netlink.MakeHandle(0xca11, 0)
 // in Calico (tc tbf latency 25ms).
 const qosLatencyUsec = 25_000
 
-// TokenBucket is a workload's ingress shaping in Calico's units: rate and
+// TokenBucket is a workload's shaping in one direction, in Calico's units: rate and
 // peakrate in bits/s, burst in bits, minburst in bytes (0: the interface
 // MTU plus the Ethernet header).
 type TokenBucket struct {
