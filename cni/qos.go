@@ -29,6 +29,9 @@ const (
 	annotQoSEgressPacketBurst  = "qos.projectcalico.org/egressPacketBurst"
 	annotQoSIngressMaxConns    = "qos.projectcalico.org/ingressMaxConnections"
 	annotQoSEgressMaxConns     = "qos.projectcalico.org/egressMaxConnections"
+	// annotQoSDSCP (Calico 3.32's DiffServ marking of egress traffic) is
+	// not implemented: ADD refuses it rather than ignore it.
+	annotQoSDSCP = "qos.projectcalico.org/dscp"
 )
 
 // qosAnnotation ties an annotation to the QoSControls member it sets and
@@ -67,6 +70,9 @@ var qosAnnotations = []qosAnnotation{
 // instead, naming the annotation: a limit the user asked for is never
 // silently changed. bad makes the error for an annotation.
 func parseQoSAnnotations(an map[string]string, bad func(annot, format string, args ...any) error) (*api.QoSControls, error) {
+	if _, ok := an[annotQoSDSCP]; ok {
+		return nil, bad(annotQoSDSCP, "DiffServ marking is not supported by this agent")
+	}
 	q := &api.QoSControls{}
 	keyOf := map[string]string{} // member -> the annotation that set it
 	for _, a := range qosAnnotations {

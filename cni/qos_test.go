@@ -79,6 +79,7 @@ func TestParseQoSAnnotationsRefuses(t *testing.T) {
 		{"peakrate not above bandwidth", annotQoSIngressPeakrate, "1M", map[string]string{annotQoSIngressBandwidth: "1M"}, "ingressPeakrate must be greater than ingressBandwidth"},
 		{"minburst without peakrate", annotQoSEgressMinburst, "3000", map[string]string{annotQoSEgressBandwidth: "1M"}, "egressMinburst needs egressPeakrate"},
 		{"packet burst without packet rate", annotQoSEgressPacketBurst, "10", nil, "egressPacketBurst needs egressPacketRate"},
+		{"DSCP, not implemented", annotQoSDSCP, "AF21", nil, "DiffServ marking is not supported by this agent"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
