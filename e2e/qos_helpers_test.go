@@ -63,10 +63,15 @@ func (e *qosEnv) waitQdisc(t *testing.T, p pod, want string) {
 	})
 }
 
+// wirePerPayload turns the payload a receiver counts into the frames a
+// tbf counts: at MTU 1500 a segment of 1448 payload bytes (TCP timestamps
+// on) is a 1514-byte frame.
+const wirePerPayload = 1514.0 / 1448.0
+
 // tcpRate streams TCP from one namespace to a listener at addr in
 // another, as fast as the sender can write, and returns the bits per
-// second received over window, counted after warm (slow start and any
-// initial burst done).
+// second on the wire (wirePerPayload) over window, counted after warm
+// (slow start and any initial burst done).
 func tcpRate(t *testing.T, from, to ns.NetNS, addr string, warm, window time.Duration) float64 {
 	t.Helper()
 	l := listenTCP(t, to, addr)
@@ -101,7 +106,7 @@ func tcpRate(t *testing.T, from, to ns.NetNS, addr string, warm, window time.Dur
 	time.Sleep(warm)
 	start, before := time.Now(), got.Load()
 	time.Sleep(window)
-	bits := float64(got.Load()-before) * 8 / time.Since(start).Seconds()
+	bits := float64(got.Load()-before) * 8 * wirePerPayload / time.Since(start).Seconds()
 	c.Close()
 	l.Close()
 	<-done
