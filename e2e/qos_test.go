@@ -20,8 +20,8 @@ const (
 // A bandwidth annotation limits a TCP stream to the pod to within 10% of
 // the rate (a tbf on its host veth), and one from the pod too (a tbf on
 // its ifb device); a bad annotation fails ADD naming it and leaves nothing
-// behind; changing the endpoint's qosControls applies live, and removing
-// them lifts the limit.
+// behind; changing the endpoint's qosControls applies live, removing them
+// lifts the limit, and deleting a shaped pod removes its ifb.
 func TestQoSBandwidthAnnotation(t *testing.T) {
 	t.Parallel()
 	const rate = 20e6 // bits/s
@@ -71,15 +71,18 @@ func TestQoSBandwidthAnnotation(t *testing.T) {
 	}
 	e.editEndpoint(server, func(w *api.WorkloadEndpoint) { w.Spec.QoSControls = nil })
 	e.waitQdisc(t, server, "")
-	e.editEndpoint(client, func(w *api.WorkloadEndpoint) { w.Spec.QoSControls = nil })
-	eventually(t, 20*time.Second, "the ifb of shop/client goes", func() error {
+	// Deleting the shaped pod removes its ifb.
+	if err := e.del(e.l, client.rt); err != nil {
+		t.Fatalf("DEL %s: %v", client.rt.ContainerID, err)
+	}
+	eventually(t, 20*time.Second, "the ifb of shop/client goes with it", func() error {
 		if out, _ := inNS(e.host.ns, "ip", "-o", "link", "show", "type", "ifb"); strings.Contains(out, "bwcali") {
 			return fmt.Errorf("ifb devices: %s", out)
 		}
 		return nil
 	})
 
-	for _, p := range []pod{server, client, plain} {
+	for _, p := range []pod{server, plain} {
 		if err := e.del(e.l, p.rt); err != nil {
 			t.Errorf("DEL %s: %v", p.rt.ContainerID, err)
 		}
