@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -57,6 +58,35 @@ func TestQoSManagerTbf(t *testing.T) {
 	}
 	expect("calitest2", "rate 1Mbit")
 	expect("calitest3", "")
+	// What the kernel reports back is what was asked (also the capped
+	// bucket of the default 4 Gibit burst), so a resync changes nothing.
+	for _, c := range []struct {
+		iface string
+		q     *api.QoSControls
+	}{{"calitest1", &api.QoSControls{IngressBandwidth: 10_000_000, IngressBurst: 200_000}}, {"calitest2", &api.QoSControls{IngressBandwidth: 1_000_000}}} {
+		err := n.Do(func(ns.NetNS) error {
+			link, err := m.nl.h.LinkByName(c.iface)
+			if err != nil {
+				return err
+			}
+			qs, err := m.nl.h.QdiscList(link)
+			if err != nil {
+				return err
+			}
+			for _, q := range qs {
+				if tb, ok := q.(*netlink.Tbf); ok && tb.Handle == qosHandle {
+					if want := tbfFor(*IngressShaping(c.q), link); !sameTbf(tb, want) {
+						return fmt.Errorf("read back %+v, want %+v", tb, want)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("no tbf of ours")
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.iface, err)
+		}
+	}
 	// A change applies in place, with a peakrate (minburst: MTU + 14).
 	apply(ep("calitest1", &api.QoSControls{IngressBandwidth: 20_000_000, IngressBurst: 400_000, IngressPeakrate: 40_000_000}),
 		ep("calitest2", &api.QoSControls{IngressBandwidth: 1_000_000}), ep("calitest3", nil))
