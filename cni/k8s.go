@@ -48,6 +48,7 @@ type kubePod struct {
 	floating       []netip.Addr     // floatingIPs: NAT'ed to the pod's address of the same family
 	mac            net.HardwareAddr // hwAddr: the pod interface's MAC
 	spoofable      []string         // allowedSourcePrefixes: masked CIDRs the pod may send from
+	qos            *api.QoSControls // qos.projectcalico.org/*: the endpoint's qosControls (qos.go)
 
 	ipamStdin []byte // the delegated IPAM's netconf with usePodCidr replaced; nil: unchanged
 }
@@ -196,6 +197,9 @@ func parseKubePod(conf *NetConf, pod k8s.Pod, ns k8s.Namespace) (*kubePod, error
 			return nil, bad(annotSourcePrefixes, "%v", err)
 		}
 	}
+	if kp.qos, err = parseQoSAnnotations(an, bad); err != nil {
+		return nil, err
+	}
 	return kp, nil
 }
 
@@ -315,8 +319,9 @@ func (kp *kubePod) ipamInputs(conf *NetConf, args Args) (*NetConf, Args) {
 }
 
 // applyTo fills in the endpoint what the pod says: labels, service
-// account, ports, NAT for floating IPs and the source prefixes it may
-// send from (which the agent honours only with workloadSourceSpoofing Any).
+// account, ports, NAT for floating IPs, the source prefixes it may
+// send from (which the agent honours only with workloadSourceSpoofing Any)
+// and its QoS controls.
 func (kp *kubePod) applyTo(w *api.WorkloadEndpoint, addrs []netip.Addr) error {
 	nats, err := kp.ipNATs(addrs)
 	if err != nil {
@@ -327,6 +332,7 @@ func (kp *kubePod) applyTo(w *api.WorkloadEndpoint, addrs []netip.Addr) error {
 	w.Spec.Ports = k8s.PodPorts(kp.pod)
 	w.Spec.IPNATs = nats
 	w.Spec.AllowSpoofedSourcePrefixes = kp.spoofable
+	w.Spec.QoSControls = kp.qos
 	return nil
 }
 

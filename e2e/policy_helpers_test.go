@@ -73,18 +73,11 @@ func hostPort(ip string, port int) string { return net.JoinHostPort(ip, fmt.Spri
 // the client's address as it sees it, then a newline.
 func listenPeer(t testing.TB, n ns.NetNS, addr string) {
 	t.Helper()
-	l := listenTCP(t, n, addr)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-			_, _ = c.Write([]byte(host + "\n"))
-			c.Close()
-		}
-	}()
+	serveTCP(t, n, addr, func(c net.Conn) {
+		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		_, _ = c.Write([]byte(host + "\n"))
+		c.Close()
+	})
 }
 
 // dialPeer connects from n to a listenPeer listener and returns the

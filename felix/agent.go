@@ -59,6 +59,9 @@ type agent struct {
 	ifaces *ifaceWatch
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
+	// shapeEgress: the kernel shapes egress bandwidth on ifb devices
+	// (qos.go); otherwise rules police it.
+	shapeEgress bool
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
@@ -73,7 +76,8 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		statusFiles: &statusFiles{},
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
-	a.foldSettings()                                                                    // the environment's values before any object arrives
+	a.probeEgressShaping()
+	a.foldSettings() // the environment's values before any object arrives
 	cur := a.settings.Current()
 	a.status.configure(statusConfigOf(&cur))
 	return a
@@ -320,7 +324,8 @@ func (a *agent) apply(ctx context.Context) error {
 	statuses, files := map[string]string{}, map[string]bool{}
 	dev := deviceRoutes(&cur)
 	for _, ep := range d.Endpoints {
-		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC})
+		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC,
+			Shaping: dataplane.IngressShaping(ep.QoS), EgressShaping: a.egressShaping(ep.QoS)})
 		for _, addr := range ep.Addrs {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}

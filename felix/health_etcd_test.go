@@ -65,8 +65,10 @@ func TestEmbeddedEtcdQuotaAlarmSurfaces(t *testing.T) {
 	if v := gauge(t, m, "calico_embedded_etcd_quota_backend_bytes", ""); v != quota {
 		t.Errorf("quota metric %v, want %d", v, quota)
 	}
-	if v := gauge(t, m, "calico_embedded_etcd_db_total_size_in_bytes", ""); v < quota {
-		t.Errorf("db size metric %v, want at least the %d quota", v, quota)
+	// etcd raises NOSPACE when the next write would pass the quota, so the
+	// file can stop a page or two short of it.
+	if v := gauge(t, m, "calico_embedded_etcd_db_total_size_in_bytes", ""); v < quota*9/10 {
+		t.Errorf("db size metric %v, want near the %d quota", v, quota)
 	}
 	if v := gauge(t, m, "calico_embedded_etcd_db_total_size_in_use_in_bytes", ""); v <= 0 {
 		t.Errorf("db in-use metric %v", v)

@@ -21,6 +21,8 @@ type LocalEndpoint struct {
 	Orchestrator, Workload, Endpoint string
 	// StatusFile names the endpoint's status file (internal/epstatus).
 	StatusFile string
+	// QoS is the endpoint's qosControls with Calico's defaults; nil: none.
+	QoS *api.QoSControls
 }
 
 // Desired is the whole desired dataplane state.
@@ -62,9 +64,10 @@ func (s *State) Desired(ipv6 bool) Desired {
 				used[p] = true
 			}
 		}
-		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles}
+		qos := w.Spec.QoSControls.WithDefaults()
+		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles, QoS: qos}
 		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w),
-			StatusFile: epstatus.FileName(w)}
+			StatusFile: epstatus.FileName(w), QoS: qos}
 		for _, n := range w.Spec.IPNetworks {
 			if p, err := netip.ParsePrefix(n); err == nil {
 				ep.Addrs = append(ep.Addrs, p.Addr())
@@ -205,7 +208,7 @@ func workloadID(w *api.WorkloadEndpoint) string {
 
 // rulesConfig reads FelixConfiguration "default" overlaid by "node.<name>".
 func (s *State) rulesConfig() rules.Config {
-	var cfg rules.Config
+	cfg := rules.Config{PoliceEgressBandwidth: s.policeEgress}
 	for _, name := range []string{"default", "node." + s.node} {
 		f, ok := s.felixCfgs[name]
 		if !ok {

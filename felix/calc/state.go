@@ -14,6 +14,9 @@ import (
 // results kept up to date incrementally.
 type State struct {
 	node string
+	// policeEgress: egress bandwidth is policed by rules, the kernel
+	// cannot shape it (SetEgressPolicing).
+	policeEgress bool
 
 	weps map[string]*api.WorkloadEndpoint // by key, every node
 	heps map[string]*api.HostEndpoint     // by key, every node
@@ -54,6 +57,11 @@ func NewState(node string) *State {
 		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
 	}
 }
+
+// SetEgressPolicing says whether endpoints' egress bandwidth is policed
+// by iptables rules (the dataplane cannot shape it on this kernel) rather
+// than shaped by the dataplane.
+func (s *State) SetEgressPolicing(on bool) { s.policeEgress = on }
 
 // InSync reports whether the initial datastore list has been seen.
 func (s *State) InSync() bool { return s.inSync }

@@ -94,6 +94,7 @@ type Dataplane struct {
 	sets    map[string]string // name -> fingerprint of what was last set
 	routes  *routeManager
 	eps     *endpointManager
+	qos     *qosManager
 	fwd     *forwardingManager
 	vxlan   *vxlanManager
 	vxlan6  *vxlanManager
@@ -125,13 +126,13 @@ func New(cfg Config) *Dataplane {
 	}
 	d := &Dataplane{
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
-		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(),
+		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(), qos: newQoSManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
 		ipip: newIPIPManager("tunl0"), obs: cfg.Observer, nl: newNLHandle(),
 	}
 	// One handle for all: the socket is made in the namespace of the
 	// first apply and replaced only from the dataplane's goroutine.
-	d.routes.nl, d.eps.nl, d.vxlan.nl, d.vxlan6.nl, d.ipip.nl = d.nl, d.nl, d.nl, d.nl, d.nl
+	d.routes.nl, d.eps.nl, d.qos.nl, d.vxlan.nl, d.vxlan6.nl, d.ipip.nl = d.nl, d.nl, d.nl, d.nl, d.nl, d.nl
 	return d
 }
 
@@ -170,7 +171,7 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 
 // Apply makes the kernel match desired: host-wide forwarding, IP sets that
 // rules will reference, then the tables, then IP sets no longer
-// referenced, then routes and endpoints. Every step runs; their errors are
+// referenced, then routes, endpoints and their shaping. Every step runs; their errors are
 // joined.
 func (d *Dataplane) Apply(des Desired) error {
 	var errs []error
@@ -229,6 +230,10 @@ func (d *Dataplane) Apply(des Desired) error {
 	d.eps.SetDesired(des.Endpoints, des.InSync)
 	if err := d.eps.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("endpoints: %w", err))
+	}
+	d.qos.SetDesired(des.Endpoints, des.InSync)
+	if err := d.qos.Apply(); err != nil {
+		errs = append(errs, fmt.Errorf("qos: %w", err))
 	}
 	d.lastErr = errors.Join(errs...)
 	if d.lastErr != nil {
@@ -308,7 +313,7 @@ func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
 
 // NeedsRetry reports whether the last apply left work undone.
 func (d *Dataplane) NeedsRetry() bool {
-	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.fwd.dirty || d.vxlan.dirty || d.vxlan6.dirty || d.ipip.dirty
+	return d.lastErr != nil || d.routes.dirty || d.eps.dirty || d.qos.dirty || d.fwd.dirty || d.vxlan.dirty || d.vxlan6.dirty || d.ipip.dirty
 }
 
 // Resync makes the next Apply re-read everything from the kernel, so drift
@@ -331,6 +336,7 @@ func (d *Dataplane) ResyncRoutes() {
 // settings and the host's forwarding (interfaceRefreshInterval).
 func (d *Dataplane) ResyncInterfaces() {
 	d.eps.resyncAll()
+	d.qos.resyncAll()
 	d.fwd.resync()
 }
 

@@ -19,6 +19,9 @@ type LocalEndpoint struct {
 	Iface string
 	Addrs []netip.Addr
 	MAC   string // the pod side's MAC: target of the permanent neighbour entries
+	// Shaping and EgressShaping are the bandwidth limits to and from the
+	// workload (qos.go, qos_egress.go); nil: none.
+	Shaping, EgressShaping *TokenBucket
 }
 
 // endpointManager keeps, per workload interface, the host-side sysctls and

@@ -71,6 +71,10 @@ type Config struct {
 	// (FelixConfiguration, default false) lift the drop of encapsulated
 	// packets a workload sends.
 	AllowVXLANPacketsFromWorkloads, AllowIPIPPacketsFromWorkloads bool
+	// PoliceEgressBandwidth: endpoints' egress bandwidth is policed by
+	// hashlimit rules (qos.go), because the kernel cannot shape it on an
+	// ifb (felix/dataplane.EgressShapingSupported is false).
+	PoliceEgressBandwidth bool
 	// FilterDenyAction is iptablesFilterDenyAction: what the filter table
 	// does with traffic policy denied, "Drop" (the default: DROP) or
 	// "Reject" (REJECT). The raw and mangle tables always DROP: REJECT

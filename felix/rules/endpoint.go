@@ -31,12 +31,19 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 
 	// Established packets leave first, before anything else runs (as in
 	// Calico); the marks matter only to the policy rules after the clear.
-	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: slices.Concat(conntrack, []iptables.Rule{clear})}
+	// QoS limits (qos.go) run around the conntrack rules, as in Calico.
+	q := ep.QoS
+	if q == nil {
+		q = &api.QoSControls{}
+	}
+	tw := iptables.Chain{Name: EndpointChainName("tw", ep.Iface), Rules: slices.Concat(
+		r.qosPacketRate("ingress", q.IngressPacketRate, q.IngressPacketBurst), conntrack,
+		r.qosConnections("ingress", q.IngressMaxConnections), []iptables.Rule{clear})}
 	tw.Rules = append(tw.Rules, r.verdictRules(DirIngress, ep.tiers(DirIngress), ep.Profiles)...)
 
-	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: r.antiSpoof(ep)}
-	fw.Rules = append(fw.Rules, conntrack...)
-	fw.Rules = append(fw.Rules, clear)
+	fw := iptables.Chain{Name: EndpointChainName("fw", ep.Iface), Rules: slices.Concat(r.antiSpoof(ep),
+		r.qosPacketRate("egress", q.EgressPacketRate, q.EgressPacketBurst), r.qosEgressBandwidth(ep.Iface, q), conntrack,
+		r.qosConnections("egress", q.EgressMaxConnections), []iptables.Rule{clear})}
 	// Workloads may not send encapsulated packets (Calico's defaults),
 	// unless FelixConfiguration allows them.
 	if !c.AllowVXLANPacketsFromWorkloads {

@@ -42,6 +42,10 @@ func TestKernelAcceptsRules(t *testing.T) {
 				{Name: api.DefaultTierName, DefaultAction: api.ActionDeny, Policies: in.Endpoints[1].IngressPolicies},
 			}
 			in.Endpoints[0].NATs = sampleInput(v).Endpoints[0].NATs
+			// Every QoS control, egress bandwidth beyond hashlimit's range.
+			in.Endpoints[2].QoS = (&api.QoSControls{IngressPacketRate: 10000, EgressPacketRate: 1, IngressMaxConnections: 4294967295,
+				EgressMaxConnections: 1, EgressBandwidth: 1_000_000_000_000_000, EgressPeakrate: 1_010_000_000_000_000, EgressMinburst: 1000}).WithDefaults()
+			in.Endpoints[3].QoS = (&api.QoSControls{EgressBandwidth: 1000, EgressBurst: 1000, IngressPacketRate: 1, IngressPacketBurst: 10000}).WithDefaults()
 			in.Endpoints[0].AllowSpoofedFrom = append(in.Endpoints[0].AllowSpoofedFrom, pfx("192.168.0.0/24"), pfx("fd00:1::/64"))
 			sample := sampleInput(v)
 			in.NATOutgoingPools, in.AllPools = sample.NATOutgoingPools, sample.AllPools
@@ -50,7 +54,7 @@ func TestKernelAcceptsRules(t *testing.T) {
 				in.Policies[k] = p
 			}
 			in.Profiles["open"] = hostInput().Profiles["open"]
-			tb, sets := Render(Config{IPVersion: v}, in)
+			tb, sets := Render(Config{IPVersion: v, PoliceEgressBandwidth: true}, in)
 			if len(tb.Raw) == 0 || len(tb.Mangle) == 0 {
 				t.Fatalf("host endpoints rendered no raw or mangle chains")
 			}

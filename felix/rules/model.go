@@ -61,6 +61,9 @@ type Endpoint struct {
 	Profiles         []string
 	NATs             []NAT
 	AllowSpoofedFrom []netip.Prefix
+	// QoS is the endpoint's qosControls with Calico's defaults filled in
+	// (api.QoSControls.WithDefaults); nil: no limits.
+	QoS *api.QoSControls
 }
 
 // IPSetKind says what an IP set holds.

@@ -30,6 +30,7 @@ type WorkloadEndpointSpec struct {
 	MAC                        string                 `json:"mac,omitempty"`
 	Ports                      []WorkloadEndpointPort `json:"ports,omitempty"`
 	AllowSpoofedSourcePrefixes []string               `json:"allowSpoofedSourcePrefixes,omitempty"`
+	QoSControls                *QoSControls           `json:"qosControls,omitempty"`
 }
 
 // IPNAT is a 1:1 NAT from an external address to one of the endpoint's.
@@ -88,7 +89,7 @@ func (w *WorkloadEndpoint) Default() {
 }
 
 // Validate checks names, single-address networks, gateways, NATs, the
-// interface name, MAC and ports.
+// interface name, MAC, ports and QoS controls.
 func (w *WorkloadEndpoint) Validate() error {
 	var f fieldErrs
 	f.meta(&w.Metadata, true, subdomainProblem)
@@ -164,6 +165,7 @@ func (w *WorkloadEndpoint) Validate() error {
 	for i, n := range s.AllowSpoofedSourcePrefixes {
 		f.cidr(idx("spec.allowSpoofedSourcePrefixes", i), n, 0, false)
 	}
+	f.qos("spec.qosControls", s.QoSControls)
 	f.unsupported(w)
 	return f.join()
 }

@@ -34,8 +34,6 @@ var honouredElsewhere = map[string]string{
 	"FelixConfiguration.spec.prometheusGoMetricsEnabled":      "h/felixcfg",
 	"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "h/felixcfg",
 	"FelixConfiguration.spec.nodeSelector":                    "h/felixcfg",
-	// honoured on branch h/qos
-	"WorkloadEndpoint.spec.qosControls": "h/qos",
 }
 
 // schemaPath turns a schema field path into the coverage lists' form: a

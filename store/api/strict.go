@@ -36,7 +36,7 @@ var metadataFields = []string{"generateName", "selfLink", "generation", "deletio
 // documentedFields are Calico's documented v3 fields of the kinds that have
 // no CRD (their schema is Calico's Go API) and that our types do not model.
 var documentedFields = map[string][]string{
-	"WorkloadEndpoint": {"spec.qosControls"},
+	"WorkloadEndpoint": {"spec.qosControls.dscp"},
 }
 
 // CheckKnownFields returns an *UnknownFieldError for the first member of

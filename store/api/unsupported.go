@@ -94,6 +94,9 @@ var refusals = map[string][]refusal{
 		report("spec.wireguard"),
 	},
 	"ClusterInformation": {report("spec.datastoreReady", "true")},
+	// DiffServ marking (qos.projectcalico.org/dscp): the rest of
+	// qosControls is honoured (docs/QOS.md).
+	"WorkloadEndpoint": {calicoOnly("spec.qosControls.dscp")},
 	// Every other field is honoured (felix/settings.go,
 	// docs/CONFIGURATION.md). These need what the agent does not have
 	// (nftables, WireGuard, eBPF, XDP, flow logs): a value other than

@@ -26,7 +26,7 @@ const v3 = store.ResourcePrefix
 // CalicoObjectsWithUnmodelledFields are objects in Calico's JSON carrying
 // fields that real Calico 3.32 writes and we do not model (BGPPeer
 // localASNumber and reversePeering, BGPConfiguration route priorities,
-// WorkloadEndpoint qosControls, IPPool status, ClusterInformation
+// WorkloadEndpoint qosControls.futureQoSField, IPPool status, ClusterInformation
 // cnxVersion, metadata.generation), and, standing for fields a later Calico
 // adds, "future*" members nested in spec.bgp, status, a port and a policy
 // rule. Their names and namespaces are what the writers in tests use:
@@ -40,8 +40,8 @@ func CalicoObjectsWithUnmodelledFields() []CalicoObject {
 			`{"kind":"BGPConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"default","uid":"0e0b7b8e-5d7c-4c1e-a3c4-6b3f6c7b2f11","creationTimestamp":"2026-11-21T08:30:00Z"},"spec":{"nodeToNodeMeshEnabled":true,"asNumber":64512,"ipv4NormalRoutePriority":1024,"ipv6NormalRoutePriority":1024}}`,
 			[]string{"spec.ipv4NormalRoutePriority", "spec.ipv6NormalRoutePriority"}},
 		{v3 + "workloadendpoints/default/node1-k8s-pod1-eth0",
-			`{"kind":"WorkloadEndpoint","apiVersion":"projectcalico.org/v3","metadata":{"name":"node1-k8s-pod1-eth0","namespace":"default","uid":"9a7d5c43-1f2e-4b8a-8c1d-2e3f4a5b6c7d","creationTimestamp":"2026-11-21T08:30:00Z","labels":{"app":"web","projectcalico.org/namespace":"default","projectcalico.org/orchestrator":"k8s","projectcalico.org/serviceaccount":"default"}},"spec":{"orchestrator":"k8s","node":"node1","containerID":"c0ffee0000000000000000000000000000000000000000000000000000000001","pod":"pod1","endpoint":"eth0","serviceAccountName":"default","ipNetworks":["10.48.166.140/32"],"profiles":["kns.default","ksa.default.default"],"interfaceName":"cali1234567890a","mac":"8e:4d:a3:cf:26:66","ports":[{"name":"http","protocol":"TCP","port":80,"hostPort":0,"hostIP":"","futurePortField":"kept"}],"qosControls":{"ingressBandwidth":10000000,"egressBandwidth":20000000,"ingressPacketRate":1000}}}`,
-			[]string{"spec.qosControls", "spec.ports.0.futurePortField"}},
+			`{"kind":"WorkloadEndpoint","apiVersion":"projectcalico.org/v3","metadata":{"name":"node1-k8s-pod1-eth0","namespace":"default","uid":"9a7d5c43-1f2e-4b8a-8c1d-2e3f4a5b6c7d","creationTimestamp":"2026-11-21T08:30:00Z","labels":{"app":"web","projectcalico.org/namespace":"default","projectcalico.org/orchestrator":"k8s","projectcalico.org/serviceaccount":"default"}},"spec":{"orchestrator":"k8s","node":"node1","containerID":"c0ffee0000000000000000000000000000000000000000000000000000000001","pod":"pod1","endpoint":"eth0","serviceAccountName":"default","ipNetworks":["10.48.166.140/32"],"profiles":["kns.default","ksa.default.default"],"interfaceName":"cali1234567890a","mac":"8e:4d:a3:cf:26:66","ports":[{"name":"http","protocol":"TCP","port":80,"hostPort":0,"hostIP":"","futurePortField":"kept"}],"qosControls":{"ingressBandwidth":10000000,"futureQoSField":"kept"}}}`,
+			[]string{"spec.qosControls.futureQoSField", "spec.ports.0.futurePortField"}},
 		{v3 + "ippools/default-ipv4-ippool",
 			`{"kind":"IPPool","apiVersion":"projectcalico.org/v3","metadata":{"name":"default-ipv4-ippool","uid":"ffb648f4-c012-4ebb-8d35-3dbcba519052","creationTimestamp":"2026-11-21T08:25:23Z"},"spec":{"cidr":"10.48.0.0/16","vxlanMode":"Never","ipipMode":"Never","natOutgoing":true,"blockSize":26,"nodeSelector":"all()","allowedUses":["Workload","Tunnel"],"assignmentMode":"Automatic"},"status":{"conditions":[{"type":"Allocatable","status":"True","reason":"PoolAllocatable","lastTransitionTime":"2026-11-21T08:25:24Z"}]}}`,
 			[]string{"status"}},
