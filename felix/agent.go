@@ -102,9 +102,12 @@ func (a *agent) foldSettings() {
 	u := a.settings.effectiveUpdate()
 	a.state.Apply(u)
 	a.overlay.Apply(u)
+	cur := a.settings.Current()
 	if a.logs != nil {
-		cur := a.settings.Current()
 		a.logs.apply(&cur)
+	}
+	if a.metrics != nil {
+		a.metrics.setRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
 	}
 }
 

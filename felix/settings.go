@@ -166,6 +166,9 @@ var settings = []setting{
 	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
 	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
 	field("prometheusMetricsCAFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCAFile }, parsePath, nil),
+	// The Go runtime's and the process's series on /metrics (felix/metrics.go).
+	field("prometheusGoMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusGoMetricsEnabled }, parseBool, nil),
+	field("prometheusProcessMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusProcessMetricsEnabled }, parseBool, nil),
 	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).
 	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, parseNodePortRanges, validNodePortRanges),
 }
@@ -316,4 +319,12 @@ func (l *settingsLoader) effectiveUpdate() calc.Update {
 	f := &api.FelixConfiguration{TypeMeta: api.TypeMeta{Kind: "FelixConfiguration", APIVersion: api.APIVersion},
 		Metadata: api.ObjectMeta{Name: "default"}, Spec: l.cur}
 	return calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", "default"), Resource: f}
+}
+
+// boolOr is *b, or def when the setting is unset.
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
 }

@@ -107,6 +107,8 @@ var settingCases = map[string]settingCase{
 	"prometheusMetricsCertFile":          {"/e/tls.crt", `"/e/tls.crt"`, `"/n/tls.crt"`, `"/g/tls.crt"`, ""},
 	"prometheusMetricsKeyFile":           {"/e/tls.key", `"/e/tls.key"`, `"/n/tls.key"`, `"/g/tls.key"`, ""},
 	"prometheusMetricsCAFile":            {"/e/ca.crt", `"/e/ca.crt"`, `"/n/ca.crt"`, `"/g/ca.crt"`, ""},
+	"prometheusGoMetricsEnabled":         {"false", `false`, `true`, `false`, ``},
+	"prometheusProcessMetricsEnabled":    {"f", `false`, `true`, `false`, ``},
 	"kubeNodePortRanges":                 {"30000:30100, 31000", `["30000:30100",31000]`, `["32000:32100"]`, `[30500]`, `["9:1"]`},
 }
 

@@ -81,6 +81,10 @@ type FelixConfigurationSpec struct {
 	PrometheusMetricsCertFile string `json:"prometheusMetricsCertFile,omitempty"`
 	PrometheusMetricsKeyFile  string `json:"prometheusMetricsKeyFile,omitempty"`
 	PrometheusMetricsCAFile   string `json:"prometheusMetricsCAFile,omitempty"`
+	// The Go runtime's and the process's collectors on /metrics (Calico's
+	// default true for both).
+	PrometheusGoMetricsEnabled      *bool `json:"prometheusGoMetricsEnabled,omitempty"`
+	PrometheusProcessMetricsEnabled *bool `json:"prometheusProcessMetricsEnabled,omitempty"`
 
 	IPIPEnabled            *bool   `json:"ipipEnabled,omitempty"`
 	IPIPMTU                *int    `json:"ipipMTU,omitempty"`

@@ -214,6 +214,16 @@ var enforced = map[string]string{
 	"GlobalNetworkPolicy.spec.doNotTrack":     "TestHostEndpointDoNotTrackTraffic",
 }
 
+// Issue #22: FelixConfiguration fields the agent honours (h/felixcfg).
+func init() {
+	for field, test := range map[string]string{
+		"FelixConfiguration.spec.prometheusGoMetricsEnabled":      "TestSettingsRuntimeMetricsLive",
+		"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "TestSettingsRuntimeMetricsLive",
+	} {
+		enforced[field] = test
+	}
+}
+
 // untested are acted on by code (named) but no test shows it yet: debt,
 // listed so it cannot be forgotten.
 var untested = map[string]string{}
