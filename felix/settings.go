@@ -144,6 +144,8 @@ var settings = []setting{
 	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
 	field("workloadSourceSpoofing", "Disabled", true, func(s *spec) *string { return &s.WorkloadSourceSpoofing }, oneOf("Disabled", "Any"), validOneOf("Disabled", "Any")),
 	field("logPrefix", "calico-packet", true, func(s *spec) *string { return &s.LogPrefix }, parseLogPrefix, validLogPrefix),
+	field("logActionRateLimit", "", true, func(s *spec) *string { return &s.LogActionRateLimit }, parseLogRateLimit, validLogRateLimit),
+	field("logActionRateLimitBurst", "5", true, func(s *spec) **int { return &s.LogActionRateLimitBurst }, parseIntIn(0, 9999), validIntIn(0, 9999)),
 	// Calico renders service loop prevention only for the service CIDRs
 	// BGPConfiguration advertises, which this agent refuses: accepted,
 	// validated, nothing to render (docs/CONFIGURATION.md).

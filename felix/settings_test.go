@@ -101,6 +101,8 @@ var settingCases = map[string]settingCase{
 	"natOutgoingExclusions":              {"ippoolsandhostips", `"IPPoolsAndHostIPs"`, `"IPPoolsOnly"`, `"IPPoolsAndHostIPs"`, `"HostIPs"`},
 	"iptablesNATOutgoingInterfaceFilter": {"eth+", `"eth+"`, `"ens3"`, `"bond0.1"`, `"eth 0"`},
 	"workloadSourceSpoofing":             {"any", `"Any"`, `"Disabled"`, `"Any"`, `"All"`},
+	"logActionRateLimit":                 {"10/second", `"10/second"`, `"5/minute"`, `"1/day"`, `"10/sec"`},
+	"logActionRateLimitBurst":            {"0", `0`, `9999`, `20`, `10000`},
 	"logPrefix":                          {"node-a drop", `"node-a drop"`, `"n1"`, `"cluster/x"`, `"%t-%n"`},
 	"serviceLoopPrevention":              {"reject", `"Reject"`, `"Disabled"`, `"Drop"`, `"Block"`},
 	"floatingIPs":                        {"enabled", `"Enabled"`, `"Disabled"`, `"Enabled"`, `"On"`},

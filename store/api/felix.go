@@ -112,6 +112,10 @@ type FelixConfigurationSpec struct {
 	NATOutgoingExclusions              string `json:"natOutgoingExclusions,omitempty"`
 	IptablesNATOutgoingInterfaceFilter string `json:"iptablesNATOutgoingInterfaceFilter,omitempty"`
 	WorkloadSourceSpoofing             string `json:"workloadSourceSpoofing,omitempty"`
+	// Log rules match at most logActionRateLimit ("N/unit"), with bursts
+	// of logActionRateLimitBurst (5 when unset), when the limit is set.
+	LogActionRateLimit      string `json:"logActionRateLimit,omitempty"`
+	LogActionRateLimitBurst *int   `json:"logActionRateLimitBurst,omitempty"`
 
 	// KubeNodePortRanges are Kubernetes' node port ranges ("30000:32767"
 	// when unset), read only in kube-proxy IPVS mode (felix/rules/ipvs.go).
@@ -135,6 +139,10 @@ type RouteTableRange struct {
 // IfaceFilterRE is Calico's interface filter (iptables -o syntax, "+" a
 // wildcard): iptablesNATOutgoingInterfaceFilter.
 var IfaceFilterRE = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
+
+// LogRateLimitRE is Calico's logActionRateLimit: 1-9999 per second,
+// minute, hour or day.
+var LogRateLimitRE = regexp.MustCompile(`^[1-9]\d{0,3}/(?:second|minute|hour|day)$`)
 
 // logPrefixRE is Calico's logPrefix restriction: letters, digits, ":",
 // "%", "/", "_", "-" and space.
@@ -196,6 +204,9 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.workloadSourceSpoofing", s.WorkloadSourceSpoofing, "Disabled", "Any")
 	if msg := LogPrefixProblem(s.LogPrefix); s.LogPrefix != "" && msg != "" {
 		f.add("spec.logPrefix", s.LogPrefix, msg)
+	}
+	if v := s.LogActionRateLimit; v != "" && !LogRateLimitRE.MatchString(v) {
+		f.add("spec.logActionRateLimit", v, "must be N/unit: N 1-9999, unit second, minute, hour or day (e.g. 10/second)")
 	}
 	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
 		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
@@ -266,6 +277,7 @@ func (c *FelixConfiguration) Validate() error {
 		{"spec.wireguardMTU", s.WireguardMTU, 0, 65535},
 		{"spec.deviceRouteProtocol", s.DeviceRouteProtocol, 0, 255},
 		{"spec.maxIpsetSize", s.MaxIpsetSize, 1, 1<<31 - 1}, // Calico: non-zero
+		{"spec.logActionRateLimitBurst", s.LogActionRateLimitBurst, 0, 9999},
 	} {
 		if pp.v != nil && (*pp.v < pp.lo || *pp.v > pp.hi) {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))

@@ -27,6 +27,13 @@ func TestFelixRulesFieldsValidation(t *testing.T) {
 		{`"logPrefix":"%t-%n"`, "spec.logPrefix"},
 		{`"logPrefix":"` + strings.Repeat("x", MaxLogPrefix+1) + `"`, "spec.logPrefix"},
 		{`"serviceLoopPrevention":"Disabled"`, ""},
+		{`"logActionRateLimit":"10/second","logActionRateLimitBurst":0`, ""},
+		{`"logActionRateLimit":"9999/day","logActionRateLimitBurst":9999`, ""},
+		{`"logActionRateLimit":"0/second"`, "spec.logActionRateLimit"},
+		{`"logActionRateLimit":"10000/second"`, "spec.logActionRateLimit"},
+		{`"logActionRateLimit":"10/sec"`, "spec.logActionRateLimit"},
+		{`"logActionRateLimitBurst":10000`, "spec.logActionRateLimitBurst"},
+		{`"logActionRateLimitBurst":-1`, "spec.logActionRateLimitBurst"},
 		{`"serviceLoopPrevention":"Block"`, "spec.serviceLoopPrevention"},
 	} {
 		checkFelixSpec(t, tc.spec, tc.bad)

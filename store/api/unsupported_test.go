@@ -219,6 +219,8 @@ func init() {
 	for field, test := range map[string]string{
 		"FelixConfiguration.spec.prometheusGoMetricsEnabled":      "TestSettingsRuntimeMetricsLive",
 		"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "TestSettingsRuntimeMetricsLive",
+		"FelixConfiguration.spec.logActionRateLimit":              "TestLogActionRateLimitKernel",
+		"FelixConfiguration.spec.logActionRateLimitBurst":         "TestLogActionRateLimitKernel",
 	} {
 		enforced[field] = test
 	}
