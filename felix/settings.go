@@ -159,6 +159,7 @@ var settings = []setting{
 	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
 	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
 	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
+	field("routeSyncDisabled", "false", true, func(s *spec) **bool { return &s.RouteSyncDisabled }, parseBool, nil),
 	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
 	// The dataplane's netlink socket (felix/dataplane/nlhandle.go, felix/settings_netlink.go).
 	withEnv(field("netlinkTimeout", "10s", true, func(s *spec) **api.Duration { return &s.NetlinkTimeout }, parseSeconds, validNonNegative), "FELIX_NETLINKTIMEOUTSECS"),

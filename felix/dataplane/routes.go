@@ -98,6 +98,8 @@ type routeManager struct {
 	devProtos map[int]bool
 	prefixes  IfacePrefixes
 	nl        *nlHandle
+	// sync is routeSyncDisabled (routes_sync.go).
+	sync RouteSync
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
@@ -250,6 +252,9 @@ func (m *routeManager) Apply() error {
 		if exists && sameTarget(have.target, want) && have.proto == want.protocol() {
 			continue
 		}
+		if m.sync.frozen(want.protocol(), want.Blackhole) || exists && m.sync.frozen(have.proto, have.target.Blackhole) {
+			continue
+		}
 		if exists && !m.ours(have.proto, have.target.Iface, p) && !m.prefixes.Match(have.target.Iface) {
 			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
 			continue
@@ -260,7 +265,7 @@ func (m *routeManager) Apply() error {
 	}
 	now := m.now()
 	for p, have := range kernel {
-		if _, want := m.desired[p]; want || !m.inSync {
+		if _, want := m.desired[p]; want || !m.inSync || m.sync.frozen(have.proto, have.target.Blackhole) {
 			delete(m.strangers, p)
 			continue
 		}

@@ -61,7 +61,10 @@ type FelixConfigurationSpec struct {
 	RouteTableRange      *RouteTableRange `json:"routeTableRange,omitempty"`
 	RouteSource          string           `json:"routeSource,omitempty"`
 	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
-	DeviceRouteProtocol  *int             `json:"deviceRouteProtocol,omitempty"`
+	// RouteSyncDisabled: the agent leaves the routes Felix would program
+	// alone (felix/dataplane/routes_sync.go).
+	RouteSyncDisabled   *bool `json:"routeSyncDisabled,omitempty"`
+	DeviceRouteProtocol *int  `json:"deviceRouteProtocol,omitempty"`
 	// DeviceRouteSourceAddress(IPv6) are the src of the routes to local
 	// workloads.
 	DeviceRouteSourceAddress     string `json:"deviceRouteSourceAddress,omitempty"`

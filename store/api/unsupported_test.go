@@ -221,6 +221,7 @@ func init() {
 		"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "TestSettingsRuntimeMetricsLive",
 		"FelixConfiguration.spec.logActionRateLimit":              "TestLogActionRateLimitKernel",
 		"FelixConfiguration.spec.logActionRateLimitBurst":         "TestLogActionRateLimitKernel",
+		"FelixConfiguration.spec.routeSyncDisabled":               "TestConfigRouteSyncDisabledLive",
 	} {
 		enforced[field] = test
 	}
