@@ -106,6 +106,9 @@ func (a *agent) foldSettings() {
 	if a.logs != nil {
 		a.logs.apply(&cur)
 	}
+	if a.health != nil {
+		a.health.setOverrides(&cur)
+	}
 	if a.metrics != nil {
 		a.metrics.setRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
 	}

@@ -123,6 +123,7 @@ var settings = []setting{
 	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, parseSeconds, validNonNegative),
 	field("healthEnabled", "true", true, func(s *spec) **bool { return &s.HealthEnabled }, parseBool, nil),
 	field("healthHost", "localhost", true, func(s *spec) **string { return &s.HealthHost }, parseHost, validHost),
+	field("healthTimeoutOverrides", "", true, func(s *spec) **[]api.HealthTimeoutOverride { return &s.HealthTimeoutOverrides }, parseHealthOverrides, validHealthOverrides),
 	field("healthPort", "9099", true, func(s *spec) **int { return &s.HealthPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),

@@ -74,12 +74,15 @@ type FelixConfigurationSpec struct {
 	// agent uses none but main (docs/CONFIGURATION.md).
 	RouteTableRanges *[]RouteTableRange `json:"routeTableRanges,omitempty"`
 
-	HealthEnabled            *bool   `json:"healthEnabled,omitempty"`
-	HealthHost               *string `json:"healthHost,omitempty"`
-	HealthPort               *int    `json:"healthPort,omitempty"`
-	PrometheusMetricsEnabled *bool   `json:"prometheusMetricsEnabled,omitempty"`
-	PrometheusMetricsHost    string  `json:"prometheusMetricsHost,omitempty"`
-	PrometheusMetricsPort    *int    `json:"prometheusMetricsPort,omitempty"`
+	HealthEnabled *bool   `json:"healthEnabled,omitempty"`
+	HealthHost    *string `json:"healthHost,omitempty"`
+	HealthPort    *int    `json:"healthPort,omitempty"`
+	// HealthTimeoutOverrides are liveness timeouts by health reporter
+	// (felix/health_overrides.go).
+	HealthTimeoutOverrides   *[]HealthTimeoutOverride `json:"healthTimeoutOverrides,omitempty"`
+	PrometheusMetricsEnabled *bool                    `json:"prometheusMetricsEnabled,omitempty"`
+	PrometheusMetricsHost    string                   `json:"prometheusMetricsHost,omitempty"`
+	PrometheusMetricsPort    *int                     `json:"prometheusMetricsPort,omitempty"`
 	// TLS of the metrics endpoint (PEM files): all three or none.
 	PrometheusMetricsCertFile string `json:"prometheusMetricsCertFile,omitempty"`
 	PrometheusMetricsKeyFile  string `json:"prometheusMetricsKeyFile,omitempty"`
@@ -132,6 +135,15 @@ type ProtoPort struct {
 	Port     uint16 `json:"port"`
 	Net      string `json:"net,omitempty"`
 }
+
+// HealthTimeoutOverride is one health reporter's liveness timeout (0: none).
+type HealthTimeoutOverride struct {
+	Name    string   `json:"name"`
+	Timeout Duration `json:"timeout"`
+}
+
+// HealthReporterRE is a health reporter's name.
+var HealthReporterRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
 // RouteTableRange is the range of kernel routing tables the agent may use.
 type RouteTableRange struct {
@@ -254,6 +266,16 @@ func (c *FelixConfiguration) Validate() error {
 	if s.NATPortRange != nil {
 		if msg := s.NATPortRange.problem(); msg != "" || s.NATPortRange.PortName != "" {
 			f.add("spec.natPortRange", s.NATPortRange.String(), "must be a port or port range")
+		}
+	}
+	if s.HealthTimeoutOverrides != nil {
+		for i, o := range *s.HealthTimeoutOverrides {
+			if !HealthReporterRE.MatchString(o.Name) {
+				f.add(idx("spec.healthTimeoutOverrides", i)+".name", o.Name, "must be a health reporter's name (letters, digits, '_', '.', '-')")
+			}
+			if o.Timeout.Duration < 0 {
+				f.add(idx("spec.healthTimeoutOverrides", i)+".timeout", o.Timeout.String(), "must not be negative")
+			}
 		}
 	}
 	if s.KubeNodePortRanges != nil {

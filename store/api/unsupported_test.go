@@ -222,6 +222,7 @@ func init() {
 		"FelixConfiguration.spec.logActionRateLimit":              "TestLogActionRateLimitKernel",
 		"FelixConfiguration.spec.logActionRateLimitBurst":         "TestLogActionRateLimitKernel",
 		"FelixConfiguration.spec.routeSyncDisabled":               "TestConfigRouteSyncDisabledLive",
+		"FelixConfiguration.spec.healthTimeoutOverrides":          "TestHealthTimeoutOverridesLive",
 	} {
 		enforced[field] = test
 	}
