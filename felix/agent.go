@@ -309,6 +309,7 @@ func (a *agent) apply(ctx context.Context) error {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}
 	des.NetlinkTimeout = netlinkTimeout(&cur)
+	a.metrics.nft.check(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
 	des.RouteSync = dataplane.RouteSync{Disabled: boolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}

@@ -48,6 +48,8 @@ type metrics struct {
 	// prometheusGoMetricsEnabled / prometheusProcessMetricsEnabled say so.
 	goColl, procColl prometheus.Collector
 	goOn, procOn     bool
+
+	nft *nftablesWatch // nftablesMode Auto (nftables.go)
 }
 
 func newMetrics(node, journalDir string) *metrics {
@@ -101,13 +103,14 @@ func newMetrics(node, journalDir string) *metrics {
 		bgp:         newBGPCollector(node),
 		ipam:        newIPAMGauges(journalDir),
 		unsupported: newUnsupportedTracker(),
+		nft:         newNFTablesWatch(),
 	}
 	m.reg.MustRegister(m.applySeconds, m.applyErrors, m.resyncs, m.updates,
 		m.localEndpoints, m.activePolicies, m.activeSelectors, m.ipsetsCalico,
 		m.restoreCalls, m.restoreErrors, m.saveCalls, m.saveErrors, m.linesExecuted, m.chains, m.rules,
 		m.ipsetCalls, m.ipsetErrors, m.ipsetLines,
 		m.clusterHosts, m.clusterWorkloads, m.clusterHostEndpoints, m.clusterPolicies, m.clusterProfiles, m.clusterTiers,
-		m.bgp, m.unsupported.gauge)
+		m.bgp, m.unsupported.gauge, m.nft.gauge)
 	m.ipam.register(m.reg)
 	m.goColl, m.procColl = prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{})
 	m.setRuntimeCollectors(true, true) // Calico's defaults

@@ -115,6 +115,9 @@ var settings = []setting{
 	field("iptablesMarkMask", "0xffff0000", true, func(s *spec) **uint32 { return &s.IptablesMarkMask }, parseMarkMask, validMarkMask),
 	field("natOutgoingAddress", "", true, func(s *spec) *string { return &s.NATOutgoingAddress }, parseIPv4, validIPv4),
 	field("natPortRange", "", true, func(s *spec) **api.Port { return &s.NATPortRange }, parsePortRange, validPortRange),
+	// nftablesMode (nftables.go): Enabled is refused, this agent has no
+	// nftables dataplane.
+	field("nftablesMode", "Auto", true, func(s *spec) *string { return &s.NFTablesMode }, oneOf("Disabled", "Auto"), validOneOf("Disabled", "Auto")),
 	field("iptablesBackend", "Auto", true, func(s *spec) *string { return &s.IptablesBackend }, oneOf("Legacy", "NFT", "Auto"), validOneOf("Legacy", "NFT", "Auto")),
 	field("removeExternalRoutes", "true", true, func(s *spec) **bool { return &s.RemoveExternalRoutes }, parseBool, nil),
 	field("iptablesRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, parseSeconds, validNonNegative),

@@ -74,6 +74,7 @@ var settingCases = map[string]settingCase{
 	"natPortRange":                   {"32768-40000", `"32768:40000"`, `"1000:2000"`, `5000`, `"9:1"`},
 	"iptablesBackend":                {"nft", `"NFT"`, `"Legacy"`, `"Auto"`, `"Both"`},
 	"removeExternalRoutes":           {"false", `false`, `true`, `false`, ``},
+	"nftablesMode":                   {"disabled", `"Disabled"`, `"Auto"`, `"Disabled"`, `"Enabled"`},
 	"routeSyncDisabled":              {"true", `true`, `false`, `true`, ``},
 	"iptablesRefreshInterval":        {"10", `"10s"`, `"5s"`, `"1m0s"`, `"-1s"`},
 	"routeRefreshInterval":           {"2.5", `"2.5s"`, `"0s"`, `"1m0s"`, `"-1s"`},
