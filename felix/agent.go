@@ -77,12 +77,12 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 
 // fold records one datastore update in every consumer.
 func (a *agent) fold(u calc.Update) {
+	if mine, changed := a.settings.apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
+		a.foldSettings()
+		a.settingsChanged(changed)
+	}
 	if u.Kind == "felixconfigurations" {
 		a.metrics.observeUpdate(u)
-		if mine, changed := a.settings.apply(u); mine {
-			a.foldSettings()
-			a.settingsChanged(changed)
-		}
 		return
 	}
 	a.state.Apply(u)

@@ -213,17 +213,18 @@ func parseFelixEnv(environ []string) (spec, error) {
 	return out, errors.Join(errs...)
 }
 
-// effective merges the sources: env over node.<name> over default. A
+// effective merges the sources: env over the objects in precedence order
+// (node.<name>, the selector-scoped one, default; nil ones skipped). A
 // datastore value that fails its check is logged (by the caller, from
 // the returned problems) and skipped.
-func effective(env spec, host, global *api.FelixConfiguration) (spec, []error) {
+func effective(env spec, objs ...*api.FelixConfiguration) (spec, []error) {
 	var out spec
 	var problems []error
 	for _, st := range settings {
 		if st.take(&out, &env) {
 			continue
 		}
-		for _, src := range []*api.FelixConfiguration{host, global} {
+		for _, src := range objs {
 			if src == nil {
 				continue
 			}
@@ -273,12 +274,14 @@ type settingsLoader struct {
 	node           string
 	env            spec
 	host, global   *api.FelixConfiguration
+	scoped         map[string]*api.FelixConfiguration // by name (settings_scoped.go)
+	labels         map[string]string                  // this node's
 	cur            spec
 	loggedProblems map[string]bool // a bad stored value is logged once
 }
 
 func newSettingsLoader(node string, env spec) *settingsLoader {
-	l := &settingsLoader{node: node, env: env, loggedProblems: map[string]bool{}}
+	l := &settingsLoader{node: node, env: env, loggedProblems: map[string]bool{}, scoped: map[string]*api.FelixConfiguration{}}
 	l.cur, _ = effective(env, nil, nil)
 	return l
 }
@@ -286,27 +289,39 @@ func newSettingsLoader(node string, env spec) *settingsLoader {
 // Current is the effective configuration.
 func (l *settingsLoader) Current() spec { return l.cur }
 
-// apply records a FelixConfiguration update and recomputes. It returns
-// whether u concerned this node's configuration and which settings
-// changed.
+// apply records a FelixConfiguration update, or one of this node's Node
+// (its labels select the selector-scoped configuration), and recomputes.
+// It returns whether u concerned this node's configuration and which
+// settings changed.
 func (l *settingsLoader) apply(u calc.Update) (mine bool, changed []string) {
-	if u.Kind != "felixconfigurations" {
-		return false, nil
-	}
 	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
-	var f *api.FelixConfiguration
-	if !u.Deleted {
-		f, _ = u.Resource.(*api.FelixConfiguration)
-	}
-	switch name {
-	case "default":
-		l.global = f
-	case "node." + l.node:
-		l.host = f
-	default:
+	switch {
+	case u.Kind == "nodes" && name == l.node:
+		l.labels = nil
+		if !u.Deleted && u.Resource != nil {
+			l.labels = u.Resource.GetObjectMeta().Labels
+		}
+	case u.Kind != "felixconfigurations":
 		return false, nil
+	default:
+		var f *api.FelixConfiguration
+		if !u.Deleted {
+			f, _ = u.Resource.(*api.FelixConfiguration)
+		}
+		switch {
+		case name == "default":
+			l.global = f
+		case name == "node."+l.node:
+			l.host = f
+		case strings.HasPrefix(name, "node."):
+			return false, nil
+		case f == nil:
+			delete(l.scoped, name)
+		default:
+			l.scoped[name] = f
+		}
 	}
-	next, problems := effective(l.env, l.host, l.global)
+	next, problems := effective(l.env, l.host, l.scopedNow(), l.global)
 	for _, p := range problems {
 		if !l.loggedProblems[p.Error()] {
 			l.loggedProblems[p.Error()] = true

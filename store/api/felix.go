@@ -20,6 +20,10 @@ type FelixConfiguration struct {
 // FelixConfiguration.spec. Fields it does not model are kept by Decode
 // and written back by Marshal, like every kind's (unmodelled.go).
 type FelixConfigurationSpec struct {
+	// NodeSelector makes an object named neither "default" nor
+	// "node.<name>" apply to the nodes it selects (felix/settings_scoped.go).
+	NodeSelector string `json:"nodeSelector,omitempty"`
+
 	LogSeverityScreen string `json:"logSeverityScreen,omitempty"`
 	LogSeverityFile   string `json:"logSeverityFile,omitempty"`
 	LogSeveritySys    string `json:"logSeveritySys,omitempty"`
@@ -204,6 +208,15 @@ func (c *FelixConfiguration) Validate() error {
 	f.unsupported(c)
 	f.meta(&c.Metadata, false, subdomainProblem)
 	s := &c.Spec
+	if s.NodeSelector != "" {
+		if n := c.Metadata.Name; n == "default" || strings.HasPrefix(n, "node.") {
+			f.add("spec.nodeSelector", s.NodeSelector, "is valid only on a FelixConfiguration named neither default nor node.<nodename>")
+		}
+		if len(s.NodeSelector) > 1024 {
+			f.add("spec.nodeSelector", s.NodeSelector[:32]+"...", "must be at most 1024 characters")
+		}
+		f.selector("spec.nodeSelector", s.NodeSelector)
+	}
 	f.oneOf("spec.logSeverityScreen", s.LogSeverityScreen, logLevels...)
 	f.oneOf("spec.logSeverityFile", s.LogSeverityFile, logLevels...)
 	f.oneOf("spec.logSeveritySys", s.LogSeveritySys, logLevels...)

@@ -223,6 +223,7 @@ func init() {
 		"FelixConfiguration.spec.logActionRateLimitBurst":         "TestLogActionRateLimitKernel",
 		"FelixConfiguration.spec.routeSyncDisabled":               "TestConfigRouteSyncDisabledLive",
 		"FelixConfiguration.spec.healthTimeoutOverrides":          "TestHealthTimeoutOverridesLive",
+		"FelixConfiguration.spec.nodeSelector":                    "TestSettingsNodeSelectorScoped",
 	} {
 		enforced[field] = test
 	}
