@@ -511,8 +511,16 @@ func TestConfigurationDocListsEveryField(t *testing.T) {
 			t.Errorf("docs/CONFIGURATION.md has no row for %s", name)
 		}
 	}
+	// A setting some of whose values are refused (nftablesMode Enabled)
+	// reads "refused unless <the values honoured>", as store/api's
+	// TestDocsAgreeWithCode wants for a field in the refusals table.
+	honoured := regexp.MustCompile("\\| `([a-zA-Z0-9]+)` \\| (?:honoured|refused unless [^|]+) \\| (FELIX_[A-Z0-9_]+) \\| live \\|")
+	listed := map[string]string{}
+	for _, m := range honoured.FindAllStringSubmatch(doc, -1) {
+		listed[m[1]] = m[2]
+	}
 	for _, s := range settings {
-		if !strings.Contains(doc, "| `"+s.name+"` | honoured | "+s.env+" | live |") {
+		if listed[s.name] != s.env {
 			t.Errorf("docs/CONFIGURATION.md does not list %s as honoured live with %s", s.name, s.env)
 		}
 	}

@@ -92,7 +92,7 @@ var refusals = map[string][]refusal{
 	// (nftables, WireGuard, eBPF, XDP, flow logs): a value other than
 	// Calico's default is refused.
 	"FelixConfiguration": {
-		never("spec.nftablesMode", "Disabled", "Auto"), // Auto: iptables, kube-proxy's nftables mode reported (felix/nftables.go)
+		never("spec.nftablesMode", "Disabled", "Auto"),
 
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort"), never("spec.wireguardInterfaceName"), never("spec.wireguardMTU"),
