@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,4 +41,49 @@ func TestConfigRouteSyncDisabledLive(t *testing.T) {
 	}
 	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.RouteSyncDisabled = nil })
 	e.waitRoute("routeSyncDisabled off: the route back, proto 77", a.ip, proto("77"))
+}
+
+// TestConfigNFTablesModeAutoLive: under nftablesMode Auto (unset: Calico's
+// default) the agent programs iptables, and when kube-proxy's nftables
+// table appears in its namespace it says so once in its log and with
+// calico_kube_proxy_nftables_mode 1; the gauge goes back to 0 when the
+// table goes, and nftablesMode Disabled written while it runs stops the
+// looking (0 with the table back).
+func TestConfigNFTablesModeAutoLive(t *testing.T) {
+	t.Parallel()
+	e := newCNIEnv(t, 238)
+	e.pool("p", "10.238.0.0/24")
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.RouteRefreshInterval = secs(1) }) // an apply every second
+	a := e.startAgent("node1")
+	gauge := func(want float64) func() error {
+		return func() error {
+			s, err := a.scrapeMetrics()
+			if err != nil {
+				return err
+			}
+			if v, ok := s.Value("calico_kube_proxy_nftables_mode"); !ok || v != want {
+				return fmt.Errorf("calico_kube_proxy_nftables_mode %v (served %v), want %v", v, ok, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, 15*time.Second, "no kube-proxy table: 0", gauge(0))
+	mustNS(t, e.host.ns, "nft", "add", "table", "ip", "kube-proxy")
+	eventually(t, 20*time.Second, "kube-proxy's table: 1", gauge(1))
+	const msg = "kube-proxy runs in nftables mode"
+	if n := strings.Count(a.logs.String(), msg); n != 1 {
+		t.Errorf("%q logged %d times, want once", msg, n)
+	}
+	if !strings.Contains(mustNS(t, e.host.ns, "iptables-save", "-t", "filter"), ":cali-FORWARD") {
+		t.Error("nftablesMode Auto with kube-proxy in nftables mode: our iptables chains are gone")
+	}
+	mustNS(t, e.host.ns, "nft", "delete", "table", "ip", "kube-proxy")
+	eventually(t, 20*time.Second, "table gone: 0", gauge(0))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.NFTablesMode = "Disabled" })
+	time.Sleep(2 * time.Second) // the change applied
+	mustNS(t, e.host.ns, "nft", "add", "table", "ip", "kube-proxy")
+	time.Sleep(7 * time.Second) // past the 5 s between looks
+	if err := gauge(0)(); err != nil {
+		t.Errorf("nftablesMode Disabled: %v", err)
+	}
 }
