@@ -25,7 +25,9 @@ func TestConfigRouteSyncDisabledLive(t *testing.T) {
 	proto := func(want string) func([]string) bool {
 		return func(f []string) bool { return after(f, "proto") == want && strings.HasPrefix(after(f, "dev"), "cali") }
 	}
-	e.waitRoute("the pod's route, proto 80", a.ip, proto("80"))
+	e.waitRoute("the agent's route to the pod (metric 1024), alone", a.ip, func(f []string) bool {
+		return proto("80")(f) && after(f, "metric") == "1024" && strings.Count(e.routeLine(a.ip), "\n") == 0
+	})
 	e.felixDefault(func(s *api.FelixConfigurationSpec) {
 		on, p := true, 77
 		s.RouteSyncDisabled, s.DeviceRouteProtocol = &on, &p
@@ -86,4 +88,28 @@ func TestConfigNFTablesModeAutoLive(t *testing.T) {
 	if err := gauge(0)(); err != nil {
 		t.Errorf("nftablesMode Disabled: %v", err)
 	}
+}
+
+// TestConfigRoutePriorityLive: the agent's route to a pod carries
+// ipv4NormalRoutePriority (Calico's 1024 by default), replacing the CNI
+// plugin's (the kernel's default metric); a value written while the agent
+// runs replaces the route, one route at a time, and removing it brings
+// 1024 back.
+func TestConfigRoutePriorityLive(t *testing.T) {
+	t.Parallel()
+	e := newCNIEnv(t, 239)
+	e.pool("p", "10.239.0.0/24")
+	l := e.conflist("1.0.0", "prionet", e.calicoPlugin("node1", ""))
+	e.startAgent("node1")
+	a := e.newPod(l, "pr1")
+	metric := func(want string) func([]string) bool {
+		return func(f []string) bool {
+			return after(f, "metric") == want && strings.HasPrefix(after(f, "dev"), "cali") && strings.Count(e.routeLine(a.ip), "\n") == 0
+		}
+	}
+	e.waitRoute("one route, metric 1024", a.ip, metric("1024"))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { p := 300; s.IPv4NormalRoutePriority = &p })
+	e.waitRoute("one route, metric 300", a.ip, metric("300"))
+	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IPv4NormalRoutePriority = nil })
+	e.waitRoute("one route, metric 1024 again", a.ip, metric("1024"))
 }

@@ -163,6 +163,10 @@ var settings = []setting{
 	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
 	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
 	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
+	field("ipv4NormalRoutePriority", "1024", true, func(s *spec) **int { return &s.IPv4NormalRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("ipv6NormalRoutePriority", "1024", true, func(s *spec) **int { return &s.IPv6NormalRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("ipv4ElevatedRoutePriority", "512", true, func(s *spec) **int { return &s.IPv4ElevatedRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("ipv6ElevatedRoutePriority", "512", true, func(s *spec) **int { return &s.IPv6ElevatedRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
 	field("routeSyncDisabled", "false", true, func(s *spec) **bool { return &s.RouteSyncDisabled }, parseBool, nil),
 	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
 	// The dataplane's netlink socket (felix/dataplane/nlhandle.go, felix/settings_netlink.go).

@@ -36,6 +36,10 @@ type RouteTarget struct {
 	// Src, when valid, is the route's preferred source address (workload
 	// routes: FelixConfiguration deviceRouteSourceAddress(IPv6)).
 	Src netip.Addr
+	// Metric is the route's priority (workload routes: FelixConfiguration
+	// ipv4/ipv6NormalRoutePriority); 0 is the kernel's default (1024 for
+	// IPv6). routes_metric.go.
+	Metric int
 }
 
 // protocol is the rtnetlink protocol the route is programmed with.
@@ -98,6 +102,9 @@ type routeManager struct {
 	devProtos map[int]bool
 	prefixes  IfacePrefixes
 	nl        *nlHandle
+	// extras are our routes read back for a prefix that has another one
+	// of ours with a different metric (routes_metric.go).
+	extras []kernelRoute
 	// sync is routeSyncDisabled (routes_sync.go).
 	sync RouteSync
 }
@@ -134,7 +141,7 @@ func sameRoutes(a, b map[netip.Prefix]RouteTarget) bool {
 		return false
 	}
 	for p, t := range a {
-		if u, ok := b[p]; !ok || !sameTarget(t, u) || t.protocol() != u.protocol() {
+		if u, ok := b[p]; !ok || !sameTarget(t, u) || t.protocol() != u.protocol() || t.Metric != u.Metric {
 			return false
 		}
 	}
@@ -150,6 +157,7 @@ type kernelRoute struct {
 
 func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 	out := map[netip.Prefix]kernelRoute{}
+	m.extras = m.extras[:0]
 	names := map[int]string{}
 	links, err := m.nl.h.LinkList()
 	if err != nil {
@@ -194,10 +202,11 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				}
 				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
 			}
+			kr.target.Metric = r.Priority
 			if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
 				continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
 			}
-			out[p] = kr
+			m.keepOne(out, p, kr)
 		}
 	}
 	return out, nil
@@ -249,7 +258,7 @@ func (m *routeManager) Apply() error {
 	for _, p := range keys {
 		want := m.desired[p]
 		have, exists := kernel[p]
-		if exists && sameTarget(have.target, want) && have.proto == want.protocol() {
+		if exists && sameTarget(have.target, want) && have.proto == want.protocol() && have.target.Metric == kernelMetric(p, want.Metric) {
 			continue
 		}
 		if m.sync.frozen(want.protocol(), want.Blackhole) || exists && m.sync.frozen(have.proto, have.target.Blackhole) {
@@ -259,10 +268,11 @@ func (m *routeManager) Apply() error {
 			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
 			continue
 		}
-		if err := m.program(p, want, exists); err != nil {
+		if err := m.reprogram(p, want, have, exists); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, m.dropExtras()...)
 	now := m.now()
 	for p, have := range kernel {
 		if _, want := m.desired[p]; want || !m.inSync || m.sync.frozen(have.proto, have.target.Blackhole) {
@@ -345,6 +355,7 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 		}
 	}
 	r.Protocol = netlink.RouteProtocol(t.protocol())
+	r.Priority = t.Metric
 	var err error
 	if replace {
 		err = m.nl.h.RouteReplace(r)

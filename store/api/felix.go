@@ -77,6 +77,13 @@ type FelixConfigurationSpec struct {
 	// RouteTableRange): the kernel route tables the agent may use. This
 	// agent uses none but main (docs/CONFIGURATION.md).
 	RouteTableRanges *[]RouteTableRange `json:"routeTableRanges,omitempty"`
+	// The metric of the routes to local workloads (normal), and of a
+	// live-migrating workload's (elevated: none here, LiveMigration is not
+	// served). felix/devroutes.go.
+	IPv4NormalRoutePriority   *int `json:"ipv4NormalRoutePriority,omitempty"`
+	IPv6NormalRoutePriority   *int `json:"ipv6NormalRoutePriority,omitempty"`
+	IPv4ElevatedRoutePriority *int `json:"ipv4ElevatedRoutePriority,omitempty"`
+	IPv6ElevatedRoutePriority *int `json:"ipv6ElevatedRoutePriority,omitempty"`
 
 	HealthEnabled *bool   `json:"healthEnabled,omitempty"`
 	HealthHost    *string `json:"healthHost,omitempty"`
@@ -139,6 +146,9 @@ type ProtoPort struct {
 	Port     uint16 `json:"port"`
 	Net      string `json:"net,omitempty"`
 }
+
+// MaxRoutePriority is the highest route priority Calico takes.
+const MaxRoutePriority = 2147483646
 
 // HealthTimeoutOverride is one health reporter's liveness timeout (0: none).
 type HealthTimeoutOverride struct {
@@ -316,6 +326,10 @@ func (c *FelixConfiguration) Validate() error {
 		{"spec.deviceRouteProtocol", s.DeviceRouteProtocol, 0, 255},
 		{"spec.maxIpsetSize", s.MaxIpsetSize, 1, 1<<31 - 1}, // Calico: non-zero
 		{"spec.logActionRateLimitBurst", s.LogActionRateLimitBurst, 0, 9999},
+		{"spec.ipv4NormalRoutePriority", s.IPv4NormalRoutePriority, 1, MaxRoutePriority},
+		{"spec.ipv6NormalRoutePriority", s.IPv6NormalRoutePriority, 1, MaxRoutePriority},
+		{"spec.ipv4ElevatedRoutePriority", s.IPv4ElevatedRoutePriority, 1, MaxRoutePriority},
+		{"spec.ipv6ElevatedRoutePriority", s.IPv6ElevatedRoutePriority, 1, MaxRoutePriority},
 	} {
 		if pp.v != nil && (*pp.v < pp.lo || *pp.v > pp.hi) {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))

@@ -224,6 +224,10 @@ func init() {
 		"FelixConfiguration.spec.routeSyncDisabled":               "TestConfigRouteSyncDisabledLive",
 		"FelixConfiguration.spec.healthTimeoutOverrides":          "TestHealthTimeoutOverridesLive",
 		"FelixConfiguration.spec.nodeSelector":                    "TestSettingsNodeSelectorScoped",
+		"FelixConfiguration.spec.ipv4NormalRoutePriority":         "TestConfigRoutePriorityLive",
+		"FelixConfiguration.spec.ipv6NormalRoutePriority":         "TestRouteMetricKernel",
+		"FelixConfiguration.spec.ipv4ElevatedRoutePriority":       "TestRoutePrioritySettings",
+		"FelixConfiguration.spec.ipv6ElevatedRoutePriority":       "TestRoutePrioritySettings",
 	} {
 		enforced[field] = test
 	}
