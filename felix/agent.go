@@ -85,12 +85,12 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 
 // fold records one datastore update in every consumer.
 func (a *agent) fold(u calc.Update) {
+	if mine, changed := a.settings.apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
+		a.foldSettings()
+		a.settingsChanged(changed)
+	}
 	if u.Kind == "felixconfigurations" {
 		a.metrics.observeUpdate(u)
-		if mine, changed := a.settings.apply(u); mine {
-			a.foldSettings()
-			a.settingsChanged(changed)
-		}
 		return
 	}
 	a.state.Apply(u)
@@ -110,9 +110,15 @@ func (a *agent) foldSettings() {
 	u := a.settings.effectiveUpdate()
 	a.state.Apply(u)
 	a.overlay.Apply(u)
+	cur := a.settings.Current()
 	if a.logs != nil {
-		cur := a.settings.Current()
 		a.logs.apply(&cur)
+	}
+	if a.health != nil {
+		a.health.setOverrides(&cur)
+	}
+	if a.metrics != nil {
+		a.metrics.setRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
 	}
 }
 
@@ -315,6 +321,8 @@ func (a *agent) apply(ctx context.Context) error {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}
 	des.NetlinkTimeout = netlinkTimeout(&cur)
+	a.metrics.nft.check(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
+	des.RouteSync = dataplane.RouteSync{Disabled: boolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}

@@ -202,7 +202,7 @@ func TestBGPReconfigureHoldsRoutes(t *testing.T) {
 // ipv4/ipv6NormalRoutePriority are the metrics of the learned routes the
 // agent installs, node.<name> over default; unset leaves the kernel's
 // default. (The dataplane programs and changes the metric:
-// TestRouteMetricKernel.)
+// TestLearnedRouteMetricKernel.)
 func TestBGPRoutePriority(t *testing.T) {
 	b := testBGPState("node1", testNode(1, nil, ""))
 	v4, v6 := netip.MustParsePrefix("10.65.1.0/26"), netip.MustParsePrefix("fd00:65::/122")

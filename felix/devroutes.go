@@ -16,10 +16,20 @@ type deviceRouteSettings struct {
 	// rtproto.Workload). Set to 0 it is what netlink then writes,
 	// RTPROT_BOOT, as in Calico.
 	proto int
+	// metric4, metric6 are ipv4/ipv6NormalRoutePriority (Calico's 1024
+	// when unset): Calico v3.32's Felix gives workload routes the normal
+	// priority. The elevated one is a live-migrating workload's only.
+	metric4, metric6 int
 }
 
 func deviceRoutes(s *spec) deviceRouteSettings {
-	var d deviceRouteSettings
+	d := deviceRouteSettings{metric4: defaultRoutePriority, metric6: defaultRoutePriority}
+	if m := s.IPv4NormalRoutePriority; m != nil {
+		d.metric4 = *m
+	}
+	if m := s.IPv6NormalRoutePriority; m != nil {
+		d.metric6 = *m
+	}
 	if a, err := netip.ParseAddr(s.DeviceRouteSourceAddress); err == nil && a.Is4() {
 		d.src4 = a
 	}
@@ -35,11 +45,14 @@ func deviceRoutes(s *spec) deviceRouteSettings {
 	return d
 }
 
+// defaultRoutePriority is Calico's ipv4/ipv6NormalRoutePriority.
+const defaultRoutePriority = 1024
+
 // target is the route to a local workload's address addr on iface.
 func (d deviceRouteSettings) target(iface string, addr netip.Addr) dataplane.RouteTarget {
-	t := dataplane.RouteTarget{Iface: iface, Src: d.src4, Proto: d.proto}
+	t := dataplane.RouteTarget{Iface: iface, Src: d.src4, Proto: d.proto, Metric: d.metric4}
 	if addr.Is6() {
-		t.Src = d.src6
+		t.Src, t.Metric = d.src6, d.metric6
 	}
 	return t
 }

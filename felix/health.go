@@ -20,7 +20,11 @@ import (
 type health struct {
 	lastLoop atomic.Int64 // unix nanos of the loop's last turn
 	ready    atomic.Bool
-	maxGap   time.Duration
+	maxGap   time.Duration // the loop's liveness timeout by default
+	// override is the loop's timeout from healthTimeoutOverrides
+	// (health_overrides.go): 0 none, negative no timeout at all.
+	override      atomic.Int64
+	unknownLogged map[string]bool // override names without a reporter, logged
 
 	mu     sync.Mutex
 	checks []func() error // each returns why the agent is not ready, or nil
@@ -53,7 +57,14 @@ func (h *health) beat()            { h.lastLoop.Store(time.Now().UnixNano()) }
 func (h *health) setReady(ok bool) { h.ready.Store(ok) }
 
 func (h *health) live() bool {
-	return time.Since(time.Unix(0, h.lastLoop.Load())) < h.maxGap
+	gap := h.maxGap
+	switch o := h.override.Load(); {
+	case o < 0:
+		return true
+	case o > 0:
+		gap = time.Duration(o)
+	}
+	return time.Since(time.Unix(0, h.lastLoop.Load())) < gap
 }
 
 func (h *health) handler() http.Handler {

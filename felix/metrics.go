@@ -43,6 +43,13 @@ type metrics struct {
 	bgp         *bgpCollector
 	ipam        *ipamGauges
 	unsupported *unsupportedTracker
+
+	// The Go runtime's and the process's collectors, registered while
+	// prometheusGoMetricsEnabled / prometheusProcessMetricsEnabled say so.
+	goColl, procColl prometheus.Collector
+	goOn, procOn     bool
+
+	nft *nftablesWatch // nftablesMode Auto (nftables.go)
 }
 
 func newMetrics(node, journalDir string) *metrics {
@@ -96,16 +103,37 @@ func newMetrics(node, journalDir string) *metrics {
 		bgp:         newBGPCollector(node),
 		ipam:        newIPAMGauges(journalDir),
 		unsupported: newUnsupportedTracker(),
+		nft:         newNFTablesWatch(),
 	}
 	m.reg.MustRegister(m.applySeconds, m.applyErrors, m.resyncs, m.updates,
 		m.localEndpoints, m.activePolicies, m.activeSelectors, m.ipsetsCalico,
 		m.restoreCalls, m.restoreErrors, m.saveCalls, m.saveErrors, m.linesExecuted, m.chains, m.rules,
 		m.ipsetCalls, m.ipsetErrors, m.ipsetLines,
 		m.clusterHosts, m.clusterWorkloads, m.clusterHostEndpoints, m.clusterPolicies, m.clusterProfiles, m.clusterTiers,
-		m.bgp, m.unsupported.gauge,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		m.bgp, m.unsupported.gauge, m.nft.gauge)
 	m.ipam.register(m.reg)
+	m.goColl, m.procColl = prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{})
+	m.setRuntimeCollectors(true, true) // Calico's defaults
 	return m
+}
+
+// setRuntimeCollectors serves the Go runtime's go_* series while goOn and
+// the process's process_* series while procOn (prometheusGoMetricsEnabled,
+// prometheusProcessMetricsEnabled); a change applies to the next scrape.
+func (m *metrics) setRuntimeCollectors(goOn, procOn bool) {
+	for _, c := range []struct {
+		on   bool
+		was  *bool
+		coll prometheus.Collector
+	}{{goOn, &m.goOn, m.goColl}, {procOn, &m.procOn, m.procColl}} {
+		switch {
+		case c.on && !*c.was:
+			m.reg.MustRegister(c.coll)
+		case !c.on && *c.was:
+			m.reg.Unregister(c.coll)
+		}
+		*c.was = c.on
+	}
 }
 
 // observeExec counts one iptables or ipset command (the dataplane's

@@ -59,6 +59,7 @@ var ourSeries = []struct{ name, typ, labels string }{
 	{"calico_ipam_allocations_in_use", "gauge", "ip_version"},
 	{"calico_cni_journal_pending", "gauge", ""},
 	{"calico_bgp_routes_advertised", "gauge", "instance,ip_version"},
+	{"calico_kube_proxy_nftables_mode", "gauge", ""},
 }
 
 func scrape(t *testing.T, m *metrics) promtest.Scrape {

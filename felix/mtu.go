@@ -205,7 +205,8 @@ func hostLinks() ([]linkMTU, error) {
 }
 
 // inputs reads what the pod MTU depends on. The environment wins over
-// FelixConfiguration node.<name>, which wins over default, as in Felix.
+// FelixConfiguration node.<name>, which wins over the selector-scoped one
+// matching the node (settings_scoped.go), which wins over default, as in Felix.
 func (m *mtuWatch) inputs(ctx context.Context) (mtuInputs, error) {
 	var in mtuInputs
 	pk, _ := api.LookupKind("IPPool")
@@ -229,18 +230,24 @@ func (m *mtuWatch) inputs(ctx context.Context) (mtuInputs, error) {
 	// The same merge as the agent's settings (settings.go), so the pod
 	// MTU and the VXLAN device agree.
 	fk, _ := api.LookupKind("FelixConfiguration")
-	var cfgs [2]*api.FelixConfiguration
-	for i, name := range []string{"node." + m.node, "default"} {
-		r, err := m.c.GetResource(ctx, fk, "", name)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return in, fmt.Errorf("reading FelixConfiguration %s: %w", name, err)
-		}
-		cfgs[i] = r.(*api.FelixConfiguration)
+	objs, _, err = m.c.ListResources(ctx, fk, "")
+	if err != nil {
+		return in, fmt.Errorf("listing FelixConfigurations: %w", err)
 	}
-	eff, _ := effective(m.env, cfgs[0], cfgs[1]) // bad values: the agent's loader logs them
+	var host, global *api.FelixConfiguration
+	all := make([]*api.FelixConfiguration, 0, len(objs))
+	for _, r := range objs {
+		f := r.(*api.FelixConfiguration)
+		switch f.Metadata.Name {
+		case "node." + m.node:
+			host = f
+		case "default":
+			global = f
+		}
+		all = append(all, f)
+	}
+	scoped, _ := scopedFor(labels, all)              // the agent's loader warns about several
+	eff, _ := effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
 	in.Settings = mtuFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {
 		in.Settings.Pattern = DefaultMTUIfacePattern

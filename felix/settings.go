@@ -115,6 +115,9 @@ var settings = []setting{
 	field("iptablesMarkMask", "0xffff0000", true, func(s *spec) **uint32 { return &s.IptablesMarkMask }, parseMarkMask, validMarkMask),
 	field("natOutgoingAddress", "", true, func(s *spec) *string { return &s.NATOutgoingAddress }, parseIPv4, validIPv4),
 	field("natPortRange", "", true, func(s *spec) **api.Port { return &s.NATPortRange }, parsePortRange, validPortRange),
+	// nftablesMode (nftables.go): Enabled is refused, this agent has no
+	// nftables dataplane.
+	field("nftablesMode", "Auto", true, func(s *spec) *string { return &s.NFTablesMode }, oneOf("Disabled", "Auto"), validOneOf("Disabled", "Auto")),
 	field("iptablesBackend", "Auto", true, func(s *spec) *string { return &s.IptablesBackend }, oneOf("Legacy", "NFT", "Auto"), validOneOf("Legacy", "NFT", "Auto")),
 	field("removeExternalRoutes", "true", true, func(s *spec) **bool { return &s.RemoveExternalRoutes }, parseBool, nil),
 	field("iptablesRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, parseSeconds, validNonNegative),
@@ -123,6 +126,7 @@ var settings = []setting{
 	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, parseSeconds, validNonNegative),
 	field("healthEnabled", "true", true, func(s *spec) **bool { return &s.HealthEnabled }, parseBool, nil),
 	field("healthHost", "localhost", true, func(s *spec) **string { return &s.HealthHost }, parseHost, validHost),
+	field("healthTimeoutOverrides", "", true, func(s *spec) **[]api.HealthTimeoutOverride { return &s.HealthTimeoutOverrides }, parseHealthOverrides, validHealthOverrides),
 	field("healthPort", "9099", true, func(s *spec) **int { return &s.HealthPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
@@ -144,6 +148,8 @@ var settings = []setting{
 	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
 	field("workloadSourceSpoofing", "Disabled", true, func(s *spec) *string { return &s.WorkloadSourceSpoofing }, oneOf("Disabled", "Any"), validOneOf("Disabled", "Any")),
 	field("logPrefix", "calico-packet", true, func(s *spec) *string { return &s.LogPrefix }, parseLogPrefix, validLogPrefix),
+	field("logActionRateLimit", "", true, func(s *spec) *string { return &s.LogActionRateLimit }, parseLogRateLimit, validLogRateLimit),
+	field("logActionRateLimitBurst", "5", true, func(s *spec) **int { return &s.LogActionRateLimitBurst }, parseIntIn(0, 9999), validIntIn(0, 9999)),
 	// Calico renders service loop prevention only for the service CIDRs
 	// BGPConfiguration advertises, which this agent refuses: accepted,
 	// validated, nothing to render (docs/CONFIGURATION.md).
@@ -157,6 +163,11 @@ var settings = []setting{
 	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
 	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
 	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
+	field("ipv4NormalRoutePriority", "1024", true, func(s *spec) **int { return &s.IPv4NormalRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("ipv6NormalRoutePriority", "1024", true, func(s *spec) **int { return &s.IPv6NormalRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("ipv4ElevatedRoutePriority", "512", true, func(s *spec) **int { return &s.IPv4ElevatedRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("ipv6ElevatedRoutePriority", "512", true, func(s *spec) **int { return &s.IPv6ElevatedRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
+	field("routeSyncDisabled", "false", true, func(s *spec) **bool { return &s.RouteSyncDisabled }, parseBool, nil),
 	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
 	// The dataplane's netlink socket (felix/dataplane/nlhandle.go, felix/settings_netlink.go).
 	withEnv(field("netlinkTimeout", "10s", true, func(s *spec) **api.Duration { return &s.NetlinkTimeout }, parseSeconds, validNonNegative), "FELIX_NETLINKTIMEOUTSECS"),
@@ -166,6 +177,9 @@ var settings = []setting{
 	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
 	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
 	field("prometheusMetricsCAFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCAFile }, parsePath, nil),
+	// The Go runtime's and the process's series on /metrics (felix/metrics.go).
+	field("prometheusGoMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusGoMetricsEnabled }, parseBool, nil),
+	field("prometheusProcessMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusProcessMetricsEnabled }, parseBool, nil),
 	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).
 	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, parseNodePortRanges, validNodePortRanges),
 	// Endpoint status files for the CNI plugin's policy wait (felix/epstatus.go).
@@ -205,17 +219,18 @@ func parseFelixEnv(environ []string) (spec, error) {
 	return out, errors.Join(errs...)
 }
 
-// effective merges the sources: env over node.<name> over default. A
+// effective merges the sources: env over the objects in precedence order
+// (node.<name>, the selector-scoped one, default; nil ones skipped). A
 // datastore value that fails its check is logged (by the caller, from
 // the returned problems) and skipped.
-func effective(env spec, host, global *api.FelixConfiguration) (spec, []error) {
+func effective(env spec, objs ...*api.FelixConfiguration) (spec, []error) {
 	var out spec
 	var problems []error
 	for _, st := range settings {
 		if st.take(&out, &env) {
 			continue
 		}
-		for _, src := range []*api.FelixConfiguration{host, global} {
+		for _, src := range objs {
 			if src == nil {
 				continue
 			}
@@ -265,12 +280,14 @@ type settingsLoader struct {
 	node           string
 	env            spec
 	host, global   *api.FelixConfiguration
+	scoped         map[string]*api.FelixConfiguration // by name (settings_scoped.go)
+	labels         map[string]string                  // this node's
 	cur            spec
 	loggedProblems map[string]bool // a bad stored value is logged once
 }
 
 func newSettingsLoader(node string, env spec) *settingsLoader {
-	l := &settingsLoader{node: node, env: env, loggedProblems: map[string]bool{}}
+	l := &settingsLoader{node: node, env: env, loggedProblems: map[string]bool{}, scoped: map[string]*api.FelixConfiguration{}}
 	l.cur, _ = effective(env, nil, nil)
 	return l
 }
@@ -278,27 +295,39 @@ func newSettingsLoader(node string, env spec) *settingsLoader {
 // Current is the effective configuration.
 func (l *settingsLoader) Current() spec { return l.cur }
 
-// apply records a FelixConfiguration update and recomputes. It returns
-// whether u concerned this node's configuration and which settings
-// changed.
+// apply records a FelixConfiguration update, or one of this node's Node
+// (its labels select the selector-scoped configuration), and recomputes.
+// It returns whether u concerned this node's configuration and which
+// settings changed.
 func (l *settingsLoader) apply(u calc.Update) (mine bool, changed []string) {
-	if u.Kind != "felixconfigurations" {
-		return false, nil
-	}
 	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
-	var f *api.FelixConfiguration
-	if !u.Deleted {
-		f, _ = u.Resource.(*api.FelixConfiguration)
-	}
-	switch name {
-	case "default":
-		l.global = f
-	case "node." + l.node:
-		l.host = f
-	default:
+	switch {
+	case u.Kind == "nodes" && name == l.node:
+		l.labels = nil
+		if !u.Deleted && u.Resource != nil {
+			l.labels = u.Resource.GetObjectMeta().Labels
+		}
+	case u.Kind != "felixconfigurations":
 		return false, nil
+	default:
+		var f *api.FelixConfiguration
+		if !u.Deleted {
+			f, _ = u.Resource.(*api.FelixConfiguration)
+		}
+		switch {
+		case name == "default":
+			l.global = f
+		case name == "node."+l.node:
+			l.host = f
+		case strings.HasPrefix(name, "node."):
+			return false, nil
+		case f == nil:
+			delete(l.scoped, name)
+		default:
+			l.scoped[name] = f
+		}
 	}
-	next, problems := effective(l.env, l.host, l.global)
+	next, problems := effective(l.env, l.host, l.scopedNow(), l.global)
 	for _, p := range problems {
 		if !l.loggedProblems[p.Error()] {
 			l.loggedProblems[p.Error()] = true
@@ -318,4 +347,12 @@ func (l *settingsLoader) effectiveUpdate() calc.Update {
 	f := &api.FelixConfiguration{TypeMeta: api.TypeMeta{Kind: "FelixConfiguration", APIVersion: api.APIVersion},
 		Metadata: api.ObjectMeta{Name: "default"}, Spec: l.cur}
 	return calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", "default"), Resource: f}
+}
+
+// boolOr is *b, or def when the setting is unset.
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
 }

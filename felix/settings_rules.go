@@ -30,3 +30,13 @@ func parseLogPrefix(s string) (string, error) {
 }
 
 func validLogPrefix(s string) error { _, err := parseLogPrefix(s); return err }
+
+// parseLogRateLimit reads logActionRateLimit: Calico's N/unit.
+func parseLogRateLimit(s string) (string, error) {
+	if !api.LogRateLimitRE.MatchString(s) {
+		return "", fmt.Errorf("%q must be N/unit: N 1-9999, unit second, minute, hour or day (e.g. 10/second)", s)
+	}
+	return s, nil
+}
+
+func validLogRateLimit(s string) error { _, err := parseLogRateLimit(s); return err }

@@ -265,6 +265,10 @@ func (s *State) rulesConfig() rules.Config {
 		if p := f.Spec.LogPrefix; p != "" {
 			cfg.LogPrefix = p
 		}
+		cfg.LogRateLimit, cfg.LogRateLimitBurst = f.Spec.LogActionRateLimit, rules.DefaultLogRateLimitBurst
+		if b := f.Spec.LogActionRateLimitBurst; b != nil {
+			cfg.LogRateLimitBurst = *b
+		}
 	}
 	cfg.ExcludeIfaces = s.excludedIfaces()
 	s.ipvsConfig(&cfg)

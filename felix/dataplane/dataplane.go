@@ -62,6 +62,8 @@ type Desired struct {
 	// 0: Calico's default 10s, negative: none). A change replaces the
 	// socket before the next netlink request.
 	NetlinkTimeout time.Duration
+	// RouteSync is routeSyncDisabled (routes_sync.go).
+	RouteSync RouteSync
 }
 
 // IPSet is one desired IP set.
@@ -379,6 +381,7 @@ func applyOverlayAndRoutes(vm, vm6 *vxlanManager, rm *routeManager, des Desired)
 	if rm.keepForeign != des.KeepExternalRoutes {
 		rm.keepForeign, rm.dirty = des.KeepExternalRoutes, true
 	}
+	rm.setSync(des.RouteSync)
 	rm.SetDesired(des.Routes, des.InSync)
 	if err := rm.Apply(); err != nil {
 		errs = append(errs, fmt.Errorf("routes: %w", err))

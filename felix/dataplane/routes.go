@@ -37,18 +37,10 @@ type RouteTarget struct {
 	// Src, when valid, is the route's preferred source address (workload
 	// routes: FelixConfiguration deviceRouteSourceAddress(IPv6)).
 	Src netip.Addr
-	// Metric is the route's priority; 0 is the kernel's default (0 for
-	// IPv4, 1024 for IPv6, which reads back as 0: NormalMetric).
+	// Metric is the route's priority (workload routes: FelixConfiguration
+	// ipv4/ipv6NormalRoutePriority); 0 is the kernel's default (1024 for
+	// IPv6). routes_metric.go.
 	Metric int
-}
-
-// NormalMetric is a route metric as targets carry it: the kernel's IPv6
-// default (1024) is 0, the same as unset.
-func NormalMetric(p netip.Prefix, metric int) int {
-	if p.Addr().Is6() && metric == 1024 {
-		return 0
-	}
-	return metric
 }
 
 // protocol is the rtnetlink protocol the route is programmed with.
@@ -116,6 +108,11 @@ type routeManager struct {
 	devProtos map[int]bool
 	prefixes  IfacePrefixes
 	nl        *nlHandle
+	// extras are our routes read back for a prefix that has another one
+	// of ours with a different metric (routes_metric.go).
+	extras []kernelRoute
+	// sync is routeSyncDisabled (routes_sync.go).
+	sync RouteSync
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
@@ -131,10 +128,6 @@ func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
 		if len(t.Via) > 1 && !sort.SliceIsSorted(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) }) {
 			t.Via = append([]netip.Addr(nil), t.Via...)
 			sort.Slice(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) })
-			d[p] = t
-		}
-		if m := NormalMetric(p, t.Metric); m != t.Metric {
-			t.Metric = m
 			d[p] = t
 		}
 	}
@@ -154,7 +147,7 @@ func sameRoutes(a, b map[netip.Prefix]RouteTarget) bool {
 		return false
 	}
 	for p, t := range a {
-		if u, ok := b[p]; !ok || !sameTarget(t, u) || t.protocol() != u.protocol() {
+		if u, ok := b[p]; !ok || !sameTarget(t, u) || t.protocol() != u.protocol() || t.Metric != u.Metric {
 			return false
 		}
 	}
@@ -170,6 +163,7 @@ type kernelRoute struct {
 
 func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 	out := map[netip.Prefix]kernelRoute{}
+	m.extras = m.extras[:0]
 	names := map[int]string{}
 	links, err := m.nl.h.LinkList()
 	if err != nil {
@@ -214,11 +208,11 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 				}
 				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
 			}
-			kr.target.Metric = NormalMetric(p, r.Priority)
+			kr.target.Metric = r.Priority
 			if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
 				continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
 			}
-			out[p] = kr
+			m.keepOne(out, p, kr)
 		}
 	}
 	return out, nil
@@ -270,32 +264,24 @@ func (m *routeManager) Apply() error {
 	for _, p := range keys {
 		want := m.desired[p]
 		have, exists := kernel[p]
-		if exists && sameTarget(have.target, want) && have.proto == want.protocol() {
+		if exists && sameTarget(have.target, want) && have.proto == want.protocol() && have.target.Metric == kernelMetric(p, want.Metric) {
+			continue
+		}
+		if m.sync.frozen(want.protocol(), want.Blackhole) || exists && m.sync.frozen(have.proto, have.target.Blackhole) {
 			continue
 		}
 		if exists && !m.ours(have.proto, have.target.Iface, p) && !m.prefixes.Match(have.target.Iface) {
 			errs = append(errs, fmt.Errorf("route %s: a foreign route exists (%s); not replacing it", p, have.target))
 			continue
 		}
-		if exists && have.target.Metric != want.Metric && m.ours(have.proto, have.target.Iface, p) {
-			// Another metric is another route to the kernel: add the new
-			// one, then delete the old (make before break).
-			if err := m.program(p, want, false); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := m.nl.h.RouteDel(&have.route); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("deleting route %s %s: %w", p, have.target, err))
-			}
-			continue
-		}
-		if err := m.program(p, want, exists); err != nil {
+		if err := m.reprogram(p, want, have, exists); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, m.dropExtras()...)
 	now := m.now()
 	for p, have := range kernel {
-		if _, want := m.desired[p]; want || !m.inSync {
+		if _, want := m.desired[p]; want || !m.inSync || m.sync.frozen(have.proto, have.target.Blackhole) {
 			delete(m.strangers, p)
 			continue
 		}

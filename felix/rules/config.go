@@ -88,6 +88,11 @@ type Config struct {
 	// "<prefix>: ". Validation keeps it to characters and a length
 	// iptables takes.
 	LogPrefix string
+	// LogRateLimit is logActionRateLimit ("10/second"; "" no limit): Log
+	// rules match only this often, in bursts of LogRateLimitBurst
+	// (logActionRateLimitBurst), as Calico renders them (-m limit).
+	LogRateLimit      string
+	LogRateLimitBurst int
 	// KubeIPVS turns on kube-proxy IPVS mode (ipvs.go): a kube-ipvs0
 	// interface exists. MarkMask is iptablesMarkMask (0: the default),
 	// whose bits above the lowest five hold the endpoint mark, and
@@ -254,6 +259,17 @@ func (c Config) logAction() string {
 		p = DefaultLogPrefix
 	}
 	return `-j LOG --log-prefix "` + p + `: " --log-level 5`
+}
+
+// DefaultLogRateLimitBurst is Calico's logActionRateLimitBurst.
+const DefaultLogRateLimitBurst = 5
+
+// logMatch is match with the Log rule's rate limit, if any.
+func (c Config) logMatch(match string) string {
+	if c.LogRateLimit == "" {
+		return match
+	}
+	return strings.TrimSpace(match + " -m limit --limit " + c.LogRateLimit + " --limit-burst " + strconv.Itoa(c.LogRateLimitBurst))
 }
 
 // endpointToHostAction is the iptables target of DefaultEndpointToHostAction.

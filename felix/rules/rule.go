@@ -229,7 +229,7 @@ func (r *renderer) emit(alts, extra []string, action api.Action, deny string) []
 		case api.ActionDeny:
 			add(markSet(scratch), deny)
 		case api.ActionLog:
-			add(markSet(scratch), r.cfg.logAction())
+			add(r.cfg.logMatch(markSet(scratch)), r.cfg.logAction())
 			add("", clearMark(scratch))
 		}
 		return out
@@ -250,7 +250,7 @@ func (r *renderer) emit(alts, extra []string, action api.Action, deny string) []
 			add(a, deny)
 		}
 	case api.ActionLog:
-		add(alts[0], r.cfg.logAction())
+		add(r.cfg.logMatch(alts[0]), r.cfg.logAction())
 	}
 	return out
 }

@@ -27,9 +27,6 @@ func fieldStatus() (honoured, refused map[string]bool) {
 	for p := range enforced {
 		honoured[leaf(p)] = true
 	}
-	for p := range honouredElsewhere {
-		honoured[leaf(p)] = true
-	}
 	for _, p := range delegated {
 		honoured[leaf(p)] = true
 	}

@@ -20,6 +20,10 @@ type FelixConfiguration struct {
 // FelixConfiguration.spec. Fields it does not model are kept by Decode
 // and written back by Marshal, like every kind's (unmodelled.go).
 type FelixConfigurationSpec struct {
+	// NodeSelector makes an object named neither "default" nor
+	// "node.<name>" apply to the nodes it selects (felix/settings_scoped.go).
+	NodeSelector string `json:"nodeSelector,omitempty"`
+
 	LogSeverityScreen string `json:"logSeverityScreen,omitempty"`
 	LogSeverityFile   string `json:"logSeverityFile,omitempty"`
 	LogSeveritySys    string `json:"logSeveritySys,omitempty"`
@@ -61,7 +65,10 @@ type FelixConfigurationSpec struct {
 	RouteTableRange      *RouteTableRange `json:"routeTableRange,omitempty"`
 	RouteSource          string           `json:"routeSource,omitempty"`
 	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
-	DeviceRouteProtocol  *int             `json:"deviceRouteProtocol,omitempty"`
+	// RouteSyncDisabled: the agent leaves the routes Felix would program
+	// alone (felix/dataplane/routes_sync.go).
+	RouteSyncDisabled   *bool `json:"routeSyncDisabled,omitempty"`
+	DeviceRouteProtocol *int  `json:"deviceRouteProtocol,omitempty"`
 	// DeviceRouteSourceAddress(IPv6) are the src of the routes to local
 	// workloads.
 	DeviceRouteSourceAddress     string `json:"deviceRouteSourceAddress,omitempty"`
@@ -70,17 +77,31 @@ type FelixConfigurationSpec struct {
 	// RouteTableRange): the kernel route tables the agent may use. This
 	// agent uses none but main (docs/CONFIGURATION.md).
 	RouteTableRanges *[]RouteTableRange `json:"routeTableRanges,omitempty"`
+	// The metric of the routes to local workloads (normal), and of a
+	// live-migrating workload's (elevated: none here, LiveMigration is not
+	// served). felix/devroutes.go.
+	IPv4NormalRoutePriority   *int `json:"ipv4NormalRoutePriority,omitempty"`
+	IPv6NormalRoutePriority   *int `json:"ipv6NormalRoutePriority,omitempty"`
+	IPv4ElevatedRoutePriority *int `json:"ipv4ElevatedRoutePriority,omitempty"`
+	IPv6ElevatedRoutePriority *int `json:"ipv6ElevatedRoutePriority,omitempty"`
 
-	HealthEnabled            *bool   `json:"healthEnabled,omitempty"`
-	HealthHost               *string `json:"healthHost,omitempty"`
-	HealthPort               *int    `json:"healthPort,omitempty"`
-	PrometheusMetricsEnabled *bool   `json:"prometheusMetricsEnabled,omitempty"`
-	PrometheusMetricsHost    string  `json:"prometheusMetricsHost,omitempty"`
-	PrometheusMetricsPort    *int    `json:"prometheusMetricsPort,omitempty"`
+	HealthEnabled *bool   `json:"healthEnabled,omitempty"`
+	HealthHost    *string `json:"healthHost,omitempty"`
+	HealthPort    *int    `json:"healthPort,omitempty"`
+	// HealthTimeoutOverrides are liveness timeouts by health reporter
+	// (felix/health_overrides.go).
+	HealthTimeoutOverrides   *[]HealthTimeoutOverride `json:"healthTimeoutOverrides,omitempty"`
+	PrometheusMetricsEnabled *bool                    `json:"prometheusMetricsEnabled,omitempty"`
+	PrometheusMetricsHost    string                   `json:"prometheusMetricsHost,omitempty"`
+	PrometheusMetricsPort    *int                     `json:"prometheusMetricsPort,omitempty"`
 	// TLS of the metrics endpoint (PEM files): all three or none.
 	PrometheusMetricsCertFile string `json:"prometheusMetricsCertFile,omitempty"`
 	PrometheusMetricsKeyFile  string `json:"prometheusMetricsKeyFile,omitempty"`
 	PrometheusMetricsCAFile   string `json:"prometheusMetricsCAFile,omitempty"`
+	// The Go runtime's and the process's collectors on /metrics (Calico's
+	// default true for both).
+	PrometheusGoMetricsEnabled      *bool `json:"prometheusGoMetricsEnabled,omitempty"`
+	PrometheusProcessMetricsEnabled *bool `json:"prometheusProcessMetricsEnabled,omitempty"`
 
 	IPIPEnabled            *bool   `json:"ipipEnabled,omitempty"`
 	IPIPMTU                *int    `json:"ipipMTU,omitempty"`
@@ -108,6 +129,10 @@ type FelixConfigurationSpec struct {
 	NATOutgoingExclusions              string `json:"natOutgoingExclusions,omitempty"`
 	IptablesNATOutgoingInterfaceFilter string `json:"iptablesNATOutgoingInterfaceFilter,omitempty"`
 	WorkloadSourceSpoofing             string `json:"workloadSourceSpoofing,omitempty"`
+	// Log rules match at most logActionRateLimit ("N/unit"), with bursts
+	// of logActionRateLimitBurst (5 when unset), when the limit is set.
+	LogActionRateLimit      string `json:"logActionRateLimit,omitempty"`
+	LogActionRateLimitBurst *int   `json:"logActionRateLimitBurst,omitempty"`
 
 	// KubeNodePortRanges are Kubernetes' node port ranges ("30000:32767"
 	// when unset), read only in kube-proxy IPVS mode (felix/rules/ipvs.go).
@@ -128,6 +153,18 @@ type ProtoPort struct {
 	Net      string `json:"net,omitempty"`
 }
 
+// MaxRoutePriority is the highest route priority Calico takes.
+const MaxRoutePriority = 2147483646
+
+// HealthTimeoutOverride is one health reporter's liveness timeout (0: none).
+type HealthTimeoutOverride struct {
+	Name    string   `json:"name"`
+	Timeout Duration `json:"timeout"`
+}
+
+// HealthReporterRE is a health reporter's name.
+var HealthReporterRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+
 // RouteTableRange is the range of kernel routing tables the agent may use.
 type RouteTableRange struct {
 	Min int `json:"min"`
@@ -137,6 +174,10 @@ type RouteTableRange struct {
 // IfaceFilterRE is Calico's interface filter (iptables -o syntax, "+" a
 // wildcard): iptablesNATOutgoingInterfaceFilter.
 var IfaceFilterRE = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
+
+// LogRateLimitRE is Calico's logActionRateLimit: 1-9999 per second,
+// minute, hour or day.
+var LogRateLimitRE = regexp.MustCompile(`^[1-9]\d{0,3}/(?:second|minute|hour|day)$`)
 
 // logPrefixRE is Calico's logPrefix restriction: letters, digits, ":",
 // "%", "/", "_", "-" and space.
@@ -183,6 +224,15 @@ func (c *FelixConfiguration) Validate() error {
 	f.unsupported(c)
 	f.meta(&c.Metadata, false, subdomainProblem)
 	s := &c.Spec
+	if s.NodeSelector != "" {
+		if n := c.Metadata.Name; n == "default" || strings.HasPrefix(n, "node.") {
+			f.add("spec.nodeSelector", s.NodeSelector, "is valid only on a FelixConfiguration named neither default nor node.<nodename>")
+		}
+		if len(s.NodeSelector) > 1024 {
+			f.add("spec.nodeSelector", s.NodeSelector[:32]+"...", "must be at most 1024 characters")
+		}
+		f.selector("spec.nodeSelector", s.NodeSelector)
+	}
 	f.oneOf("spec.logSeverityScreen", s.LogSeverityScreen, logLevels...)
 	f.oneOf("spec.logSeverityFile", s.LogSeverityFile, logLevels...)
 	f.oneOf("spec.logSeveritySys", s.LogSeveritySys, logLevels...)
@@ -198,6 +248,9 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.workloadSourceSpoofing", s.WorkloadSourceSpoofing, "Disabled", "Any")
 	if msg := LogPrefixProblem(s.LogPrefix); s.LogPrefix != "" && msg != "" {
 		f.add("spec.logPrefix", s.LogPrefix, msg)
+	}
+	if v := s.LogActionRateLimit; v != "" && !LogRateLimitRE.MatchString(v) {
+		f.add("spec.logActionRateLimit", v, "must be N/unit: N 1-9999, unit second, minute, hour or day (e.g. 10/second)")
 	}
 	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
 		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
@@ -251,6 +304,16 @@ func (c *FelixConfiguration) Validate() error {
 			f.add("spec.natPortRange", s.NATPortRange.String(), "must be a port or port range")
 		}
 	}
+	if s.HealthTimeoutOverrides != nil {
+		for i, o := range *s.HealthTimeoutOverrides {
+			if !HealthReporterRE.MatchString(o.Name) {
+				f.add(idx("spec.healthTimeoutOverrides", i)+".name", o.Name, "must be a health reporter's name (letters, digits, '_', '.', '-')")
+			}
+			if o.Timeout.Duration < 0 {
+				f.add(idx("spec.healthTimeoutOverrides", i)+".timeout", o.Timeout.String(), "must not be negative")
+			}
+		}
+	}
 	if s.KubeNodePortRanges != nil {
 		for i, p := range *s.KubeNodePortRanges {
 			if msg := p.problem(); msg != "" || p.PortName != "" {
@@ -275,6 +338,11 @@ func (c *FelixConfiguration) Validate() error {
 		{"spec.wireguardMTU", s.WireguardMTU, 0, 65535},
 		{"spec.deviceRouteProtocol", s.DeviceRouteProtocol, 0, 255},
 		{"spec.maxIpsetSize", s.MaxIpsetSize, 1, 1<<31 - 1}, // Calico: non-zero
+		{"spec.logActionRateLimitBurst", s.LogActionRateLimitBurst, 0, 9999},
+		{"spec.ipv4NormalRoutePriority", s.IPv4NormalRoutePriority, 1, MaxRoutePriority},
+		{"spec.ipv6NormalRoutePriority", s.IPv6NormalRoutePriority, 1, MaxRoutePriority},
+		{"spec.ipv4ElevatedRoutePriority", s.IPv4ElevatedRoutePriority, 1, MaxRoutePriority},
+		{"spec.ipv6ElevatedRoutePriority", s.IPv6ElevatedRoutePriority, 1, MaxRoutePriority},
 	} {
 		if pp.v != nil && (*pp.v < pp.lo || *pp.v > pp.hi) {
 			f.add(pp.field, strconv.Itoa(*pp.v), "must be "+strconv.Itoa(pp.lo)+"-"+strconv.Itoa(pp.hi))

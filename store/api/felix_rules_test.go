@@ -27,6 +27,18 @@ func TestFelixRulesFieldsValidation(t *testing.T) {
 		{`"logPrefix":"%t-%n"`, "spec.logPrefix"},
 		{`"logPrefix":"` + strings.Repeat("x", MaxLogPrefix+1) + `"`, "spec.logPrefix"},
 		{`"serviceLoopPrevention":"Disabled"`, ""},
+		{`"logActionRateLimit":"10/second","logActionRateLimitBurst":0`, ""},
+		{`"logActionRateLimit":"9999/day","logActionRateLimitBurst":9999`, ""},
+		{`"logActionRateLimit":"0/second"`, "spec.logActionRateLimit"},
+		{`"logActionRateLimit":"10000/second"`, "spec.logActionRateLimit"},
+		{`"logActionRateLimit":"10/sec"`, "spec.logActionRateLimit"},
+		{`"logActionRateLimitBurst":10000`, "spec.logActionRateLimitBurst"},
+		{`"logActionRateLimitBurst":-1`, "spec.logActionRateLimitBurst"},
+		// Health reporters' timeouts (felix/health_overrides.go).
+		{`"healthTimeoutOverrides":[{"name":"InternalDataplaneMainLoop","timeout":"0s"},{"name":"Valid","timeout":"120s"}]`, ""},
+		{`"healthTimeoutOverrides":[{"name":"%","timeout":"10s"}]`, "spec.healthTimeoutOverrides[0].name"},
+		{`"healthTimeoutOverrides":[{"name":"","timeout":"10s"}]`, "spec.healthTimeoutOverrides[0].name"},
+		{`"healthTimeoutOverrides":[{"name":"a","timeout":"1s"},{"name":"b","timeout":"-1s"}]`, "spec.healthTimeoutOverrides[1].timeout"},
 		{`"serviceLoopPrevention":"Block"`, "spec.serviceLoopPrevention"},
 	} {
 		checkFelixSpec(t, tc.spec, tc.bad)

@@ -217,6 +217,25 @@ var enforced = map[string]string{
 	"FelixConfiguration.spec.endpointStatusPathPrefix": "TestCNIPolicySetupWait",
 }
 
+// Issue #22: FelixConfiguration fields the agent honours (h/felixcfg).
+func init() {
+	for field, test := range map[string]string{
+		"FelixConfiguration.spec.prometheusGoMetricsEnabled":      "TestSettingsRuntimeMetricsLive",
+		"FelixConfiguration.spec.prometheusProcessMetricsEnabled": "TestSettingsRuntimeMetricsLive",
+		"FelixConfiguration.spec.logActionRateLimit":              "TestLogActionRateLimitKernel",
+		"FelixConfiguration.spec.logActionRateLimitBurst":         "TestLogActionRateLimitKernel",
+		"FelixConfiguration.spec.routeSyncDisabled":               "TestConfigRouteSyncDisabledLive",
+		"FelixConfiguration.spec.healthTimeoutOverrides":          "TestHealthTimeoutOverridesLive",
+		"FelixConfiguration.spec.nodeSelector":                    "TestSettingsNodeSelectorScoped",
+		"FelixConfiguration.spec.ipv4NormalRoutePriority":         "TestConfigRoutePriorityLive",
+		"FelixConfiguration.spec.ipv6NormalRoutePriority":         "TestRouteMetricKernel",
+		"FelixConfiguration.spec.ipv4ElevatedRoutePriority":       "TestRoutePrioritySettings",
+		"FelixConfiguration.spec.ipv6ElevatedRoutePriority":       "TestRoutePrioritySettings",
+	} {
+		enforced[field] = test
+	}
+}
+
 // untested are acted on by code (named) but no test shows it yet: debt,
 // listed so it cannot be forgotten.
 var untested = map[string]string{}
