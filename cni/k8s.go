@@ -197,7 +197,11 @@ func parseKubePod(conf *NetConf, pod k8s.Pod, ns k8s.Namespace) (*kubePod, error
 			return nil, bad(annotSourcePrefixes, "%v", err)
 		}
 	}
-	if kp.qos, err = parseQoSAnnotations(an, bad); err != nil {
+	if kp.qos, err = k8s.PodQoS(an); err != nil {
+		var qe *k8s.QoSAnnotationError
+		if errors.As(err, &qe) {
+			return nil, bad(qe.Annotation, "%s", qe.Msg)
+		}
 		return nil, err
 	}
 	return kp, nil

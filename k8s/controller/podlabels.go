@@ -43,9 +43,12 @@ func (c *Controller) listK8sEndpoints(ctx context.Context) ([]*api.WorkloadEndpo
 	return out, nil
 }
 
-// syncPodLabels makes the labels of each Kubernetes endpoint whose pod
-// exists what the CNI plugin gives it (k8s.PodLabels), touching nothing
-// else. Endpoints of missing pods are left to the garbage collector.
+// syncPodLabels makes the labels and QoS controls of each Kubernetes
+// endpoint whose pod exists what the CNI plugin gives it (k8s.PodLabels,
+// k8s.PodQoS), touching nothing else, so that a pod's labels and QoS
+// annotations changed after ADD reach its endpoint. A QoS annotation
+// refused there keeps the endpoint's qosControls as they are, and is
+// logged. Endpoints of missing pods are left to the garbage collector.
 func (c *Controller) syncPodLabels(ctx context.Context) error {
 	weps, err := c.listK8sEndpoints(ctx)
 	if err != nil {
@@ -66,33 +69,51 @@ func (c *Controller) syncPodLabels(ctx context.Context) error {
 		if pod == nil {
 			continue
 		}
-		if err := c.setLabels(ctx, w, k8s.PodLabels(*pod)); err != nil {
+		want := fromPod{labels: k8s.PodLabels(*pod), qos: w.Spec.QoSControls}
+		if q, err := k8s.PodQoS(pod.Metadata.Annotations); err != nil {
+			c.logf("kube-controllers: pod %s: %v; its workloadendpoint keeps its qosControls", pk, err)
+		} else {
+			want.qos = q
+		}
+		if err := c.setFromPod(ctx, w, want); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// setLabels makes w's labels want (as the store defaults them), with a
-// compare-and-swap on w's revision, re-reading w after a conflict.
-func (c *Controller) setLabels(ctx context.Context, w *api.WorkloadEndpoint, want map[string]string) error {
+// fromPod is what an endpoint takes from its pod.
+type fromPod struct {
+	labels map[string]string
+	qos    *api.QoSControls
+}
+
+func sameQoS(a, b *api.QoSControls) bool {
+	return a == b || a != nil && b != nil && *a == *b
+}
+
+// setFromPod makes w's labels (as the store defaults them) and QoS
+// controls want's, with a compare-and-swap on w's revision, re-reading w
+// after a conflict.
+func (c *Controller) setFromPod(ctx context.Context, w *api.WorkloadEndpoint, want fromPod) error {
 	for range maxLabelAttempts {
 		next := *w
-		next.Metadata.Labels = maps.Clone(want)
+		next.Metadata.Labels = maps.Clone(want.labels)
+		next.Spec.QoSControls = want.qos
 		next.Default() // the labels the store would keep
-		if maps.Equal(w.Metadata.Labels, next.Metadata.Labels) {
+		if maps.Equal(w.Metadata.Labels, next.Metadata.Labels) && sameQoS(w.Spec.QoSControls, next.Spec.QoSControls) {
 			return nil
 		}
 		_, err := c.store.UpdateResource(ctx, &next)
 		if err == nil {
-			c.logf("kube-controllers: updated labels of workloadendpoint %s/%s from pod %s", w.Metadata.Namespace, w.Metadata.Name, w.Spec.Pod)
+			c.logf("kube-controllers: updated labels and qosControls of workloadendpoint %s/%s from pod %s", w.Metadata.Namespace, w.Metadata.Name, w.Spec.Pod)
 			return nil
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			return nil // deleted meanwhile: nothing to label
+			return nil // deleted meanwhile: nothing to update
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("updating labels of workloadendpoint %s/%s: %w", w.Metadata.Namespace, w.Metadata.Name, err)
+			return fmt.Errorf("updating workloadendpoint %s/%s from its pod: %w", w.Metadata.Namespace, w.Metadata.Name, err)
 		}
 		r, err := c.store.GetResource(ctx, wepKind, w.Metadata.Namespace, w.Metadata.Name)
 		if errors.Is(err, store.ErrNotFound) {
@@ -103,5 +124,5 @@ func (c *Controller) setLabels(ctx context.Context, w *api.WorkloadEndpoint, wan
 		}
 		w = r.(*api.WorkloadEndpoint)
 	}
-	return fmt.Errorf("updating labels of workloadendpoint %s/%s: gave up after %d conflicting attempts", w.Metadata.Namespace, w.Metadata.Name, maxLabelAttempts)
+	return fmt.Errorf("updating workloadendpoint %s/%s from its pod: gave up after %d conflicting attempts", w.Metadata.Namespace, w.Metadata.Name, maxLabelAttempts)
 }

@@ -22,6 +22,9 @@ func TestControllerWritesKeepUnmodelledFields(t *testing.T) {
 	storetest.PutRaw(t, e.cl, wep)
 	p := pod("default", "pod1", map[string]string{"app": "web2"})
 	p.Spec.ServiceAccountName = "default"
+	// The endpoint's qosControls come from the pod's annotations (the
+	// stored ones are the same limit): what Calico stored beside them stays.
+	p.Metadata.Annotations = map[string]string{"qos.projectcalico.org/ingressBandwidth": "10M"}
 	e.kube.pods = []k8s.Pod{p}
 	if err := e.c.syncPodLabels(e.ctx); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package cni
+package k8s
 
 import (
 	"fmt"
@@ -63,15 +63,28 @@ var qosAnnotations = []qosAnnotation{
 	{annotQoSEgressMaxConns, "egressMaxConnections", func(q *api.QoSControls, v int64) { q.EgressMaxConnections = v }},
 }
 
-// parseQoSAnnotations reads the QoS annotations into the endpoint's
-// qosControls, with Calico's defaults for burst and packet burst; nil when
-// none is set. Where Calico logs a warning and clamps or drops a value (not
-// a quantity, out of its bounds, a burst without its rate), ADD fails
-// instead, naming the annotation: a limit the user asked for is never
-// silently changed. bad makes the error for an annotation.
-func parseQoSAnnotations(an map[string]string, bad func(annot, format string, args ...any) error) (*api.QoSControls, error) {
+// QoSAnnotationError is a QoS annotation whose value is refused.
+type QoSAnnotationError struct {
+	Annotation string // "qos.projectcalico.org/ingressBandwidth"
+	Msg        string
+}
+
+func (e *QoSAnnotationError) Error() string { return "annotation " + e.Annotation + ": " + e.Msg }
+
+func qosBad(annot, format string, args ...any) error {
+	return &QoSAnnotationError{Annotation: annot, Msg: fmt.Sprintf(format, args...)}
+}
+
+// PodQoS reads a pod's QoS annotations into its endpoint's qosControls,
+// with Calico's defaults for burst and packet burst; nil when none is set.
+// Where Calico logs a warning and clamps or drops a value (not a quantity,
+// out of its bounds, a burst without its rate), the value is refused with
+// a *QoSAnnotationError naming the annotation: a limit the user asked for
+// is never silently changed. The CNI plugin applies it at ADD, the
+// Kubernetes controller when the annotations change.
+func PodQoS(an map[string]string) (*api.QoSControls, error) {
 	if _, ok := an[annotQoSDSCP]; ok {
-		return nil, bad(annotQoSDSCP, "DiffServ marking is not supported by this agent")
+		return nil, qosBad(annotQoSDSCP, "DiffServ marking is not supported by this agent")
 	}
 	q := &api.QoSControls{}
 	keyOf := map[string]string{} // member -> the annotation that set it
@@ -82,10 +95,10 @@ func parseQoSAnnotations(an map[string]string, bad func(annot, format string, ar
 		}
 		qty, err := resource.ParseQuantity(v)
 		if err != nil {
-			return nil, bad(a.key, "%q is not a quantity (such as 100, 10M, 1Gi)", v)
+			return nil, qosBad(a.key, "%q is not a quantity (such as 100, 10M, 1Gi)", v)
 		}
 		if qty.Sign() <= 0 {
-			return nil, bad(a.key, "%q must be greater than zero", v)
+			return nil, qosBad(a.key, "%q must be greater than zero", v)
 		}
 		a.set(q, qty.Value())
 		keyOf[a.field] = a.key
@@ -95,7 +108,7 @@ func parseQoSAnnotations(an map[string]string, bad func(annot, format string, ar
 	}
 	if probs := q.Problems(); len(probs) > 0 {
 		p := probs[0]
-		return nil, bad(keyOf[p.Field], "%s", fmt.Sprintf("%s %s", p.Field, p.Msg))
+		return nil, qosBad(keyOf[p.Field], "%s", fmt.Sprintf("%s %s", p.Field, p.Msg))
 	}
 	return q.WithDefaults(), nil
 }
