@@ -24,22 +24,7 @@ func withField(t *testing.T, kind, path string, v any) Resource {
 	if kind == ruleKind {
 		kind, path = "NetworkPolicy", "spec.ingress[]."+path
 	}
-	segs := strings.Split(path, ".")
-	for i := len(segs) - 1; i >= 0; i-- {
-		name, each := strings.CutSuffix(segs[i], "[]")
-		if each {
-			v = []any{v}
-		}
-		v = map[string]any{name: v}
-	}
-	m := v.(map[string]any)
-	m["kind"], m["apiVersion"] = kind, APIVersion
-	meta := map[string]any{"name": "x"}
-	if k, _ := LookupKind(kind); k.Namespaced {
-		meta["namespace"] = "ns"
-	}
-	m["metadata"] = meta
-	b, _ := json.Marshal(m)
+	b := objectJSON(kind, path, v)
 	r, err := Decode(b)
 	if err != nil {
 		t.Fatalf("Decode(%s): %v", b, err)

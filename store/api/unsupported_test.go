@@ -454,6 +454,12 @@ func sampleJSON(kind, path string, leaf reflect.Type, ok []string) string {
 	default:
 		v = map[string]any{"name": "zz-7"}
 	}
+	return string(objectJSON(kind, path, v))
+}
+
+// objectJSON is an object of kind named x (in namespace ns when the kind
+// is namespaced) with path (JSON names, [] for an array) set to v.
+func objectJSON(kind, path string, v any) []byte {
 	segs := strings.Split(path, ".")
 	for i := len(segs) - 1; i >= 0; i-- {
 		name, each := strings.CutSuffix(segs[i], "[]")
@@ -461,7 +467,6 @@ func sampleJSON(kind, path string, leaf reflect.Type, ok []string) string {
 			v = []any{v}
 		}
 		v = map[string]any{name: v}
-		_ = name
 	}
 	m := v.(map[string]any)
 	m["kind"], m["apiVersion"] = kind, APIVersion
@@ -471,7 +476,7 @@ func sampleJSON(kind, path string, leaf reflect.Type, ok []string) string {
 	}
 	m["metadata"] = meta
 	b, _ := json.Marshal(m)
-	return string(b)
+	return b
 }
 
 // Every refused field, set to a value other than what the agent does, is
