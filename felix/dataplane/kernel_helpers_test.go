@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/calico-aio/calico-aio/internal/nstest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
@@ -364,4 +364,15 @@ func (nd *node) ifaces() []string {
 		out = append(out, ep.Iface)
 	}
 	return out
+}
+
+// routeApplier returns a function that makes routes rm's whole desired set
+// (in sync with the datastore) and applies it inside n, failing t on error.
+func routeApplier(t *testing.T, n ns.NetNS, rm *routeManager) func(routes map[netip.Prefix]RouteTarget) {
+	return func(routes map[netip.Prefix]RouteTarget) {
+		t.Helper()
+		if err := n.Do(func(ns.NetNS) error { rm.SetDesired(routes, true); return rm.Apply() }); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

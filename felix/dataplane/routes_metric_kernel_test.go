@@ -76,12 +76,7 @@ func TestLearnedRouteMetricKernel(t *testing.T) {
 	needKernel(t)
 	n := newKernelNS(t, wrapTools(t))
 	rm := newRouteManager(0)
-	apply := func(routes map[netip.Prefix]RouteTarget) {
-		t.Helper()
-		if err := n.Do(func(ns.NetNS) error { rm.SetDesired(routes, true); return rm.Apply() }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := routeApplier(t, n, rm)
 	show := func() string {
 		return strings.TrimSpace(run(t, n, "ip", "-4", "route", "show", "root", "10.66.0.0/16"))
 	}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/plugins/pkg/ns"
-
 	"github.com/calico-aio/calico-aio/internal/rtproto"
 )
 
@@ -18,12 +16,7 @@ func TestRouteProtocolKernel(t *testing.T) {
 	needKernel(t)
 	n := newKernelNS(t, wrapTools(t))
 	rm := newRouteManager(0)
-	apply := func(routes map[netip.Prefix]RouteTarget) {
-		t.Helper()
-		if err := n.Do(func(ns.NetNS) error { rm.SetDesired(routes, true); return rm.Apply() }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := routeApplier(t, n, rm)
 	show := func() string {
 		return strings.TrimSpace(run(t, n, "ip", "-4", "route", "show", "root", "10.65.0.0/16"))
 	}
