@@ -23,7 +23,8 @@ var vxlanHostsSets = map[int]string{4: "cali40all-vxlan-net", 6: "cali60all-vxla
 // hands to Felix: as Calico's BIRD config rejects those for the kernel,
 // the overlay's own routes are the ones programmed. Learned routes inside
 // an IPIP pool go over tunl0 (addIPIP).
-func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget) {
+// parents names the interfaces holding ov.Parent4/Parent6 (parentIfaces).
+func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget, parents map[netip.Addr]string) {
 	addVXLANFilter(des, 4, ov.V4, ov.Port)
 	addVXLANFilter(des, 6, ov.V6, ov.Port)
 	des.VXLAN, des.VXLANV6 = vxlanDevice(ov.V4), vxlanDevice(ov.V6)
@@ -42,6 +43,12 @@ func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[neti
 			}
 		case r.IPIP:
 			t.Iface, t.OnLink = calc.IPIPDevice, true
+		case r.Parent:
+			t.Iface = parents[ov.Parent4]
+			if p.Addr().Is6() {
+				t.Iface = parents[ov.Parent6]
+			}
+			t.OnLink = t.Iface != "" // unknown: the kernel picks the way to the node
 		}
 		des.Routes[p] = t
 	}

@@ -111,6 +111,10 @@ type OverlayRoute struct {
 	Via    netip.Addr
 	Tunnel bool
 	IPIP   bool
+	// Parent: a cluster route direct to the node, onlink on the
+	// interface holding this node's address (Parent4 or Parent6), as
+	// Calico's Felix programs them.
+	Parent bool
 }
 
 // OverlayFamily is the desired overlay of one IP family.
@@ -144,6 +148,9 @@ type OverlayDesired struct {
 	// them are not programmed, as Calico's BIRD then rejects them for the
 	// kernel (overlay_cluster.go).
 	BGPRejected []netip.Prefix
+	// Parent4 and Parent6 are this node's addresses, whose interfaces
+	// direct cluster routes go out of (set only when there are some).
+	Parent4, Parent6 netip.Addr
 }
 
 // felixVXLAN reads vxlanEnabled, vxlanVNI, vxlanPort, vxlanMTU and
@@ -296,7 +303,7 @@ func (o *Overlay) compute() OverlayDesired {
 	d.V4 = o.family(false, enabled, VXLANDeviceConfig{Name: VXLANDevice, VNI: vni, Port: port, MTU: mtu}, d.Routes)
 	d.V6 = o.family(true, enabled, VXLANDeviceConfig{Name: VXLANDeviceV6, VNI: vni, Port: port, MTU: mtu6}, d.Routes)
 	d.IPIP = o.ipip()
-	o.clusterRoutes(d.IPIP, d.Routes)
+	d.Parent4, d.Parent6 = o.clusterRoutes(d.IPIP, d.Routes)
 	d.BGPRejected = o.bgpRejected()
 	d.V4.Deny, d.V6.Deny, d.IPIP.Deny = o.filterDeny(), o.filterDeny(), o.filterDeny()
 	return d

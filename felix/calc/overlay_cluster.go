@@ -16,7 +16,9 @@ import (
 //     VXLAN routes (per IPAM block and borrowed address, or per workload
 //     address with routeSource WorkloadIPs): in an IP-in-IP pool over
 //     tunl0 onlink via the node's address (directly in a CrossSubnet pool
-//     to a node in this node's subnet), otherwise via the node's address.
+//     to a node in this node's subnet), otherwise via the node's address
+//     onlink on the interface holding this node's address (in any subnet,
+//     as Calico's Felix does: across subnets the fabric must answer).
 //     These win over a route learned over BGP for the same destination.
 //   - BGPConfiguration "default" programClusterRoutes Disabled (default
 //     Enabled; Calico reads no node.<name> value): routes learned over
@@ -64,13 +66,15 @@ func (o *Overlay) clusterPools(v6 bool) []routedPool {
 
 // clusterRoutes adds, with FelixConfiguration programClusterRoutes
 // Enabled, the route to each other node's blocks (borrowed addresses,
-// workload addresses) in the pools without VXLAN. ip decides the IP-in-IP
-// ones as it does for routes learned over BGP.
-func (o *Overlay) clusterRoutes(ip IPIPDesired, routes map[netip.Prefix]OverlayRoute) {
+// workload addresses) in the pools without VXLAN, and returns this node's
+// addresses when a direct one uses them. ip decides the IP-in-IP ones as
+// it does for routes learned over BGP.
+func (o *Overlay) clusterRoutes(ip IPIPDesired, routes map[netip.Prefix]OverlayRoute) (parent4, parent6 netip.Addr) {
 	if !o.programClusterRoutes() {
-		return
+		return parent4, parent6
 	}
 	for _, v6 := range []bool{false, true} {
+		self, selfOK := nodePrefix(o.nodes[o.node], v6)
 		o.remoteRoutes(v6, o.clusterPools(v6), func(dst netip.Prefix, node string, _ routedPool) {
 			np, ok := nodePrefix(o.nodes[node], v6)
 			if node == o.node || !ok {
@@ -80,9 +84,16 @@ func (o *Overlay) clusterRoutes(ip IPIPDesired, routes map[netip.Prefix]OverlayR
 				routes[dst] = OverlayRoute{Via: next, IPIP: true}
 				return
 			}
-			routes[dst] = OverlayRoute{Via: np.Addr()}
+			routes[dst] = OverlayRoute{Via: np.Addr(), Parent: selfOK}
+			switch {
+			case selfOK && v6:
+				parent6 = self.Addr()
+			case selfOK:
+				parent4 = self.Addr()
+			}
 		})
 	}
+	return parent4, parent6
 }
 
 // bgpRejected is, with BGPConfiguration "default" programClusterRoutes

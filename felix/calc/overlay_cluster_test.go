@@ -52,6 +52,8 @@ func renderCluster(d calc.OverlayDesired) string {
 			how += " dev vxlan onlink"
 		case r.IPIP:
 			how += " dev tunl0 onlink"
+		case r.Parent:
+			how += " onlink"
 		}
 		rs = append(rs, fmt.Sprintf("%s %s\n", p, how))
 	}
@@ -62,7 +64,7 @@ func renderCluster(d calc.OverlayDesired) string {
 			covered = append(covered, p)
 		}
 	}
-	return strings.Join(rs, "") + fmt.Sprintf("bgp rejected %v covers %v\n", d.BGPRejected, covered)
+	return strings.Join(rs, "") + fmt.Sprintf("parents %v %v\nbgp rejected %v covers %v\n", d.Parent4, d.Parent6, d.BGPRejected, covered)
 }
 
 func clusterFor(t *testing.T, ds datastore, seed uint64) string {
@@ -97,29 +99,31 @@ func TestClusterRoutes(t *testing.T) {
 	enabled := `10.66.0.128/26 via 10.0.2.3 dev tunl0 onlink
 10.66.0.64/26 via 10.0.1.2 dev tunl0 onlink
 10.67.0.128/26 via 10.0.2.3 dev tunl0 onlink
-10.67.0.64/26 via 10.0.1.2
-10.70.0.128/26 via 10.0.2.3
-10.70.0.5/32 via 10.0.2.3
-10.70.0.64/26 via 10.0.1.2
+10.67.0.64/26 via 10.0.1.2 onlink
+10.70.0.128/26 via 10.0.2.3 onlink
+10.70.0.5/32 via 10.0.2.3 onlink
+10.70.0.64/26 via 10.0.1.2 onlink
 fd00:70::40/122 via fd00:1::2
+parents 10.0.1.1 invalid IP
 `
 	none := "bgp rejected [] covers []\n"
+	noParents := "parents invalid IP invalid IP\n"
 	rejected := "bgp rejected [10.66.0.0/16 10.67.0.0/16 10.70.0.0/16 fd00:70::/64] covers [10.66.0.64/26 10.67.0.0/26 10.70.0.7/32 fd00:70::40/122]\n"
 	for _, tc := range []struct {
 		name string
 		edit func(t *testing.T, ds datastore)
 		want string
 	}{
-		{"defaults", func(*testing.T, datastore) {}, none},
+		{"defaults", func(*testing.T, datastore) {}, noParents + none},
 		{"felix Enabled", func(t *testing.T, ds datastore) {
 			putFelix(t, "default", func(s *api.FelixConfigurationSpec) { s.ProgramClusterRoutes = "Enabled" })(ds)
 		}, enabled + none},
 		{"felix Disabled on node.<name>", func(t *testing.T, ds datastore) {
 			putFelix(t, "default", func(s *api.FelixConfigurationSpec) { s.ProgramClusterRoutes = "Enabled" })(ds)
 			putFelix(t, "node."+thisNode, func(s *api.FelixConfigurationSpec) { s.ProgramClusterRoutes = "Disabled" })(ds)
-		}, none},
-		{"bgp Disabled", func(t *testing.T, ds datastore) { putBGPConfig(t, ds, "default", "Disabled") }, rejected},
-		{"bgp Enabled", func(t *testing.T, ds datastore) { putBGPConfig(t, ds, "default", "Enabled") }, none},
+		}, noParents + none},
+		{"bgp Disabled", func(t *testing.T, ds datastore) { putBGPConfig(t, ds, "default", "Disabled") }, noParents + rejected},
+		{"bgp Enabled", func(t *testing.T, ds datastore) { putBGPConfig(t, ds, "default", "Enabled") }, noParents + none},
 		{"both", func(t *testing.T, ds datastore) {
 			putFelix(t, "default", func(s *api.FelixConfigurationSpec) { s.ProgramClusterRoutes = "Enabled" })(ds)
 			putBGPConfig(t, ds, "default", "Disabled")
@@ -128,7 +132,7 @@ fd00:70::40/122 via fd00:1::2
 			putFelix(t, "default", func(s *api.FelixConfigurationSpec) {
 				s.ProgramClusterRoutes, s.RouteSource = "Enabled", "WorkloadIPs"
 			})(ds)
-		}, none},
+		}, noParents + none},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := clusterDatastore(t)
