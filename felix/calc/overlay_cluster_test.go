@@ -132,7 +132,11 @@ parents 10.0.1.1 invalid IP
 			putFelix(t, "default", func(s *api.FelixConfigurationSpec) {
 				s.ProgramClusterRoutes, s.RouteSource = "Enabled", "WorkloadIPs"
 			})(ds)
-		}, noParents + none},
+			ds.put(t, wep("default", "a", "node2", "cali1", nil, []string{"10.70.0.70/32"}))
+			ds.put(t, wep("default", "b", "node3", "cali2", nil, []string{"10.66.0.130/32"}))
+			ds.put(t, wep("default", "c", thisNode, "cali3", nil, []string{"10.70.0.6/32"})) // local: none
+			ds.put(t, wep("default", "d", "node2", "cali4", nil, []string{"10.65.0.70/32"})) // VXLAN pool: not a cluster route
+		}, "10.66.0.130/32 via 10.0.2.3 dev tunl0 onlink\n10.70.0.70/32 via 10.0.1.2 onlink\nparents 10.0.1.1 invalid IP\n" + none},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := clusterDatastore(t)
