@@ -59,15 +59,15 @@ type FelixConfigurationSpec struct {
 	ServiceLoopPrevention       string       `json:"serviceLoopPrevention,omitempty"`
 	IPForwarding                string       `json:"ipForwarding,omitempty"`
 
-	InterfacePrefix  string           `json:"interfacePrefix,omitempty"`
-	InterfaceExclude string           `json:"interfaceExclude,omitempty"`
-	MTUIfacePattern  string           `json:"mtuIfacePattern,omitempty"`
-	RouteTableRange  *RouteTableRange `json:"routeTableRange,omitempty"`
-	RouteSource      string           `json:"routeSource,omitempty"`
+	InterfacePrefix      string           `json:"interfacePrefix,omitempty"`
+	InterfaceExclude     string           `json:"interfaceExclude,omitempty"`
+	MTUIfacePattern      string           `json:"mtuIfacePattern,omitempty"`
+	RouteTableRange      *RouteTableRange `json:"routeTableRange,omitempty"`
+	RouteSource          string           `json:"routeSource,omitempty"`
+	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
 	// ProgramClusterRoutes Enabled: the agent routes other nodes' blocks
 	// in pools without VXLAN itself (felix/calc/overlay_cluster.go).
 	ProgramClusterRoutes string `json:"programClusterRoutes,omitempty"`
-	RemoveExternalRoutes *bool  `json:"removeExternalRoutes,omitempty"`
 	// RouteSyncDisabled: the agent leaves the routes Felix would program
 	// alone (felix/dataplane/routes_sync.go).
 	RouteSyncDisabled   *bool `json:"routeSyncDisabled,omitempty"`
