@@ -345,7 +345,8 @@ func (a *agent) apply(ctx context.Context) error {
 	}
 	des.DeviceRouteProtocol = dev.proto
 	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
-	addOverlay(&des, a.overlay.Desired(), withPriorities(a.extraRoutes, a.bgpState))
+	ov := a.overlay.Desired()
+	addOverlay(&des, ov, withPriorities(a.extraRoutes, a.bgpState), parentIfaces(ov))
 	if !v6Support {
 		dropIPv6(&des)
 	}

@@ -15,13 +15,16 @@ import (
 // are accepted only from them (Calico's names for the sets).
 var vxlanHostsSets = map[int]string{4: "cali40all-vxlan-net", 6: "cali60all-vxlan-net"}
 
-// addOverlay adds the VXLAN devices, their peers and the overlay routes to
-// des (after local endpoint and blackhole routes, which win), then the
-// routes learned over BGP, except those inside a pool VXLAN carries: as
-// Calico's BIRD config rejects those for the kernel, the overlay's own
-// routes are the ones programmed. Learned routes inside an IPIP pool go
-// over tunl0 (addIPIP).
-func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget) {
+// addOverlay adds the VXLAN devices, their peers and the overlay routes
+// (VXLAN, and the cluster routes of FelixConfiguration
+// programClusterRoutes) to des (after local endpoint and blackhole routes,
+// which win), then the routes learned over BGP, except those inside a
+// pool VXLAN carries or one BGPConfiguration programClusterRoutes Disabled
+// hands to Felix: as Calico's BIRD config rejects those for the kernel,
+// the overlay's own routes are the ones programmed. Learned routes inside
+// an IPIP pool go over tunl0 (addIPIP).
+// parents names the interfaces holding ov.Parent4/Parent6 (parentIfaces).
+func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget, parents map[netip.Addr]string) {
 	addVXLANFilter(des, 4, ov.V4, ov.Port)
 	addVXLANFilter(des, 6, ov.V6, ov.Port)
 	des.VXLAN, des.VXLANV6 = vxlanDevice(ov.V4), vxlanDevice(ov.V6)
@@ -32,11 +35,20 @@ func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[neti
 		// A direct CrossSubnet route is the agent's own, computed from the
 		// datastore: the agent's protocol, not BGP's.
 		t := dataplane.RouteTarget{Via: []netip.Addr{r.Via}, Proto: rtproto.Workload}
-		if r.Tunnel {
+		switch {
+		case r.Tunnel:
 			t.Iface, t.OnLink = calc.VXLANDevice, true
 			if p.Addr().Is6() {
 				t.Iface = calc.VXLANDeviceV6
 			}
+		case r.IPIP:
+			t.Iface, t.OnLink = calc.IPIPDevice, true
+		case r.Parent:
+			t.Iface = parents[ov.Parent4]
+			if p.Addr().Is6() {
+				t.Iface = parents[ov.Parent6]
+			}
+			t.OnLink = t.Iface != "" // unknown: the kernel picks the way to the node
 		}
 		des.Routes[p] = t
 	}

@@ -169,6 +169,8 @@ var settings = []setting{
 	field("ipv6ElevatedRoutePriority", "512", true, func(s *spec) **int { return &s.IPv6ElevatedRoutePriority }, parseIntIn(1, api.MaxRoutePriority), validIntIn(1, api.MaxRoutePriority)),
 	field("routeSyncDisabled", "false", true, func(s *spec) **bool { return &s.RouteSyncDisabled }, parseBool, nil),
 	field("routeSource", "CalicoIPAM", true, func(s *spec) *string { return &s.RouteSource }, oneOf("CalicoIPAM", "WorkloadIPs"), validOneOf("CalicoIPAM", "WorkloadIPs")),
+	// Routes to other nodes' blocks in pools without VXLAN (felix/calc/overlay_cluster.go).
+	field("programClusterRoutes", "Disabled", true, func(s *spec) *string { return &s.ProgramClusterRoutes }, oneOf("Enabled", "Disabled"), validOneOf("Enabled", "Disabled")),
 	// The dataplane's netlink socket (felix/dataplane/nlhandle.go, felix/settings_netlink.go).
 	withEnv(field("netlinkTimeout", "10s", true, func(s *spec) **api.Duration { return &s.NetlinkTimeout }, parseSeconds, validNonNegative), "FELIX_NETLINKTIMEOUTSECS"),
 	// Floating IPs (felix/calc/desired.go).

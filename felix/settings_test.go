@@ -50,6 +50,7 @@ var settingCases = map[string]settingCase{
 	"routeTableRange":              {"10-20", `{"min":10,"max":20}`, `{"min":1,"max":250}`, `{"min":5,"max":6}`, `{"min":0,"max":251}`},
 	"routeTableRanges":             {"1-250 300-400", `[{"min":1,"max":250},{"min":300,"max":400}]`, `[{"min":1000,"max":2000}]`, `[{"min":1,"max":250}]`, `[{"min":5,"max":4}]`},
 	"routeSource":                  {"workloadips", `"WorkloadIPs"`, `"CalicoIPAM"`, `"WorkloadIPs"`, `"BGP"`},
+	"programClusterRoutes":         {"enabled", `"Enabled"`, `"Disabled"`, `"Enabled"`, `"Felix"`},
 
 	"logSeverityScreen":           {"debug", `"Debug"`, `"Warning"`, `"Error"`, `"Loud"`},
 	"logSeverityFile":             {"ERROR", `"Error"`, `"Debug"`, `"Info"`, `"Chatty"`},

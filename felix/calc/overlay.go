@@ -31,7 +31,8 @@ type Overlay struct {
 	pools     map[string]*api.IPPool
 	blocks    map[string]*ipam.Block // by key
 	felixCfgs map[string]*api.FelixConfiguration
-	weps      map[string]wepAddrs // by key, for routeSource WorkloadIPs
+	bgpCfg    *api.BGPConfiguration // "default" (programClusterRoutes)
+	weps      map[string]wepAddrs   // by key, for routeSource WorkloadIPs
 	// last is the last result, valid until an update changes the input
 	// (the loop asks on every apply, the input changes far less often).
 	last *OverlayDesired
@@ -47,7 +48,7 @@ func NewOverlay(node string) *Overlay {
 func (o *Overlay) Apply(u Update) {
 	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
 	switch u.Kind {
-	case "nodes", "ippools", "felixconfigurations", KindBlock:
+	case "nodes", "ippools", "felixconfigurations", "bgpconfigurations", KindBlock:
 		o.last = nil
 	}
 	switch u.Kind {
@@ -69,6 +70,8 @@ func (o *Overlay) Apply(u Update) {
 		} else {
 			delete(o.felixCfgs, name)
 		}
+	case "bgpconfigurations":
+		o.applyBGPConfiguration(name, u)
 	case "workloadendpoints":
 		o.applyWorkloadEndpoint(u)
 	case KindBlock:
@@ -100,11 +103,18 @@ type VTEP struct {
 }
 
 // OverlayRoute is a route to a remote node's block or borrowed address:
-// over the VXLAN device via the remote VTEP (onlink), or, for CrossSubnet
-// to a node in this node's subnet, directly via the node's address.
+// over the VXLAN device via the remote VTEP (onlink, Tunnel), over tunl0
+// via the node's address (onlink, IPIP: a cluster route in an IP-in-IP
+// pool), or directly via the node's address (CrossSubnet to a node in
+// this node's subnet, or a cluster route in a pool without encapsulation).
 type OverlayRoute struct {
 	Via    netip.Addr
 	Tunnel bool
+	IPIP   bool
+	// Parent: a cluster route direct to the node, onlink on the
+	// interface holding this node's address (Parent4 or Parent6), as
+	// Calico's Felix programs them.
+	Parent bool
 }
 
 // OverlayFamily is the desired overlay of one IP family.
@@ -133,6 +143,14 @@ type OverlayDesired struct {
 	Routes map[netip.Prefix]OverlayRoute // both families
 	// IPIP is IP-in-IP (IPv4 only): tunl0, and how BGP routes go over it.
 	IPIP IPIPDesired
+	// BGPRejected are the pools without VXLAN when BGPConfiguration
+	// programClusterRoutes is Disabled: routes learned over BGP inside
+	// them are not programmed, as Calico's BIRD then rejects them for the
+	// kernel (overlay_cluster.go).
+	BGPRejected []netip.Prefix
+	// Parent4 and Parent6 are this node's addresses, whose interfaces
+	// direct cluster routes go out of (set only when there are some).
+	Parent4, Parent6 netip.Addr
 }
 
 // felixVXLAN reads vxlanEnabled, vxlanVNI, vxlanPort, vxlanMTU and
@@ -165,32 +183,33 @@ func (o *Overlay) felixVXLAN() (enabled *bool, vni, port, mtu, mtu6 int) {
 	return enabled, vni, port, mtu, mtu6
 }
 
-// vxlanPool is a pool with VXLAN on.
-type vxlanPool struct {
+// routedPool is a pool the agent routes other nodes' workloads in: one
+// with VXLAN on, or, for cluster routes (overlay_cluster.go), one without.
+type routedPool struct {
 	prefix      netip.Prefix
 	crossSubnet bool
 }
 
-func (o *Overlay) vxlanPools(v6 bool) []vxlanPool {
-	var out []vxlanPool
+func (o *Overlay) vxlanPools(v6 bool) []routedPool {
+	var out []routedPool
 	for _, p := range o.pools {
 		pfx, err := p.Prefix()
 		if err != nil || pfx.Addr().Is6() != v6 || !p.Spec.VXLANMode.Enabled() {
 			continue
 		}
-		out = append(out, vxlanPool{prefix: pfx, crossSubnet: p.Spec.VXLANMode == api.VXLANModeCrossSubnet})
+		out = append(out, routedPool{prefix: pfx, crossSubnet: p.Spec.VXLANMode == api.VXLANModeCrossSubnet})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].prefix.String() < out[j].prefix.String() })
 	return out
 }
 
-func poolOf(pools []vxlanPool, p netip.Prefix) (vxlanPool, bool) {
+func poolOf(pools []routedPool, p netip.Prefix) (routedPool, bool) {
 	for _, vp := range pools {
 		if vp.prefix.Overlaps(p) && vp.prefix.Bits() <= p.Bits() {
 			return vp, true
 		}
 	}
-	return vxlanPool{}, false
+	return routedPool{}, false
 }
 
 // nodePrefix is a node's address of the family with its subnet mask.
@@ -284,6 +303,8 @@ func (o *Overlay) compute() OverlayDesired {
 	d.V4 = o.family(false, enabled, VXLANDeviceConfig{Name: VXLANDevice, VNI: vni, Port: port, MTU: mtu}, d.Routes)
 	d.V6 = o.family(true, enabled, VXLANDeviceConfig{Name: VXLANDeviceV6, VNI: vni, Port: port, MTU: mtu6}, d.Routes)
 	d.IPIP = o.ipip()
+	d.Parent4, d.Parent6 = o.clusterRoutes(d.IPIP, d.Routes)
+	d.BGPRejected = o.bgpRejected()
 	d.V4.Deny, d.V6.Deny, d.IPIP.Deny = o.filterDeny(), o.filterDeny(), o.filterDeny()
 	return d
 }
@@ -325,7 +346,7 @@ func (o *Overlay) family(v6 bool, enabled *bool, dev VXLANDeviceConfig, routes m
 		}
 	}
 	sort.Slice(d.VTEPs, func(i, j int) bool { return d.VTEPs[i].Node < d.VTEPs[j].Node })
-	route := func(dst netip.Prefix, node string, pool vxlanPool) {
+	route := func(dst netip.Prefix, node string, pool routedPool) {
 		if node == o.node {
 			return
 		}
@@ -341,9 +362,19 @@ func (o *Overlay) family(v6 bool, enabled *bool, dev VXLANDeviceConfig, routes m
 			routes[dst] = OverlayRoute{Via: v.Addr, Tunnel: true}
 		}
 	}
+	o.remoteRoutes(v6, pools, route)
+	return d
+}
+
+// remoteRoutes calls route for each destination in pools that another
+// node's workloads hold: every IPAM block and then every address of a
+// block held by another node than the block's (a host route each, after
+// the block routes), or, with routeSource WorkloadIPs, every address of
+// the workload endpoints. route must skip this node's own.
+func (o *Overlay) remoteRoutes(v6 bool, pools []routedPool, route func(netip.Prefix, string, routedPool)) {
 	if o.workloadIPs() {
 		o.workloadRoutes(v6, pools, route)
-		return d
+		return
 	}
 	keys := make([]string, 0, len(o.blocks))
 	for k := range o.blocks {
@@ -363,8 +394,6 @@ func (o *Overlay) family(v6 bool, enabled *bool, dev VXLANDeviceConfig, routes m
 		}
 		host := b.Host()
 		route(pfx, host, pool)
-		// Addresses held by another node than the block's: a host route
-		// each, after every block route.
 		for _, al := range (ipam.BlockInfo{Prefix: pfx, Block: b}).Allocations() {
 			if owner := al.Attrs[ipam.AttrNode]; owner != "" && owner != host {
 				dst := netip.PrefixFrom(al.Addr, al.Addr.BitLen())
@@ -375,13 +404,12 @@ func (o *Overlay) family(v6 bool, enabled *bool, dev VXLANDeviceConfig, routes m
 	for _, f := range borrowed {
 		f()
 	}
-	return d
 }
 
-// Covers reports whether an encapsulating pool holds p: a route learned
-// over BGP for p must not replace the overlay's.
+// Covers reports whether an encapsulating pool, or one in BGPRejected,
+// holds p: a route learned over BGP for p is not programmed.
 func (d OverlayDesired) Covers(p netip.Prefix) bool {
-	for _, e := range append(slices.Clone(d.V4.EncapPools), d.V6.EncapPools...) {
+	for _, e := range slices.Concat(d.V4.EncapPools, d.V6.EncapPools, d.BGPRejected) {
 		if e.Bits() <= p.Bits() && e.Contains(p.Addr()) {
 			return true
 		}

@@ -60,7 +60,7 @@ func (o *Overlay) workloadIPs() bool {
 
 // workloadRoutes routes each address (of the family, in an encapsulating
 // pool) of every other node's workload endpoints.
-func (o *Overlay) workloadRoutes(v6 bool, pools []vxlanPool, route func(netip.Prefix, string, vxlanPool)) {
+func (o *Overlay) workloadRoutes(v6 bool, pools []routedPool, route func(netip.Prefix, string, routedPool)) {
 	keys := make([]string, 0, len(o.weps))
 	for k := range o.weps {
 		keys = append(keys, k)

@@ -305,6 +305,11 @@ func (c *BGPConfiguration) defaultOnly(f *fieldErrs) {
 	if len(s.ServiceClusterIPs) > 0 {
 		f.add("spec.serviceClusterIPs", "", "Cannot set ServiceClusterIPs on a non default BGP Configuration.")
 	}
+	// Calico's confd reads programClusterRoutes from "default" only and
+	// ignores it here: refused rather than stored and ignored.
+	if s.ProgramClusterRoutes != "" {
+		f.add("spec.programClusterRoutes", s.ProgramClusterRoutes, "is read from the default BGP Configuration only; set it there")
+	}
 }
 
 // communityProblem checks "aa:nn" (16-bit parts) or "aa:nn:mm" (32-bit parts).

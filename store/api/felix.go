@@ -65,6 +65,9 @@ type FelixConfigurationSpec struct {
 	RouteTableRange      *RouteTableRange `json:"routeTableRange,omitempty"`
 	RouteSource          string           `json:"routeSource,omitempty"`
 	RemoveExternalRoutes *bool            `json:"removeExternalRoutes,omitempty"`
+	// ProgramClusterRoutes Enabled: the agent routes other nodes' blocks
+	// in pools without VXLAN itself (felix/calc/overlay_cluster.go).
+	ProgramClusterRoutes string `json:"programClusterRoutes,omitempty"`
 	// RouteSyncDisabled: the agent leaves the routes Felix would program
 	// alone (felix/dataplane/routes_sync.go).
 	RouteSyncDisabled   *bool `json:"routeSyncDisabled,omitempty"`
@@ -257,6 +260,7 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
 	f.oneOf("spec.routeSource", s.RouteSource, "WorkloadIPs", "CalicoIPAM")
+	f.oneOf("spec.programClusterRoutes", s.ProgramClusterRoutes, "Enabled", "Disabled")
 	f.oneOf("spec.bpfLogLevel", s.BPFLogLevel, "Off", "Info", "Debug")
 	if c, k, ca := s.PrometheusMetricsCertFile, s.PrometheusMetricsKeyFile, s.PrometheusMetricsCAFile; (c != "" || k != "" || ca != "") && (c == "" || k == "" || ca == "") {
 		for _, m := range []struct{ field, v string }{{"spec.prometheusMetricsCertFile", c}, {"spec.prometheusMetricsKeyFile", k}, {"spec.prometheusMetricsCAFile", ca}} {

@@ -82,7 +82,6 @@ var refusals = map[string][]refusal{
 		never("spec.nodeMeshPassword"), never("spec.nodeMeshMaxRestartTime"), never("spec.nodeMeshKeepaliveTime"),
 		never("spec.bindMode", "None"), never("spec.ignoredInterfaces"),
 		never("spec.localWorkloadPeeringIPV4"), never("spec.localWorkloadPeeringIPV6"),
-		never("spec.programClusterRoutes", "Enabled"),
 		// No serviceLoadBalancerIPs are advertised (refused above), so
 		// aggregating them or not changes nothing.
 		calicoOnly("spec.serviceLoadBalancerAggregation", "Enabled", "Disabled"),

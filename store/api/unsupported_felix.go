@@ -10,9 +10,6 @@ package api
 // case), so "1m30s" is "90s".
 var felixCalicoOnly = []refusal{
 	calicoOnly("spec.awsSrcDstCheck", "DoNothing"),
-	// Felix's own routes to other nodes' workloads in pools without VXLAN
-	// (Enabled) are not built: BGP programs them, as with Calico's default.
-	calicoOnly("spec.programClusterRoutes", "Disabled"),
 	calicoOnly("spec.bpfAttachType", "TCX"),
 	calicoOnly("spec.bpfCTLBLogFilter"),
 	calicoOnly("spec.bpfConnectTimeLoadBalancing", "TCP"),

@@ -236,6 +236,12 @@ func init() {
 	}
 }
 
+// Issue #22 item 2: cluster routes programmed by the agent (h/pcr).
+func init() {
+	enforced["FelixConfiguration.spec.programClusterRoutes"] = "TestProgramClusterRoutes"
+	enforced["BGPConfiguration.spec.programClusterRoutes"] = "TestProgramClusterRoutes"
+}
+
 // untested are acted on by code (named) but no test shows it yet: debt,
 // listed so it cannot be forgotten.
 var untested = map[string]string{}
