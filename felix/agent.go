@@ -15,6 +15,7 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
@@ -31,7 +32,7 @@ type agent struct {
 	state   *calc.State
 	dp      *dataplane.Dataplane
 	health  *health
-	metrics *metrics
+	metrics *metrics.Metrics
 	status  *statusReporter
 	// statusFiles are the endpoint status files (epstatus.go).
 	statusFiles *statusFiles
@@ -68,14 +69,14 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
 		health:  &health{maxGap: 3*housekeepingInterval(cfg) + 10*time.Second},
-		metrics: newMetrics(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName, statusConfig{}),
+		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName, statusConfig{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
 		statusFiles: &statusFiles{},
 	}
-	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
+	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.ObserveExec}) // v6 tables emptied when there is no IPv6
 	a.probeEgressShaping()
 	a.foldSettings() // the environment's values before any object arrives
 	cur := a.settings.Current()
@@ -90,7 +91,7 @@ func (a *agent) fold(u calc.Update) {
 		a.settingsChanged(changed)
 	}
 	if u.Kind == "felixconfigurations" {
-		a.metrics.observeUpdate(u)
+		a.metrics.ObserveUpdate(u)
 		return
 	}
 	a.state.Apply(u)
@@ -99,7 +100,7 @@ func (a *agent) fold(u calc.Update) {
 	if tunnelKick(u, a.cfg.NodeName) {
 		a.tunnels.poke()
 	}
-	a.metrics.observeUpdate(u)
+	a.metrics.ObserveUpdate(u)
 }
 
 // foldSettings hands the effective configuration to its consumers in the
@@ -118,7 +119,7 @@ func (a *agent) foldSettings() {
 		a.health.setOverrides(&cur)
 	}
 	if a.metrics != nil {
-		a.metrics.setRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
+		a.metrics.SetRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
 	}
 }
 
@@ -230,7 +231,7 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case evs := <-a.bgpRoutes():
 			a.bgp.applyEvents(a.extraRoutes, evs)
-			a.metrics.bgp.routeUpdates(evs)
+			a.metrics.BGPRouteUpdates(evs)
 			dirty = true
 		case <-refresh.C:
 			cur := a.settings.Current()
@@ -239,7 +240,7 @@ func (a *agent) loop(ctx context.Context) error {
 				a.bgp.resyncLearned(a.extraRoutes)
 			}
 			if len(ran) > 0 {
-				a.metrics.resyncs.Inc()
+				a.metrics.Resync()
 				slog.Debug("refreshing from the kernel", "parts", ran)
 				dirty = true
 			}
@@ -321,7 +322,7 @@ func (a *agent) apply(ctx context.Context) error {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}
 	des.NetlinkTimeout = netlinkTimeout(&cur)
-	a.metrics.nft.check(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
+	a.metrics.CheckNFTables(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
 	des.RouteSync = dataplane.RouteSync{Disabled: boolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
@@ -431,7 +432,7 @@ func (a *agent) replayJournal(ctx context.Context) {
 // settings say (settings_servers.go); setServers moves them.
 func (a *agent) startServers(ctx context.Context) error {
 	a.healthSrv = &serverSlot{name: "health", handler: a.health.handler()}
-	a.metricsSrv = &serverSlot{name: "metrics", handler: metricsHandler(a.metrics)}
+	a.metricsSrv = &serverSlot{name: "metrics", handler: a.metrics.Handler()}
 	context.AfterFunc(ctx, func() { a.healthSrv.close(); a.metricsSrv.close() })
 	return a.setServers()
 }

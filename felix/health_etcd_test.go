@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/store/embedded"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
@@ -34,7 +36,7 @@ func TestEmbeddedEtcdQuotaAlarmSurfaces(t *testing.T) {
 	}
 	defer cl.Close()
 
-	h, m := &health{maxGap: time.Hour}, newMetrics("test-node", "")
+	h, m := &health{maxGap: time.Hour}, metrics.New("test-node", "")
 	h.beat()
 	h.setReady(true)
 	watchEmbeddedEtcd(h, m, srv)
@@ -85,9 +87,9 @@ func readiness(t *testing.T, h *health) (int, string) {
 
 // gauge gathers m and returns the value of the named series (with that
 // "alarm" label when label is set), failing when it is missing.
-func gauge(t *testing.T, m *metrics, name, label string) float64 {
+func gauge(t *testing.T, m prometheus.Gatherer, name, label string) float64 {
 	t.Helper()
-	fams, err := m.reg.Gather()
+	fams, err := m.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

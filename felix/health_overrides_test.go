@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 )
 
 // TestHealthTimeoutOverridesLive: /liveness of an agent whose loop last
@@ -19,7 +20,7 @@ import (
 func TestHealthTimeoutOverridesLive(t *testing.T) {
 	newA := func(env spec) *agent {
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			health: &health{maxGap: time.Minute}, metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", env)}
+			health: &health{maxGap: time.Minute}, metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", env)}
 		a.foldSettings()
 		return a
 	}

@@ -115,7 +115,7 @@ var settings = []setting{
 	field("iptablesMarkMask", "0xffff0000", true, func(s *spec) **uint32 { return &s.IptablesMarkMask }, parseMarkMask, validMarkMask),
 	field("natOutgoingAddress", "", true, func(s *spec) *string { return &s.NATOutgoingAddress }, parseIPv4, validIPv4),
 	field("natPortRange", "", true, func(s *spec) **api.Port { return &s.NATPortRange }, parsePortRange, validPortRange),
-	// nftablesMode (nftables.go): Enabled is refused, this agent has no
+	// nftablesMode (felix/metrics/nftables.go): Enabled is refused, this agent has no
 	// nftables dataplane.
 	field("nftablesMode", "Auto", true, func(s *spec) *string { return &s.NFTablesMode }, oneOf("Disabled", "Auto"), validOneOf("Disabled", "Auto")),
 	field("iptablesBackend", "Auto", true, func(s *spec) *string { return &s.IptablesBackend }, oneOf("Legacy", "NFT", "Auto"), validOneOf("Legacy", "NFT", "Auto")),
@@ -177,7 +177,7 @@ var settings = []setting{
 	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
 	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
 	field("prometheusMetricsCAFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCAFile }, parsePath, nil),
-	// The Go runtime's and the process's series on /metrics (felix/metrics.go).
+	// The Go runtime's and the process's series on /metrics (felix/metrics).
 	field("prometheusGoMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusGoMetricsEnabled }, parseBool, nil),
 	field("prometheusProcessMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusProcessMetricsEnabled }, parseBool, nil),
 	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -23,7 +24,7 @@ func nodeWithLabels(name string, labels map[string]string) calc.Update {
 // to no node.
 func TestSettingsNodeSelectorScoped(t *testing.T) {
 	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{LogSeveritySys: "Error"}),
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{LogSeveritySys: "Error"}),
 		bgpState: newBGPState("n1", ""), tunnels: &tunnelAddrs{kick: make(chan struct{}, 1)}}
 	a.foldSettings()
 	scoped := func(name, sel, created, field, value string) *api.FelixConfiguration {

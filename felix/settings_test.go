@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -282,7 +283,7 @@ func TestSettingsLogSeverityLive(t *testing.T) {
 		logs, h := newLogOutputs(&screen, "")
 		log := slog.New(h)
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", tc.env), logs: logs}
+			metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", tc.env), logs: logs}
 		a.foldSettings()
 		got := []slog.Level{logs.screen.Level()}
 		for _, u := range []calc.Update{
@@ -311,7 +312,7 @@ func TestSettingsLogFileLive(t *testing.T) {
 	logs, h := newLogOutputs(io.Discard, "")
 	log := slog.New(h)
 	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
 	a.foldSettings()
 	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
 	log.Info("before any file")
@@ -412,7 +413,7 @@ func TestSettingsServersLive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{})}
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{})}
 	a.health.beat()
 	a.health.setReady(true)
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
@@ -475,7 +476,7 @@ func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
 		podMTUWas int
 	}{{env, 1350, 77, 1350}, {spec{}, 1400, 4096, 1400}} {
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", tc.env)}
+			metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", tc.env)}
 		a.foldSettings()
 		nk, _ := api.LookupKind("Node")
 		n := nk.NewObject().(*api.Node)

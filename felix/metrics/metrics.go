@@ -1,18 +1,23 @@
-package felix
+// Package metrics owns the node agent's Prometheus series (names, types,
+// labels, the registry and the /metrics handler) and the observers that
+// feed them from the update stream, the dataplane's commands and the applies.
+package metrics
 
 import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
+	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/iptables"
 )
 
-// metrics are the agent's Prometheus series. Names, types and labels of the
+// Metrics are the agent's Prometheus series. Names, types and labels of the
 // felix_* and bgp_* series are Calico's (docs/METRICS.md); calico_* series
 // are ours, for what Calico does not export.
-type metrics struct {
+type Metrics struct {
 	reg *prometheus.Registry
 
 	// Dataplane loop.
@@ -52,7 +57,9 @@ type metrics struct {
 	nft *nftablesWatch // nftablesMode Auto (nftables.go)
 }
 
-func newMetrics(node, journalDir string) *metrics {
+// New makes the series for node; journalDir is the CNI journal whose
+// backlog calico_cni_journal_pending serves.
+func New(node, journalDir string) *Metrics {
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
@@ -60,7 +67,7 @@ func newMetrics(node, journalDir string) *metrics {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 	}
 	byTable := []string{"ip_version", "table"}
-	m := &metrics{
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		// Calico serves this as a summary with these quantiles; its Grafana
 		// dashboard queries {quantile="0.5|0.9|0.99"}.
@@ -113,14 +120,14 @@ func newMetrics(node, journalDir string) *metrics {
 		m.bgp, m.unsupported.gauge, m.nft.gauge)
 	m.ipam.register(m.reg)
 	m.goColl, m.procColl = prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{})
-	m.setRuntimeCollectors(true, true) // Calico's defaults
+	m.SetRuntimeCollectors(true, true) // Calico's defaults
 	return m
 }
 
-// setRuntimeCollectors serves the Go runtime's go_* series while goOn and
+// SetRuntimeCollectors serves the Go runtime's go_* series while goOn and
 // the process's process_* series while procOn (prometheusGoMetricsEnabled,
 // prometheusProcessMetricsEnabled); a change applies to the next scrape.
-func (m *metrics) setRuntimeCollectors(goOn, procOn bool) {
+func (m *Metrics) SetRuntimeCollectors(goOn, procOn bool) {
 	for _, c := range []struct {
 		on   bool
 		was  *bool
@@ -136,10 +143,10 @@ func (m *metrics) setRuntimeCollectors(goOn, procOn bool) {
 	}
 }
 
-// observeExec counts one iptables or ipset command (the dataplane's
+// ObserveExec counts one iptables or ipset command (the dataplane's
 // iptables.Observer). It runs on the loop's goroutine; the counters are
 // safe for the scrape to read concurrently.
-func (m *metrics) observeExec(e iptables.Exec) {
+func (m *Metrics) ObserveExec(e iptables.Exec) {
 	failed := e.Err != nil
 	switch {
 	case e.IPSet:
@@ -171,8 +178,22 @@ func ipVersionLabel(v int) string {
 	return "4"
 }
 
-func metricsHandler(m *metrics) http.Handler {
+// Handler serves the series on /metrics.
+func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	return mux
 }
+
+// Gather gathers the registry's series (Metrics is a prometheus.Gatherer).
+func (m *Metrics) Gather() ([]*dto.MetricFamily, error) { return m.reg.Gather() }
+
+// Resync counts one full resync of the dataplane started.
+func (m *Metrics) Resync() { m.resyncs.Inc() }
+
+// BGPRouteUpdates counts route updates received from the BGP speaker.
+func (m *Metrics) BGPRouteUpdates(evs []bgp.RouteEvent) { m.bgp.routeUpdates(evs) }
+
+// OverrideBGPPeers makes peers, not the speaker, the source of bgp_peers
+// (tests).
+func (m *Metrics) OverrideBGPPeers(peers func() []bgp.PeerStatus) { m.bgp.peers = peers }

@@ -1,4 +1,4 @@
-package felix
+package metrics
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func TestNFTablesModeAutoReported(t *testing.T) {
 
 	nstest.NeedKernel(t, "nft")
 	n := nstest.NewNS(t)
-	m := newMetrics("n1", "")
+	m := New("n1", "")
 	if err := n.Do(func(ns.NetNS) error {
 		out, err := exec.Command("nft", "add", "table", "ip", "kube-proxy").CombinedOutput()
 		if err != nil {

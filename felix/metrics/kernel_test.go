@@ -1,4 +1,4 @@
-package felix
+package metrics
 
 import (
 	"testing"
@@ -17,8 +17,8 @@ import (
 func TestMetricsKernelCommands(t *testing.T) {
 	nstest.NeedKernel(t, "iptables-save", "iptables-restore", "ipset")
 	n := nstest.NewNS(t)
-	m := newMetrics("node1", "")
-	dp := dataplane.New(dataplane.Config{Observer: m.observeExec})
+	m := New("node1", "")
+	dp := dataplane.New(dataplane.Config{Observer: m.ObserveExec})
 	des := func(action string) dataplane.Desired {
 		return dataplane.Desired{InSync: true,
 			Tables: map[int]map[string][]iptables.Chain{4: {"filter": {

@@ -1,4 +1,4 @@
-package felix
+package metrics
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package felix
+package metrics
 
 import (
 	"log/slog"
@@ -60,4 +60,11 @@ func (w *nftablesWatch) check(mode string, now time.Time, detect func() (bool, e
 		slog.Info("kube-proxy's nftables tables are gone; nftablesMode Auto: iptables, as Calico")
 	}
 	return true
+}
+
+// CheckNFTables looks for kube-proxy's nftables mode under mode
+// (nftablesMode) with detect, at most every 5 s, and reports a change
+// (a log line and calico_kube_proxy_nftables_mode).
+func (m *Metrics) CheckNFTables(mode string, now time.Time, detect func() (bool, error)) {
+	m.nft.check(mode, now, detect)
 }

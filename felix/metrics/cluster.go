@@ -1,4 +1,4 @@
-package felix
+package metrics
 
 import (
 	"github.com/calico-aio/calico-aio/felix/calc"
