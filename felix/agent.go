@@ -15,6 +15,7 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
@@ -31,7 +32,7 @@ type agent struct {
 	store   *store.Client
 	state   *calc.State
 	dp      *dataplane.Dataplane
-	health  *health
+	health  *health.Health
 	metrics *metrics.Metrics
 	status  *statusReporter
 	// statusFiles are the endpoint status files (epstatus.go).
@@ -68,7 +69,7 @@ type agent struct {
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
-		health:  &health{maxGap: 3*housekeepingInterval(cfg) + 10*time.Second},
+		health:  health.New(3*housekeepingInterval(cfg) + 10*time.Second),
 		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName, statusConfig{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
@@ -116,7 +117,7 @@ func (a *agent) foldSettings() {
 		a.logs.apply(&cur)
 	}
 	if a.health != nil {
-		a.health.setOverrides(&cur)
+		a.health.SetOverrides(cur.HealthTimeoutOverrides)
 	}
 	if a.metrics != nil {
 		a.metrics.SetRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
@@ -200,7 +201,7 @@ func (a *agent) loop(ctx context.Context) error {
 	a.statusTimer = time.NewTimer(time.Hour)
 	defer a.statusTimer.Stop()
 	a.scheduleStatus()
-	a.health.beat()
+	a.health.Beat()
 	go a.tunnels.run(ctx, a.housekeepingInterval())
 	a.ifaces = newIfaceWatch()
 	go a.ifaces.run(ctx)
@@ -254,7 +255,7 @@ func (a *agent) loop(ctx context.Context) error {
 		case <-retry.C:
 			dirty = true
 		case <-heartbeat.C:
-			a.health.beat()
+			a.health.Beat()
 			if a.bgp != nil && a.bgp.holding() { // release held BGP routes once converged
 				a.bgp.resyncLearned(a.extraRoutes)
 				dirty = true
@@ -262,7 +263,7 @@ func (a *agent) loop(ctx context.Context) error {
 		case <-a.statusTimer.C:
 			a.reportStatus(ctx)
 		}
-		a.health.beat()
+		a.health.Beat()
 		if !dirty || !a.state.InSync() {
 			continue
 		}
@@ -354,10 +355,10 @@ func (a *agent) apply(ctx context.Context) error {
 	dpDone := time.Now()
 	a.recordMetrics(d, des, time.Since(start), err)
 	if err != nil {
-		a.health.setReady(false)
+		a.health.SetReady(false)
 		return err
 	}
-	a.health.setReady(true)
+	a.health.SetReady(true)
 	a.status.setEndpoints(statuses)
 	a.reportStatus(ctx)
 	a.statusFiles.configure(statusFilesPrefix(&cur, a.cfg.RunDir))
@@ -431,7 +432,7 @@ func (a *agent) replayJournal(ctx context.Context) {
 // startServers starts health and metrics where the flags or the
 // settings say (settings_servers.go); setServers moves them.
 func (a *agent) startServers(ctx context.Context) error {
-	a.healthSrv = &serverSlot{name: "health", handler: a.health.handler()}
+	a.healthSrv = &serverSlot{name: "health", handler: a.health.Handler()}
 	a.metricsSrv = &serverSlot{name: "metrics", handler: a.metrics.Handler()}
 	context.AfterFunc(ctx, func() { a.healthSrv.close(); a.metricsSrv.close() })
 	return a.setServers()

@@ -109,7 +109,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := newAgent(cfg, c, v6.IsValid())
 	if etcdSrv != nil {
-		watchEmbeddedEtcd(a.health, a.metrics, etcdSrv)
+		a.health.WatchEmbeddedEtcd(etcdSrv)
+		a.metrics.AddEmbeddedEtcd(etcdSrv)
 	}
 	if err := a.startServers(ctx); err != nil {
 		return err

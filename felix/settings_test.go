@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store"
@@ -412,10 +413,10 @@ func TestSettingsServersLive(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: health.New(time.Minute),
 		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{})}
-	a.health.beat()
-	a.health.setReady(true)
+	a.health.Beat()
+	a.health.SetReady(true)
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
 		t.Fatal(err)
 	}

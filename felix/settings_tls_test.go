@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -74,7 +75,7 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: health.New(time.Minute),
 		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{})}
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ type FelixConfigurationSpec struct {
 	HealthHost    *string `json:"healthHost,omitempty"`
 	HealthPort    *int    `json:"healthPort,omitempty"`
 	// HealthTimeoutOverrides are liveness timeouts by health reporter
-	// (felix/health_overrides.go).
+	// (felix/health/overrides.go).
 	HealthTimeoutOverrides   *[]HealthTimeoutOverride `json:"healthTimeoutOverrides,omitempty"`
 	PrometheusMetricsEnabled *bool                    `json:"prometheusMetricsEnabled,omitempty"`
 	PrometheusMetricsHost    string                   `json:"prometheusMetricsHost,omitempty"`

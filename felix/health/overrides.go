@@ -1,7 +1,6 @@
-package felix
+package health
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -18,13 +17,13 @@ import (
 // (as Calico accepts it) and logged once.
 var loopReporters = []string{"InternalDataplaneMainLoop", "CalculationGraph"}
 
-// loopTimeout is the loop's timeout under s: ok false when no override
+// loopTimeout is the loop's timeout under overrides: ok false when no override
 // names it; 0 for no timeout. unknown are the names with no reporter.
-func loopTimeout(s *spec) (d time.Duration, ok bool, unknown []string) {
-	if s.HealthTimeoutOverrides == nil {
+func loopTimeout(overrides *[]api.HealthTimeoutOverride) (d time.Duration, ok bool, unknown []string) {
+	if overrides == nil {
 		return 0, false, nil
 	}
-	for _, o := range *s.HealthTimeoutOverrides {
+	for _, o := range *overrides {
 		known := false
 		for _, r := range loopReporters {
 			known = known || strings.EqualFold(o.Name, r)
@@ -41,10 +40,10 @@ func loopTimeout(s *spec) (d time.Duration, ok bool, unknown []string) {
 	return d, ok, unknown
 }
 
-// setOverrides applies s's healthTimeoutOverrides to the loop's liveness.
+// SetOverrides applies healthTimeoutOverrides to the loop's liveness.
 // It runs on the loop's goroutine.
-func (h *health) setOverrides(s *spec) {
-	d, ok, unknown := loopTimeout(s)
+func (h *Health) SetOverrides(overrides *[]api.HealthTimeoutOverride) {
+	d, ok, unknown := loopTimeout(overrides)
 	switch {
 	case !ok:
 		h.override.Store(0)
@@ -62,29 +61,4 @@ func (h *health) setOverrides(s *spec) {
 			slog.Warn("healthTimeoutOverrides: this agent has no health reporter of that name; the override has no effect (the agent's loop answers to InternalDataplaneMainLoop and CalculationGraph)", "name", n)
 		}
 	}
-}
-
-// parseHealthOverrides reads FELIX_HEALTHTIMEOUTOVERRIDES: name=duration
-// pairs joined by commas ("InternalDataplaneMainLoop=120s,CalculationGraph=30s").
-func parseHealthOverrides(s string) (*[]api.HealthTimeoutOverride, error) {
-	var out []api.HealthTimeoutOverride
-	for _, kv := range strings.Split(s, ",") {
-		name, v, found := strings.Cut(strings.TrimSpace(kv), "=")
-		d, err := time.ParseDuration(strings.TrimSpace(v))
-		name = strings.TrimSpace(name)
-		if !found || err != nil || d < 0 || !api.HealthReporterRE.MatchString(name) {
-			return nil, fmt.Errorf("%q must be name=duration pairs joined by commas (a duration such as 90s, not negative)", kv)
-		}
-		out = append(out, api.HealthTimeoutOverride{Name: name, Timeout: api.Duration{Duration: d}})
-	}
-	return &out, nil
-}
-
-func validHealthOverrides(os *[]api.HealthTimeoutOverride) error {
-	for _, o := range *os {
-		if !api.HealthReporterRE.MatchString(o.Name) || o.Timeout.Duration < 0 {
-			return fmt.Errorf("%s=%s: the name must be letters, digits, '_', '.', '-' and the timeout not negative", o.Name, o.Timeout)
-		}
-	}
-	return nil
 }

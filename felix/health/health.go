@@ -1,4 +1,8 @@
-package felix
+// Package health owns calico-node's liveness and readiness: whether the
+// agent's loop keeps turning (with healthTimeoutOverrides), whether it is
+// in sync and programmed, the added readiness checks, and the HTTP handler
+// serving /liveness and /readiness.
+package health
 
 import (
 	"errors"
@@ -9,19 +13,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
 
-// health tracks liveness (the loop keeps turning) and readiness (in sync
+// Health tracks liveness (the loop keeps turning) and readiness (in sync
 // with the datastore, the dataplane programmed, and every added check
 // passing, such as the embedded etcd having no alarm).
-type health struct {
+type Health struct {
 	lastLoop atomic.Int64 // unix nanos of the loop's last turn
 	ready    atomic.Bool
 	maxGap   time.Duration // the loop's liveness timeout by default
 	// override is the loop's timeout from healthTimeoutOverrides
-	// (health_overrides.go): 0 none, negative no timeout at all.
+	// (overrides.go): 0 none, negative no timeout at all.
 	override      atomic.Int64
 	unknownLogged map[string]bool // override names without a reporter, logged
 
@@ -29,15 +32,15 @@ type health struct {
 	checks []func() error // each returns why the agent is not ready, or nil
 }
 
-// addCheck adds a readiness condition; its error is the reason served.
-func (h *health) addCheck(check func() error) {
+// AddCheck adds a readiness condition; its error is the reason served.
+func (h *Health) AddCheck(check func() error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.checks = append(h.checks, check)
 }
 
 // notReady returns why the agent is not ready, or nil.
-func (h *health) notReady() error {
+func (h *Health) notReady() error {
 	if !h.ready.Load() || !h.live() {
 		return errors.New("not in sync or not yet programmed")
 	}
@@ -52,10 +55,20 @@ func (h *health) notReady() error {
 	return nil
 }
 
-func (h *health) beat()            { h.lastLoop.Store(time.Now().UnixNano()) }
-func (h *health) setReady(ok bool) { h.ready.Store(ok) }
+// New tracks an agent whose loop is live while it turns at least every
+// maxGap (unless healthTimeoutOverrides say otherwise).
+func New(maxGap time.Duration) *Health { return &Health{maxGap: maxGap} }
 
-func (h *health) live() bool {
+// Beat records a turn of the loop now.
+func (h *Health) Beat() { h.BeatAt(time.Now()) }
+
+// BeatAt records a turn of the loop at t.
+func (h *Health) BeatAt(t time.Time) { h.lastLoop.Store(t.UnixNano()) }
+
+// SetReady records whether the agent is in sync and programmed.
+func (h *Health) SetReady(ok bool) { h.ready.Store(ok) }
+
+func (h *Health) live() bool {
 	gap := h.maxGap
 	switch o := h.override.Load(); {
 	case o < 0:
@@ -66,7 +79,8 @@ func (h *health) live() bool {
 	return time.Since(time.Unix(0, h.lastLoop.Load())) < gap
 }
 
-func (h *health) handler() http.Handler {
+// Handler serves /liveness and /readiness.
+func (h *Health) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/liveness", func(w http.ResponseWriter, _ *http.Request) {
 		if !h.live() {
@@ -85,15 +99,14 @@ func (h *health) handler() http.Handler {
 	return mux
 }
 
-// watchEmbeddedEtcd makes the embedded member's alarms a readiness condition
-// and its storage a set of metrics.
-func watchEmbeddedEtcd(h *health, m *metrics.Metrics, s *embedded.Server) {
-	h.addCheck(func() error {
+// WatchEmbeddedEtcd makes the embedded member's alarms a readiness
+// condition.
+func (h *Health) WatchEmbeddedEtcd(s *embedded.Server) {
+	h.AddCheck(func() error {
 		if alarms := s.Alarms(); len(alarms) > 0 {
 			return fmt.Errorf("embedded etcd alarm %s raised: datastore writes are refused (NOSPACE: database over its quota, see calico_embedded_etcd_* metrics)",
 				strings.Join(alarms, ","))
 		}
 		return nil
 	})
-	m.AddEmbeddedEtcd(s)
 }

@@ -1,4 +1,4 @@
-package felix
+package health
 
 import (
 	"context"
@@ -36,10 +36,11 @@ func TestEmbeddedEtcdQuotaAlarmSurfaces(t *testing.T) {
 	}
 	defer cl.Close()
 
-	h, m := &health{maxGap: time.Hour}, metrics.New("test-node", "")
-	h.beat()
-	h.setReady(true)
-	watchEmbeddedEtcd(h, m, srv)
+	h, m := New(time.Hour), metrics.New("test-node", "")
+	h.Beat()
+	h.SetReady(true)
+	h.WatchEmbeddedEtcd(srv)
+	m.AddEmbeddedEtcd(srv)
 	if code, body := readiness(t, h); code != http.StatusOK {
 		t.Fatalf("readiness before filling: %d %q", code, body)
 	}
@@ -77,10 +78,10 @@ func TestEmbeddedEtcdQuotaAlarmSurfaces(t *testing.T) {
 	}
 }
 
-func readiness(t *testing.T, h *health) (int, string) {
+func readiness(t *testing.T, h *Health) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readiness", nil))
+	h.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readiness", nil))
 	b, _ := io.ReadAll(rec.Result().Body)
 	return rec.Code, string(b)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 )
 
@@ -20,14 +21,14 @@ import (
 func TestHealthTimeoutOverridesLive(t *testing.T) {
 	newA := func(env spec) *agent {
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			health: &health{maxGap: time.Minute}, metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", env)}
+			health: health.New(time.Minute), metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", env)}
 		a.foldSettings()
 		return a
 	}
 	code := func(a *agent, lastTurn time.Duration) int {
-		a.health.lastLoop.Store(time.Now().Add(-lastTurn).UnixNano())
+		a.health.BeatAt(time.Now().Add(-lastTurn))
 		rec := httptest.NewRecorder()
-		a.health.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/liveness", nil))
+		a.health.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/liveness", nil))
 		return rec.Code
 	}
 	a := newA(spec{})
