@@ -17,6 +17,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/dataplane"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/status"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
@@ -34,9 +35,9 @@ type agent struct {
 	dp      *dataplane.Dataplane
 	health  *health.Health
 	metrics *metrics.Metrics
-	status  *statusReporter
-	// statusFiles are the endpoint status files (epstatus.go).
-	statusFiles *statusFiles
+	status  *status.Reporter
+	// statusFiles are the endpoint status files (status/files.go).
+	statusFiles *status.Files
 	updates     chan calc.Update
 	// extraRoutes are routes from other sources (BGP), merged into the desired routes.
 	extraRoutes map[netip.Prefix]dataplane.RouteTarget
@@ -54,7 +55,7 @@ type agent struct {
 	// scheduled them.
 	refreshes      []*refresh
 	refreshChanged bool
-	// statusTimer fires when the status reporter has work (status.go).
+	// statusTimer fires when the status reporter has work (status/report.go).
 	statusTimer *time.Timer
 	// ifaces signals host interface changes (ifacewatch.go); nil in
 	// tests that drive apply themselves.
@@ -70,18 +71,18 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
 		health:  health.New(3*housekeepingInterval(cfg) + 10*time.Second),
-		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName, statusConfig{}),
+		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: status.NewReporter(c, cfg.NodeName, status.Config{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
-		statusFiles: &statusFiles{},
+		statusFiles: &status.Files{},
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.ObserveExec}) // v6 tables emptied when there is no IPv6
 	a.probeEgressShaping()
 	a.foldSettings() // the environment's values before any object arrives
 	cur := a.settings.Current()
-	a.status.configure(statusConfigOf(&cur))
+	a.status.Configure(status.ConfigOf(&cur))
 	return a
 }
 
@@ -135,7 +136,7 @@ func (a *agent) settingsChanged(changed []string) {
 			a.refreshChanged = true
 		}
 		if strings.Contains(strings.ToLower(name), "reporting") {
-			a.status.configure(statusConfigOf(&cur))
+			a.status.Configure(status.ConfigOf(&cur))
 		}
 		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
 		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
@@ -339,7 +340,7 @@ func (a *agent) apply(ctx context.Context) error {
 		for _, addr := range ep.Addrs {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}
-		statuses[a.status.endpointStatusKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
+		statuses[a.status.EndpointKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
 		files[ep.StatusFile] = true
 	}
 	for _, b := range d.Blackholes {
@@ -359,11 +360,11 @@ func (a *agent) apply(ctx context.Context) error {
 		return err
 	}
 	a.health.SetReady(true)
-	a.status.setEndpoints(statuses)
+	a.status.SetEndpoints(statuses)
 	a.reportStatus(ctx)
-	a.statusFiles.configure(statusFilesPrefix(&cur, a.cfg.RunDir))
-	a.statusFiles.set(files)
-	if err := a.statusFiles.sync(); err != nil {
+	a.statusFiles.Configure(status.FilesPrefix(&cur, a.cfg.RunDir))
+	a.statusFiles.Set(files)
+	if err := a.statusFiles.Sync(); err != nil {
 		return fmt.Errorf("endpoint status files: %w", err)
 	}
 	slog.Debug("dataplane applied", "calc", calcDone.Sub(start), "dataplane", dpDone.Sub(calcDone), "status", time.Since(dpDone),
@@ -395,7 +396,7 @@ func dropIPv6(des *dataplane.Desired) {
 
 // reportStatus writes the status reports due now and schedules the next.
 func (a *agent) reportStatus(ctx context.Context) {
-	if err := a.status.tick(ctx, time.Now()); err != nil {
+	if err := a.status.Tick(ctx, time.Now()); err != nil {
 		slog.Warn("status report failed", "err", err)
 	}
 	a.scheduleStatus()
@@ -413,7 +414,7 @@ func (a *agent) scheduleStatus() {
 		default:
 		}
 	}
-	if d := a.status.next(time.Now()); d > 0 {
+	if d := a.status.Next(time.Now()); d > 0 {
 		a.statusTimer.Reset(max(d, 10*time.Millisecond))
 	}
 }

@@ -131,7 +131,7 @@ var settings = []setting{
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
-	// Status reports (status.go).
+	// Status reports (felix/status/report.go).
 	field("endpointReportingEnabled", "false", true, func(s *spec) **bool { return &s.EndpointReportingEnabled }, parseBool, nil),
 	withEnv(field("endpointReportingDelay", "1s", true, func(s *spec) **api.Duration { return &s.EndpointReportingDelay }, parseSeconds, validNonNegative), "FELIX_ENDPOINTREPORTINGDELAYSECS"),
 	withEnv(field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative), "FELIX_REPORTINGINTERVALSECS"),
@@ -182,7 +182,7 @@ var settings = []setting{
 	field("prometheusProcessMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusProcessMetricsEnabled }, parseBool, nil),
 	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).
 	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, parseNodePortRanges, validNodePortRanges),
-	// Endpoint status files for the CNI plugin's policy wait (felix/epstatus.go).
+	// Endpoint status files for the CNI plugin's policy wait (felix/status/files.go).
 	field("endpointStatusPathPrefix", "/var/run/calico", true, func(s *spec) **string { return &s.EndpointStatusPathPrefix }, parseStatusPrefix, validStatusPrefix),
 }
 

@@ -40,7 +40,7 @@ type settingCase struct {
 }
 
 var settingCases = map[string]settingCase{
-	// Endpoint status files for the CNI policy wait (felix/epstatus.go).
+	// Endpoint status files for the CNI policy wait (felix/status/files.go).
 	"endpointStatusPathPrefix": {"/run/x", `"/run/x"`, `"none"`, `"/var/run/calico"`, `"relative/dir"`},
 
 	// Routes to local workloads and workload interfaces (felix/dataplane).

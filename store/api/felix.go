@@ -141,7 +141,7 @@ type FelixConfigurationSpec struct {
 	// EndpointStatusPathPrefix is where the agent writes endpoint status
 	// files (<prefix>/endpoint-status) for the CNI plugin's policy wait:
 	// unset means the agent's run directory (Calico: /var/run/calico);
-	// "" or "none" turns them off (felix/epstatus.go).
+	// "" or "none" turns them off (felix/status/files.go).
 	EndpointStatusPathPrefix *string `json:"endpointStatusPathPrefix,omitempty"`
 }
 

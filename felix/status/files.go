@@ -1,4 +1,4 @@
-package felix
+package status
 
 import (
 	"errors"
@@ -9,25 +9,26 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/internal/epstatus"
+	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// statusFiles keeps <prefix>/endpoint-status holding, as Calico's Felix
+// Files keeps <prefix>/endpoint-status holding, as Calico's Felix
 // does, one empty file per local workload endpoint whose policy the last
 // successful apply programmed (named by internal/epstatus), and nothing
 // else: the CNI plugin's policy_setup_timeout_seconds waits for the file
-// before ADD returns. set records; sync does the I/O, reading the
+// before ADD returns. Set records; Sync does the I/O, reading the
 // directory back each time (one small read per apply), so files others
 // removed or left are repaired too.
-type statusFiles struct {
+type Files struct {
 	dir     string          // <prefix>/endpoint-status; "" when off
 	want    map[string]bool // file names
 	retired []string        // earlier dirs whose files are still to go
 }
 
-// statusFilesPrefix is the effective endpointStatusPathPrefix: unset is the
+// FilesPrefix is the effective endpointStatusPathPrefix: unset is the
 // agent's run directory (Calico's default /var/run/calico is the run
 // directory's default), "" and "none" turn the files off.
-func statusFilesPrefix(s *spec, runDir string) string {
+func FilesPrefix(s *api.FelixConfigurationSpec, runDir string) string {
 	switch p := s.EndpointStatusPathPrefix; {
 	case p == nil:
 		return runDir
@@ -38,9 +39,9 @@ func statusFilesPrefix(s *spec, runDir string) string {
 	}
 }
 
-// configure points the files at prefix ("" for none); the next sync
+// Configure points the files at prefix ("" for none); the next sync
 // removes what an earlier prefix held.
-func (f *statusFiles) configure(prefix string) {
+func (f *Files) Configure(prefix string) {
 	dir := ""
 	if prefix != "" {
 		dir = filepath.Join(prefix, epstatus.Dir)
@@ -54,12 +55,12 @@ func (f *statusFiles) configure(prefix string) {
 	f.dir = dir
 }
 
-// set records the status file names of the programmed local endpoints.
-func (f *statusFiles) set(names map[string]bool) { f.want = names }
+// Set records the status file names of the programmed local endpoints.
+func (f *Files) Set(names map[string]bool) { f.want = names }
 
-// sync makes the directory hold exactly the wanted files; what fails is
+// Sync makes the directory hold exactly the wanted files; what fails is
 // done again by the next sync.
-func (f *statusFiles) sync() error {
+func (f *Files) Sync() error {
 	var errs []error
 	for i := 0; i < len(f.retired); i++ {
 		if err := removeStatusFiles(f.retired[i]); err != nil {
@@ -132,19 +133,3 @@ func removeStatusFiles(dir string) error {
 	}
 	return nil
 }
-
-// parseStatusPrefix reads endpointStatusPathPrefix: an absolute
-// directory, or none / "" for no status files.
-func parseStatusPrefix(s string) (*string, error) {
-	off := ""
-	if s == "" || strings.EqualFold(s, "none") {
-		return &off, nil
-	}
-	if !filepath.IsAbs(s) {
-		return nil, fmt.Errorf("%q must be an absolute directory path or none", s)
-	}
-	c := filepath.Clean(s)
-	return &c, nil
-}
-
-func validStatusPrefix(s *string) error { _, err := parseStatusPrefix(*s); return err }

@@ -1,4 +1,8 @@
-package felix
+// Package status owns what calico-node reports of its own state for
+// others to read: the agent and endpoint status keys in the datastore
+// (Calico's /calico/felix/v2/) and the endpoint status files the CNI
+// plugin waits for.
+package status
 
 import (
 	"context"
@@ -12,13 +16,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // statusPrefix is where Calico's Felix reports status in etcd.
 const statusPrefix = "/calico/felix/v2/no-region/host/"
 
-// statusConfig is what FelixConfiguration says about status reports.
-type statusConfig struct {
+// Config is what FelixConfiguration says about status reports.
+type Config struct {
 	// interval (reportingInterval) is how often the agent's own status key
 	// is written, 0 for never; ttl (reportingTTL) is that key's lease.
 	interval, ttl time.Duration
@@ -29,9 +34,9 @@ type statusConfig struct {
 	delay     time.Duration
 }
 
-// statusConfigOf reads the status settings, Calico's defaults for unset ones.
-func statusConfigOf(s *spec) statusConfig {
-	c := statusConfig{interval: 30 * time.Second, ttl: 90 * time.Second, delay: time.Second}
+// ConfigOf reads the status settings, Calico's defaults for unset ones.
+func ConfigOf(s *api.FelixConfigurationSpec) Config {
+	c := Config{interval: 30 * time.Second, ttl: 90 * time.Second, delay: time.Second}
 	if s.ReportingInterval != nil {
 		c.interval = s.ReportingInterval.Duration
 	}
@@ -51,18 +56,18 @@ func statusConfigOf(s *spec) statusConfig {
 // the agent runs, so that a dead agent's endpoint statuses expire.
 const endpointLeaseTTL = 90
 
-// statusReporter writes, as Calico's Felix does, the agent's status
+// Reporter writes, as Calico's Felix does, the agent's status
 // (<prefix><node>/status, every reportingInterval, on a lease of
 // reportingTTL that each write renews) and, when endpointReportingEnabled,
 // its endpoints' statuses (<prefix><node>/workload/<orchestrator>/
 // <workload>/endpoint/<endpoint> = {"status":"up"}), at most once per
 // endpointReportingDelay. The loop calls tick when next says; all I/O
 // happens there.
-type statusReporter struct {
+type Reporter struct {
 	c       *store.Client
 	node    string
 	started time.Time
-	cfg     statusConfig
+	cfg     Config
 
 	// The agent status: its lease and the TTL it was granted with; when
 	// it was last written (zero: not since the lease was made).
@@ -75,28 +80,28 @@ type statusReporter struct {
 	// Endpoint statuses: desired, and as written (nil: not yet read back
 	// from etcd, so leftovers of an earlier run are found and removed).
 	want, reported map[string]string
-	haveWant       bool // setEndpoints was called: the agent is in sync
+	haveWant       bool // SetEndpoints was called: the agent is in sync
 	epLease        clientv3.LeaseID
 	lastEpWrite    time.Time
 	epRetryAt      time.Time // after a failed write, not before
 }
 
-func newStatusReporter(c *store.Client, node string, cfg statusConfig) *statusReporter {
-	return &statusReporter{c: c, node: node, started: time.Now(), cfg: cfg, want: map[string]string{}}
+func NewReporter(c *store.Client, node string, cfg Config) *Reporter {
+	return &Reporter{c: c, node: node, started: time.Now(), cfg: cfg, want: map[string]string{}}
 }
 
-// configure takes new settings; the next tick acts on them.
-func (r *statusReporter) configure(cfg statusConfig) { r.cfg = cfg }
+// Configure takes new settings; the next Tick acts on them.
+func (r *Reporter) Configure(cfg Config) { r.cfg = cfg }
 
-// endpointStatusKey is the status key of a workload endpoint.
-func (r *statusReporter) endpointStatusKey(orchestrator, workload, endpoint string) string {
+// EndpointKey is the status key of a workload endpoint.
+func (r *Reporter) EndpointKey(orchestrator, workload, endpoint string) string {
 	return fmt.Sprintf("%s%s/workload/%s/%s/endpoint/%s", statusPrefix, r.node, orchestrator, workload, endpoint)
 }
 
-func (r *statusReporter) agentKey() string { return statusPrefix + r.node + "/status" }
+func (r *Reporter) agentKey() string { return statusPrefix + r.node + "/status" }
 
-// setEndpoints records the endpoint statuses (key -> "up") to report.
-func (r *statusReporter) setEndpoints(statuses map[string]string) {
+// SetEndpoints records the endpoint statuses (key -> "up") to report.
+func (r *Reporter) SetEndpoints(statuses map[string]string) {
 	r.want, r.haveWant = map[string]string{}, true
 	for k, st := range statuses {
 		b, _ := json.Marshal(map[string]string{"status": st})
@@ -105,18 +110,18 @@ func (r *statusReporter) setEndpoints(statuses map[string]string) {
 }
 
 // endpointsWanted is what etcd should hold: nothing when reporting is off.
-func (r *statusReporter) endpointsWanted() map[string]string {
+func (r *Reporter) endpointsWanted() map[string]string {
 	if !r.cfg.endpoints {
 		return map[string]string{}
 	}
 	return r.want
 }
 
-func (r *statusReporter) endpointsDirty() bool {
+func (r *Reporter) endpointsDirty() bool {
 	return r.haveWant && (r.reported == nil || !maps.Equal(r.reported, r.endpointsWanted()))
 }
 
-func (r *statusReporter) beatDue(now time.Time) bool {
+func (r *Reporter) beatDue(now time.Time) bool {
 	if now.Before(r.retryAt) {
 		return false
 	}
@@ -126,8 +131,8 @@ func (r *statusReporter) beatDue(now time.Time) bool {
 	return r.lastBeat.IsZero() || r.leaseTTL != r.cfg.ttl || !now.Before(r.lastBeat.Add(r.cfg.interval))
 }
 
-// next is how long until tick has something to do (0: nothing planned).
-func (r *statusReporter) next(now time.Time) time.Duration {
+// Next is how long until Tick has something to do (0: nothing planned).
+func (r *Reporter) Next(now time.Time) time.Duration {
 	var d time.Duration
 	consider := func(at time.Time) {
 		w := max(at.Sub(now), time.Millisecond)
@@ -152,8 +157,8 @@ func (r *statusReporter) next(now time.Time) time.Duration {
 	return d
 }
 
-// tick writes what is due at now.
-func (r *statusReporter) tick(ctx context.Context, now time.Time) error {
+// Tick writes what is due at now.
+func (r *Reporter) Tick(ctx context.Context, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var errs []string
@@ -179,7 +184,7 @@ func (r *statusReporter) tick(ctx context.Context, now time.Time) error {
 // beat writes the agent status on its lease, renewing the lease; a TTL
 // change or a lost lease takes a new one. Reporting off revokes the lease,
 // which deletes the key.
-func (r *statusReporter) beat(ctx context.Context, now time.Time) error {
+func (r *Reporter) beat(ctx context.Context, now time.Time) error {
 	cli := r.c.Etcd()
 	if r.cfg.interval <= 0 || r.leaseTTL != r.cfg.ttl {
 		if r.lease != 0 {
@@ -219,7 +224,7 @@ func (r *statusReporter) beat(ctx context.Context, now time.Time) error {
 
 // writeEndpoints brings the endpoint keys to endpointsWanted: changed ones
 // written, others of ours deleted (also those an earlier run left).
-func (r *statusReporter) writeEndpoints(ctx context.Context) error {
+func (r *Reporter) writeEndpoints(ctx context.Context) error {
 	cli := r.c.Etcd()
 	if r.reported == nil {
 		prefix := statusPrefix + r.node + "/workload/"

@@ -1,4 +1,4 @@
-package felix
+package status
 
 import (
 	"context"
@@ -50,13 +50,13 @@ func TestStatusReportingLive(t *testing.T) {
 		}
 	}
 
-	var s spec
-	r := newStatusReporter(c, "n1", statusConfigOf(&s)) // Calico's defaults
+	var s api.FelixConfigurationSpec
+	r := NewReporter(c, "n1", ConfigOf(&s)) // Calico's defaults
 	agentKey := statusPrefix + "n1/status"
 	t0 := time.Unix(1_700_000_000, 0)
 	tick := func(at time.Duration) {
 		t.Helper()
-		if err := r.tick(ctx, t0.Add(at)); err != nil {
+		if err := r.Tick(ctx, t0.Add(at)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func TestStatusReportingLive(t *testing.T) {
 	if ttl := grantedTTL(kv.lease); ttl != 90 {
 		t.Errorf("status lease TTL %d, want reportingTTL 90", ttl)
 	}
-	if d := r.next(t0.Add(10 * time.Second)); d != 20*time.Second {
+	if d := r.Next(t0.Add(10 * time.Second)); d != 20*time.Second {
 		t.Errorf("next report in %s, want 20s (reportingInterval 30s)", d)
 	}
 	tick(10 * time.Second)
@@ -81,8 +81,8 @@ func TestStatusReportingLive(t *testing.T) {
 	}
 
 	// Endpoints: not reported by default; the leftover of ours goes.
-	epKey := r.endpointStatusKey("cni", "ns.pod", "eth0")
-	r.setEndpoints(map[string]string{epKey: "up"})
+	epKey := r.EndpointKey("cni", "ns.pod", "eth0")
+	r.SetEndpoints(map[string]string{epKey: "up"})
 	tick(31 * time.Second)
 	if get(epKey) != nil || get(leftover) != nil {
 		t.Errorf("endpoint status written while endpointReportingEnabled is false: %v %v", get(epKey), get(leftover))
@@ -95,7 +95,7 @@ func TestStatusReportingLive(t *testing.T) {
 	s.ReportingInterval, s.ReportingTTL = dur(10*time.Second), dur(45*time.Second)
 	on := true
 	s.EndpointReportingEnabled, s.EndpointReportingDelay = &on, dur(5*time.Second)
-	r.configure(statusConfigOf(&s))
+	r.Configure(ConfigOf(&s))
 	tick(32 * time.Second) // the TTL changed: a new lease, at once
 	kv = get(agentKey)
 	if ttl := grantedTTL(kv.lease); ttl != 45 {
@@ -108,12 +108,12 @@ func TestStatusReportingLive(t *testing.T) {
 	if get(epKey) == nil || get(epKey).value != `{"status":"up"}` {
 		t.Errorf("endpoint status not reported once enabled: %v", get(epKey))
 	}
-	r.setEndpoints(nil) // the endpoint goes; within the delay nothing is written
+	r.SetEndpoints(nil) // the endpoint goes; within the delay nothing is written
 	tick(38 * time.Second)
 	if get(epKey) == nil {
 		t.Errorf("endpoint status removed before endpointReportingDelay passed")
 	}
-	if d := r.next(t0.Add(38 * time.Second)); d != 3*time.Second {
+	if d := r.Next(t0.Add(38 * time.Second)); d != 3*time.Second {
 		t.Errorf("next endpoint write in %s, want 3s", d)
 	}
 	tick(41 * time.Second)
@@ -127,14 +127,14 @@ func TestStatusReportingLive(t *testing.T) {
 	}
 
 	// Endpoints on, then off: ours are removed.
-	r.setEndpoints(map[string]string{epKey: "up"})
+	r.SetEndpoints(map[string]string{epKey: "up"})
 	tick(46 * time.Second)
 	if get(epKey) == nil {
 		t.Fatal("endpoint status not reported")
 	}
 	off := false
 	s.EndpointReportingEnabled = &off
-	r.configure(statusConfigOf(&s))
+	r.Configure(ConfigOf(&s))
 	tick(51 * time.Second)
 	if get(epKey) != nil {
 		t.Errorf("endpoint status kept after endpointReportingEnabled false")
@@ -142,14 +142,14 @@ func TestStatusReportingLive(t *testing.T) {
 
 	// reportingInterval 0: no status reports, the key goes.
 	s.ReportingInterval = dur(0)
-	r.configure(statusConfigOf(&s))
+	r.Configure(ConfigOf(&s))
 	tick(52 * time.Second)
 	if kv := get(agentKey); kv != nil {
 		t.Errorf("agent status kept with reportingInterval 0: %+v", kv)
 	}
 	tick(200 * time.Second)
-	if kv := get(agentKey); kv != nil || r.next(t0.Add(200*time.Second)) != 0 {
-		t.Errorf("reporting with reportingInterval 0: %+v, next %s", kv, r.next(t0.Add(200*time.Second)))
+	if kv := get(agentKey); kv != nil || r.Next(t0.Add(200*time.Second)) != 0 {
+		t.Errorf("reporting with reportingInterval 0: %+v, next %s", kv, r.Next(t0.Add(200*time.Second)))
 	}
 }
 

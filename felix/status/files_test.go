@@ -1,4 +1,4 @@
-package felix
+package status
 
 import (
 	"os"
@@ -36,16 +36,16 @@ func TestEndpointStatusFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "k8s ns%2Fgone eth0"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := &statusFiles{}
+	f := &Files{}
 	apply := func(prefix *string, names ...string) {
 		t.Helper()
 		want := map[string]bool{}
 		for _, n := range names {
 			want[n] = true
 		}
-		f.configure(statusFilesPrefix(&api.FelixConfigurationSpec{EndpointStatusPathPrefix: prefix}, runDir))
-		f.set(want)
-		if err := f.sync(); err != nil {
+		f.Configure(FilesPrefix(&api.FelixConfigurationSpec{EndpointStatusPathPrefix: prefix}, runDir))
+		f.Set(want)
+		if err := f.Sync(); err != nil {
 			t.Fatal(err)
 		}
 	}
