@@ -7,13 +7,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/cni"
+	"github.com/calico-aio/calico-aio/felix/cniserver"
 	"github.com/calico-aio/calico-aio/k8s/controller"
+	"github.com/calico-aio/calico-aio/libnetwork"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
@@ -86,7 +90,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
-	stopCNI := serveCNI(ctx, c, cfg) // CNI calls through the agent (cniserver.go)
+	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Endpoints: cfg.EtcdEndpoints,
+		CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile}) // CNI calls through the agent
 	defer stopCNI()
 	if cfg.KubeControllers != "" {
 		kc, err := controller.New(c, cfg.KubeControllers)
@@ -149,4 +154,32 @@ func retry(ctx context.Context, f func() error) error {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// serveLibnetwork starts Docker's network and IPAM driver for this node on
+// <socketDir>/calico.sock and calico-ipam.sock. It returns once the
+// sockets listen; stop ends the driver and waits for it. Calico's
+// environment variables tune it: CALICO_LIBNETWORK_IFPREFIX (container
+// interface prefix, default cali), CALICO_LIBNETWORK_CREATE_PROFILES=false
+// (no per-network profile) and DOCKER_HOST (where network names are
+// looked up).
+func serveLibnetwork(ctx context.Context, c *store.Client, node string, mtu int, socketDir string) (stop func(), err error) {
+	srv, err := libnetwork.Listen(libnetwork.Config{
+		Node: node, Store: c, SocketDir: socketDir, MTU: mtu,
+		IfPrefix:   os.Getenv("CALICO_LIBNETWORK_IFPREFIX"),
+		NoProfiles: strings.EqualFold(os.Getenv("CALICO_LIBNETWORK_CREATE_PROFILES"), "false"),
+		DockerHost: os.Getenv("DOCKER_HOST"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx); err != nil {
+			slog.Error("libnetwork driver stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
 }

@@ -1,4 +1,7 @@
-package felix
+// Package cniserver owns the CNI socket: it answers the CNI calls the
+// calico and calico-ipam binaries forward to <run-dir>/cni.sock
+// (cni/fastpath) with the agent's warm datastore client.
+package cniserver
 
 import (
 	"context"
@@ -15,7 +18,6 @@ import (
 
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/cni/fastpath"
-	"github.com/calico-aio/calico-aio/store"
 )
 
 // maxCNIRequest bounds one forwarded CNI call (environment + netconf).
@@ -30,13 +32,12 @@ type cniServer struct {
 	path  string
 }
 
-// serveCNI starts the CNI socket and returns its stop function. A socket
-// that cannot be served is logged, not fatal: the plugins then run
-// in-process.
-func serveCNI(ctx context.Context, c *store.Client, cfg Config) (stop func()) {
-	path := filepath.Join(cfg.RunDir, fastpath.SocketName)
-	s, err := listenCNI(path, &cni.Agent{Client: c, Node: cfg.NodeName, Endpoints: cfg.EtcdEndpoints,
-		CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile})
+// Serve starts the CNI socket in runDir, answering with ag, and returns
+// its stop function. A socket that cannot be served is logged, not fatal:
+// the plugins then run in-process.
+func Serve(ctx context.Context, runDir string, ag *cni.Agent) (stop func()) {
+	path := filepath.Join(runDir, fastpath.SocketName)
+	s, err := listenCNI(path, ag)
 	if err != nil {
 		slog.Warn("not serving CNI calls; plugins run in-process", "socket", path, "err", err)
 		return func() {}
