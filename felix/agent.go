@@ -17,6 +17,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/dataplane"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/status"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
@@ -45,7 +46,7 @@ type agent struct {
 	bgpState    *bgpState
 	bgp         *bgpRunner // nil when BGP is off
 	overlay     *calc.Overlay
-	tunnels     *tunnelAddrs
+	tunnels     *node.TunnelAddrs
 	// settings is the effective FelixConfiguration (settings.go); the
 	// calculation and the overlay see it as one "default" object.
 	settings *settingsLoader
@@ -74,7 +75,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: status.NewReporter(c, cfg.NodeName, status.Config{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
-		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
+		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: node.NewTunnelAddrs(c, cfg.NodeName),
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
 		statusFiles: &status.Files{},
 	}
@@ -99,8 +100,8 @@ func (a *agent) fold(u calc.Update) {
 	a.state.Apply(u)
 	a.bgpState.apply(u)
 	a.overlay.Apply(u)
-	if tunnelKick(u, a.cfg.NodeName) {
-		a.tunnels.poke()
+	if node.TunnelKick(u, a.cfg.NodeName) {
+		a.tunnels.Poke()
 	}
 	a.metrics.ObserveUpdate(u)
 }
@@ -203,7 +204,7 @@ func (a *agent) loop(ctx context.Context) error {
 	defer a.statusTimer.Stop()
 	a.scheduleStatus()
 	a.health.Beat()
-	go a.tunnels.run(ctx, a.housekeepingInterval())
+	go a.tunnels.Run(ctx, a.housekeepingInterval())
 	a.ifaces = newIfaceWatch()
 	go a.ifaces.run(ctx)
 	dirty := false

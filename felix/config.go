@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -63,8 +64,8 @@ type Config struct {
 	// DefaultPools are created at start when their family has no pool
 	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: bootstrap.go).
 	DefaultPools []*api.IPPool
-	// mtu is --mtu with the Felix MTU variables (mtu.go).
-	mtu mtuSettings
+	// mtu is --mtu with the Felix MTU variables (felix/node/mtu.go).
+	mtu node.MTUSettings
 	// felixEnv is the FELIX_* layer of the effective configuration
 	// (settings.go), with --log-level as logSeverityScreen.
 	felixEnv spec
@@ -147,11 +148,11 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
 	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
-	if c.DefaultPools, err = parseDefaultPools(getenv); err != nil {
+	if c.DefaultPools, err = node.ParseDefaultPools(getenv); err != nil {
 		return c, err
 	}
 	c.mtu.Override = c.MTU
-	if err := parseMTUEnv(getenv, &c.mtu); err != nil {
+	if err := node.ParseMTUEnv(getenv, &c.mtu); err != nil {
 		return c, err
 	}
 	if c.felixEnv, err = parseFelixEnv(environ); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/calico-aio/calico-aio/build/version"
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/cniserver"
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/libnetwork"
 	"github.com/calico-aio/calico-aio/store"
@@ -70,23 +71,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := retry(ctx, func() error { return c.EnsureDefaultTiers(ctx) }); err != nil {
 		return err
 	}
-	if err := retry(ctx, func() error { return ensureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
+	if err := retry(ctx, func() error { return node.EnsureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
 		return err
 	}
-	v4, v6, err := nodeAddrs(cfg)
+	v4, v6, err := node.Addrs(cfg.IP, cfg.IPAutodetectionMethod, cfg.IP6, cfg.IP6AutodetectionMethod)
 	if err != nil {
 		return err
 	}
-	if err := registerNode(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
+	if err := node.Register(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
-	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu.Override, cfg.felixEnv) // <lib-dir>/mtu (mtu.go)
+	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu.Override, cfg.felixEnv) // <lib-dir>/mtu (mtuwatch.go)
 	var mtu int
 	if err := retry(ctx, func() (err error) { mtu, err = mw.update(ctx); return err }); err != nil {
 		return err
 	}
 	go mw.run(ctx)
-	if err := writeNodeFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
+	if err := node.WriteFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)

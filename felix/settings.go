@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -99,7 +100,7 @@ var settings = []setting{
 		oneOf("Drop", "Accept", "Return"), validOneOf("Drop", "Accept", "Return")),
 	field("failsafeInboundHostPorts", "tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, parseProtoPorts, validProtoPorts),
 	field("failsafeOutboundHostPorts", "udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, parseProtoPorts, validProtoPorts),
-	field("mtuIfacePattern", DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
+	field("mtuIfacePattern", node.DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
 	field("vxlanEnabled", "", true, func(s *spec) **bool { return &s.VXLANEnabled }, parseBool, nil),
 	field("vxlanPort", "4789", true, func(s *spec) **int { return &s.VXLANPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
 	field("vxlanVNI", "4096", true, func(s *spec) **int { return &s.VXLANVNI }, parseIntIn(1, 1<<24-1), validIntIn(1, 1<<24-1)),

@@ -24,6 +24,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -493,12 +494,12 @@ func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
 			t.Errorf("env %+v: device MTU %d VNI %d, want %d %d", tc.env.VXLANMTU, dev.MTU, dev.VNI, tc.mtu, tc.vni)
 		}
 		cur := a.settings.Current()
-		in := mtuInputs{Links: []linkMTU{{"eth0", 1500, true}}, Pattern: regexp.MustCompile("^eth"), Encaps: encaps{VXLAN: true},
-			Settings: mtuFromSpec(0, cur)}
+		in := node.MTUInputs{Links: []node.LinkMTU{{Name: "eth0", MTU: 1500, Up: true}}, Pattern: regexp.MustCompile("^eth"), Encaps: node.Encaps{VXLAN: true},
+			Settings: node.MTUFromSpec(0, cur)}
 		eff, _ := effective(tc.env, nil, f) // what mtuWatch computes from the same objects
 		in2 := in
-		in2.Settings = mtuFromSpec(0, eff)
-		if got, got2 := podMTU(in), podMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
+		in2.Settings = node.MTUFromSpec(0, eff)
+		if got, got2 := node.PodMTU(in), node.PodMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
 			t.Errorf("env %+v: pod MTU %d (agent) %d (MTU watch), want %d", tc.env.VXLANMTU, got, got2, tc.podMTUWas)
 		}
 	}

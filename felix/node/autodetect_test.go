@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestIPIPTunnelAddrLifecycle(t *testing.T) {
 		}
 		return got
 	}
-	ta := newTunnelAddrs(cl, "n1")
+	ta := NewTunnelAddrs(cl, "n1")
 	reconcile := func() {
 		t.Helper()
 		if err := ta.reconcile(ctx); err != nil {
@@ -88,7 +88,7 @@ func TestIPIPTunnelAddrLifecycle(t *testing.T) {
 	}
 
 	// Restart: kept, Node not rewritten.
-	ta = newTunnelAddrs(cl, "n1")
+	ta = NewTunnelAddrs(cl, "n1")
 	reconcile()
 	if n2 := getNode(); n2.Spec.BGP.IPv4IPIPTunnelAddr != addr.String() || n2.Metadata.ResourceVersion != n.Metadata.ResourceVersion {
 		t.Fatalf("after a restart: %q (rev %s), want %s (rev %s)", n2.Spec.BGP.IPv4IPIPTunnelAddr, n2.Metadata.ResourceVersion, addr, n.Metadata.ResourceVersion)

@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -47,11 +47,11 @@ var poolVar = map[string]string{
 	"spec.natOutgoing": "NAT_OUTGOING", "spec.nodeSelector": "NODE_SELECTOR", "spec.disableBGPExport": "DISABLE_BGP_EXPORT",
 }
 
-// parseDefaultPools reads the pool variables and returns the pools to
+// ParseDefaultPools reads the pool variables and returns the pools to
 // create when their family has none. Every bad value is an error naming its
 // variable; so is a value this agent would refuse to store (for now
 // _DISABLE_BGP_EXPORT=true: store/api/unsupported.go).
-func parseDefaultPools(getenv func(string) string) ([]*api.IPPool, error) {
+func ParseDefaultPools(getenv func(string) string) ([]*api.IPPool, error) {
 	noDefault, err := envBool(getenv, "NO_DEFAULT_POOLS", false)
 	if err != nil {
 		return nil, err
@@ -206,10 +206,10 @@ func envBool(getenv func(string) string, name string, def bool) (bool, error) {
 	return b, nil
 }
 
-// ensureDefaultPools creates each of want whose family has no pool yet. A
+// EnsureDefaultPools creates each of want whose family has no pool yet. A
 // pool another node created meanwhile counts as present; no existing pool
 // is ever changed.
-func ensureDefaultPools(ctx context.Context, c *store.Client, want []*api.IPPool) error {
+func EnsureDefaultPools(ctx context.Context, c *store.Client, want []*api.IPPool) error {
 	if len(want) == 0 {
 		return nil
 	}

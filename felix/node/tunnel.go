@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
@@ -109,25 +110,25 @@ func inPools(addr netip.Addr, cidrs []string) bool {
 	return false
 }
 
-// tunnelAddrs keeps this node's tunnel addresses (VXLAN IPv4 and IPv6, IPIP):
+// TunnelAddrs keeps this node's tunnel addresses (VXLAN IPv4 and IPv6, IPIP):
 // each allocated from IPAM while a pool of its family the node may use
 // encapsulates, written with its VTEP MAC on the Node, released when none
 // does. It runs beside the agent's loop (it does
 // datastore I/O, no kernel I/O); the loop kicks it when pools or this node
 // change, and it repeats each resync.
-type tunnelAddrs struct {
+type TunnelAddrs struct {
 	c    *store.Client
 	ipam *ipam.Allocator
 	node string
 	kick chan struct{}
 }
 
-func newTunnelAddrs(c *store.Client, node string) *tunnelAddrs {
-	return &tunnelAddrs{c: c, ipam: ipam.New(c), node: node, kick: make(chan struct{}, 1)}
+func NewTunnelAddrs(c *store.Client, node string) *TunnelAddrs {
+	return &TunnelAddrs{c: c, ipam: ipam.New(c), node: node, kick: make(chan struct{}, 1)}
 }
 
 // poke asks for a reconcile without blocking.
-func (t *tunnelAddrs) poke() {
+func (t *TunnelAddrs) Poke() {
 	select {
 	case t.kick <- struct{}{}:
 	default:
@@ -135,7 +136,7 @@ func (t *tunnelAddrs) poke() {
 }
 
 // run reconciles on every kick, retrying failures with a backoff.
-func (t *tunnelAddrs) run(ctx context.Context, resync time.Duration) {
+func (t *TunnelAddrs) Run(ctx context.Context, resync time.Duration) {
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 	wait := time.Duration(0)
@@ -160,7 +161,7 @@ func (t *tunnelAddrs) run(ctx context.Context, resync time.Duration) {
 }
 
 // reconcile makes the Node's tunnel address and IPAM agree with the pools.
-func (t *tunnelAddrs) reconcile(ctx context.Context) error {
+func (t *TunnelAddrs) reconcile(ctx context.Context) error {
 	nk, _ := api.LookupKind("Node")
 	pk, _ := api.LookupKind("IPPool")
 	for attempt := 0; attempt < 10; attempt++ {
@@ -224,7 +225,7 @@ func (t *tunnelAddrs) reconcile(ctx context.Context) error {
 // allocating or releasing in IPAM as needed. An address the handle holds
 // in an eligible pool is kept (across restarts); one outside them is
 // released first.
-func (t *tunnelAddrs) address(ctx context.Context, fam tunnelFamily, eligible []string) (netip.Addr, error) {
+func (t *TunnelAddrs) address(ctx context.Context, fam tunnelFamily, eligible []string) (netip.Addr, error) {
 	handle := fam.handlePrefix + t.node
 	held, err := t.ipam.IPsByHandle(ctx, handle)
 	if err != nil {
@@ -259,7 +260,7 @@ func (t *tunnelAddrs) address(ctx context.Context, fam tunnelFamily, eligible []
 	return addrs[0], nil
 }
 
-// tunnelKick says whether an update can change this node's tunnel address.
-func tunnelKick(u calc.Update, node string) bool {
-	return u.Kind == "ippools" || (u.Kind == "nodes" && keyName(u.Key) == node)
+// TunnelKick says whether an update can change this node's tunnel address.
+func TunnelKick(u calc.Update, node string) bool {
+	return u.Kind == "ippools" || (u.Kind == "nodes" && u.Key[strings.LastIndexByte(u.Key, '/')+1:] == node)
 }

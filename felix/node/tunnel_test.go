@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func TestTunnelAddrLifecycle(t *testing.T) {
 	put(&api.Node{TypeMeta: api.TypeMeta{Kind: "Node", APIVersion: api.APIVersion}, Metadata: api.ObjectMeta{Name: "n1"},
 		Spec: api.NodeSpec{BGP: &api.NodeBGPSpec{IPv4Address: "192.0.2.1/24"}}})
 	put(pool("flat", "10.9.0.0/16", api.VXLANModeNever))
-	ta := newTunnelAddrs(cl, "n1")
+	ta := NewTunnelAddrs(cl, "n1")
 	reconcile := func() {
 		t.Helper()
 		if err := ta.reconcile(ctx); err != nil {
@@ -113,7 +113,7 @@ func TestTunnelAddrLifecycle(t *testing.T) {
 	}
 
 	// A restarted agent (a new allocator) keeps address and MAC.
-	ta = newTunnelAddrs(cl, "n1")
+	ta = NewTunnelAddrs(cl, "n1")
 	reconcile()
 	if n2 := getNode(); n2.Spec.IPv4VXLANTunnelAddr != addr.String() || n2.Spec.VXLANTunnelMACAddr != n.Spec.VXLANTunnelMACAddr ||
 		n2.Metadata.ResourceVersion != n.Metadata.ResourceVersion {

@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 func poolsFrom(t *testing.T, env map[string]string) ([]*api.IPPool, error) {
 	t.Helper()
-	return parseDefaultPools(func(k string) string { return env[k] })
+	return ParseDefaultPools(func(k string) string { return env[k] })
 }
 
 func poolLine(p *api.IPPool) string {
@@ -95,12 +95,6 @@ func TestParseDefaultPoolsErrors(t *testing.T) {
 			t.Errorf("%v: error %v, want it to contain %q", tc.env, err, tc.want)
 		}
 	}
-	// ParseFlags fails on them too (calico-node exits 2 before starting).
-	if _, err := ParseFlags([]string{"--nodename", "n1"}, func(k string) string {
-		return map[string]string{"CALICO_IPV4POOL_BLOCK_SIZE": "40"}[k]
-	}); err == nil || !strings.Contains(err.Error(), "CALICO_IPV4POOL_BLOCK_SIZE") {
-		t.Errorf("ParseFlags with a bad block size: %v", err)
-	}
 }
 
 // Default pools are created only for a family with no pool, and an existing
@@ -132,7 +126,7 @@ func TestEnsureDefaultPools(t *testing.T) {
 	if _, err := cl.CreateResource(ctx, mine); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureDefaultPools(ctx, cl, want); err != nil {
+	if err := EnsureDefaultPools(ctx, cl, want); err != nil {
 		t.Fatal(err)
 	}
 	first := list()
@@ -146,7 +140,7 @@ func TestEnsureDefaultPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureDefaultPools(ctx, cl, again); err != nil {
+	if err := EnsureDefaultPools(ctx, cl, again); err != nil {
 		t.Fatal(err)
 	}
 	if got := list(); got != first {
@@ -167,7 +161,7 @@ func TestEnsureDefaultPools(t *testing.T) {
 	if _, err := cl.CreateResource(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureDefaultPools(ctx, cl, want); err != nil {
+	if err := EnsureDefaultPools(ctx, cl, want); err != nil {
 		t.Fatal(err)
 	}
 	if got := list(); strings.Contains(got, "default-ipv4-ippool") {

@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func TestRegisterNodeKeepsUnmodelledFields(t *testing.T) {
 		}
 	}
 	storetest.PutRaw(t, cl, node)
-	if err := registerNode(context.Background(), cl, "node1", "k8s-node1", netip.MustParsePrefix("10.0.0.2/24"), netip.Prefix{}, 64520); err != nil {
+	if err := Register(context.Background(), cl, "node1", "k8s-node1", netip.MustParsePrefix("10.0.0.2/24"), netip.Prefix{}, 64520); err != nil {
 		t.Fatal(err)
 	}
 	storetest.CheckUnmodelledKept(t, cl, node, "node registration")

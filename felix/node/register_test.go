@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestRegisterNodeOrchRef(t *testing.T) {
 		}
 		return r.(*api.Node).Spec.OrchRefs
 	}
-	if err := registerNode(ctx, cl, "n1", "", v4, netip.Prefix{}, 0); err != nil {
+	if err := Register(ctx, cl, "n1", "", v4, netip.Prefix{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := refs(); len(got) != 0 {
@@ -48,7 +48,7 @@ func TestRegisterNodeOrchRef(t *testing.T) {
 	}
 	want := []api.OrchRef{{NodeName: "k1", Orchestrator: "k8s"}}
 	for range 2 { // again: unchanged
-		if err := registerNode(ctx, cl, "n1", "k1", v4, netip.Prefix{}, 0); err != nil {
+		if err := Register(ctx, cl, "n1", "k1", v4, netip.Prefix{}, 0); err != nil {
 			t.Fatal(err)
 		}
 		if got := refs(); !slices.Equal(got, want) {
@@ -56,7 +56,7 @@ func TestRegisterNodeOrchRef(t *testing.T) {
 		}
 	}
 	// A restart without the variable keeps what is there.
-	if err := registerNode(ctx, cl, "n1", "", v4, netip.Prefix{}, 0); err != nil {
+	if err := Register(ctx, cl, "n1", "", v4, netip.Prefix{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := refs(); !slices.Equal(got, want) {

@@ -1,4 +1,8 @@
-package felix
+// Package node owns this node's life in the cluster: the default IP pools
+// created at start, its Node resource (addresses, autodetection, AS
+// number), the files it leaves for the CNI plugin (node name, pod MTU and
+// how the MTU is computed) and its tunnel addresses.
+package node
 
 import (
 	"context"
@@ -15,8 +19,10 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// nodeAddrs resolves the node's addresses from flags or autodetection.
-func nodeAddrs(cfg Config) (v4, v6 netip.Prefix, err error) {
+// Addrs resolves the node's addresses from the --ip and --ip6 flags
+// ("autodetect", "none", "" or an address or prefix) with their
+// autodetection methods.
+func Addrs(ip, method, ip6, method6 string) (v4, v6 netip.Prefix, err error) {
 	ifaces, err := systemIfaces()
 	if err != nil {
 		return v4, v6, err
@@ -44,19 +50,19 @@ func nodeAddrs(cfg Config) (v4, v6 netip.Prefix, err error) {
 		}
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
-	if v4, err = resolve(cfg.IP, cfg.IPAutodetectionMethod, false); err != nil {
+	if v4, err = resolve(ip, method, false); err != nil {
 		return v4, v6, err
 	}
-	v6, err = resolve(cfg.IP6, cfg.IP6AutodetectionMethod, true)
+	v6, err = resolve(ip6, method6, true)
 	return v4, v6, err
 }
 
-// registerNode creates or updates this node's Node resource with its BGP
+// Register creates or updates this node's Node resource with its BGP
 // addresses and, when k8sRef is set, orchRefs [{nodeName: k8sRef,
 // orchestrator: k8s}] as Calico's calico-node writes from
 // CALICO_K8S_NODE_REF (other orchRefs are kept). Another node already
 // holding the same address is an error.
-func registerNode(ctx context.Context, c *store.Client, name, k8sRef string, v4, v6 netip.Prefix, asn uint32) error {
+func Register(ctx context.Context, c *store.Client, name, k8sRef string, v4, v6 netip.Prefix, asn uint32) error {
 	k, _ := api.LookupKind("Node")
 	objs, _, err := c.ListResources(ctx, k, "")
 	if err != nil {
@@ -137,8 +143,8 @@ func prefixString(p netip.Prefix) string {
 	return p.String()
 }
 
-// writeNodeFiles leaves the node name and MTU where the CNI plugin reads them.
-func writeNodeFiles(libDir, name string, mtu int) error {
+// WriteFiles leaves the node name and MTU where the CNI plugin reads them.
+func WriteFiles(libDir, name string, mtu int) error {
 	if err := os.MkdirAll(libDir, 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
