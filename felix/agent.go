@@ -16,6 +16,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
 	"github.com/calico-aio/calico-aio/felix/health"
+	"github.com/calico-aio/calico-aio/felix/hostiface"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/status"
@@ -58,9 +59,9 @@ type agent struct {
 	refreshChanged bool
 	// statusTimer fires when the status reporter has work (status/report.go).
 	statusTimer *time.Timer
-	// ifaces signals host interface changes (ifacewatch.go); nil in
+	// ifaces signals host interface changes (hostiface/watch.go); nil in
 	// tests that drive apply themselves.
-	ifaces *ifaceWatch
+	ifaces *hostiface.Watch
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
 	// shapeEgress: the kernel shapes egress bandwidth on ifb devices
@@ -205,8 +206,8 @@ func (a *agent) loop(ctx context.Context) error {
 	a.scheduleStatus()
 	a.health.Beat()
 	go a.tunnels.Run(ctx, a.housekeepingInterval())
-	a.ifaces = newIfaceWatch()
-	go a.ifaces.run(ctx)
+	a.ifaces = hostiface.NewWatch()
+	go a.ifaces.Run(ctx)
 	dirty := false
 	for {
 		select {
@@ -295,10 +296,11 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
 	workload := dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)
-	needIfaces := a.readKubeIPVS() || a.state.NeedsHostInterfaces() // IPVS mode's this-host set; host endpoints by expectedIPs
+	// IPVS mode's this-host set; host endpoints by expectedIPs
+	needIfaces := hostiface.KubeIPVS(a.dp, a.state, a.settings.Current().IptablesMarkMask) || a.state.NeedsHostInterfaces()
 	if a.ifaces != nil {
-		a.ifaces.setWorkload(workload)
-		a.ifaces.needed.Store(needIfaces)
+		a.ifaces.SetWorkload(workload)
+		a.ifaces.SetNeeded(needIfaces)
 	}
 	if needIfaces {
 		if ifaces, err := a.dp.HostInterfaces(workload); err == nil {

@@ -1,4 +1,4 @@
-package felix
+package hostiface
 
 import (
 	"net"
@@ -11,8 +11,8 @@ import (
 // addresses only while the rendering reads host interfaces, and never
 // workload interfaces or link-local addresses.
 func TestIfaceWatchFilter(t *testing.T) {
-	w := newIfaceWatch()
-	w.setWorkload(dataplane.IfacePrefixes{"cali", "tap"})
+	w := NewWatch()
+	w.SetWorkload(dataplane.IfacePrefixes{"cali", "tap"})
 	for _, needed := range []bool{false, true} {
 		w.needed.Store(needed)
 		for name, want := range map[string]bool{"kube-ipvs0": true, "eth0": needed, "cali1234": false, "tap0": false} {

@@ -1,4 +1,7 @@
-package felix
+// Package hostiface owns what the agent reads of the host's own
+// interfaces: the watch that signals when they change and the detection of
+// kube-proxy's IPVS mode from its kube-ipvs0 interface.
+package hostiface
 
 import (
 	"context"
@@ -21,14 +24,14 @@ import (
 // instead of waiting for the interfaceRefreshInterval re-read (90 s by
 // default), which stays as the fallback.
 
-// ifaceWatch reports host interface changes in the agent's network
+// Watch reports host interface changes in the agent's network
 // namespace on C (capacity 1: several changes before the loop looks are
 // one signal): kube-ipvs0 coming or going always, and, while the
 // rendering reads the host's interfaces (needed), any other interface
 // coming, going or changing and any address but a link-local one (every
 // veth gets one) coming or going. Workload interfaces are left out: the
 // datastore tells of them, and a pod start would otherwise cost an apply.
-type ifaceWatch struct {
+type Watch struct {
 	C chan struct{}
 	// workload is the interfacePrefix in force and needed whether the
 	// rendering reads host interfaces; the loop sets both on each apply.
@@ -36,28 +39,31 @@ type ifaceWatch struct {
 	needed   atomic.Bool
 }
 
-func newIfaceWatch() *ifaceWatch {
-	w := &ifaceWatch{C: make(chan struct{}, 1)}
-	w.setWorkload(dataplane.DefaultIfacePrefixes)
+func NewWatch() *Watch {
+	w := &Watch{C: make(chan struct{}, 1)}
+	w.SetWorkload(dataplane.DefaultIfacePrefixes)
 	return w
 }
 
-// setWorkload records the workload interface prefixes to leave out.
-func (w *ifaceWatch) setWorkload(p dataplane.IfacePrefixes) { w.workload.Store(&p) }
+// SetWorkload records the workload interface prefixes to leave out.
+func (w *Watch) SetWorkload(p dataplane.IfacePrefixes) { w.workload.Store(&p) }
+
+// SetNeeded records whether the rendering reads the host's interfaces.
+func (w *Watch) SetNeeded(on bool) { w.needed.Store(on) }
 
 // signal notes a change without blocking.
-func (w *ifaceWatch) signal() {
+func (w *Watch) signal() {
 	select {
 	case w.C <- struct{}{}:
 	default:
 	}
 }
 
-// run watches link and address changes until ctx ends. A subscription that
+// Run watches link and address changes until ctx ends. A subscription that
 // ends early (a receive error, say) is made again after a pause, and a
 // change is signalled since some may have been missed meanwhile; the
 // periodic re-read covers the pause.
-func (w *ifaceWatch) run(ctx context.Context) {
+func (w *Watch) Run(ctx context.Context) {
 	pause := time.Second
 	for {
 		began := time.Now()
@@ -77,7 +83,7 @@ func (w *ifaceWatch) run(ctx context.Context) {
 
 // watch subscribes to link and address changes and passes on those that
 // matter until ctx ends or either subscription does.
-func (w *ifaceWatch) watch(ctx context.Context) {
+func (w *Watch) watch(ctx context.Context) {
 	sub, stop := context.WithCancel(ctx)
 	defer stop()
 	onErr := func(err error) {
@@ -117,12 +123,12 @@ func (w *ifaceWatch) watch(ctx context.Context) {
 }
 
 // linkMatters says whether a change of interface name matters.
-func (w *ifaceWatch) linkMatters(name string) bool {
+func (w *Watch) linkMatters(name string) bool {
 	return name == rules.KubeIPVSInterface || w.needed.Load() && !w.workload.Load().Match(name)
 }
 
 // addrMatters says whether a change of address a matters.
-func (w *ifaceWatch) addrMatters(a net.IP) bool {
+func (w *Watch) addrMatters(a net.IP) bool {
 	ip, ok := netip.AddrFromSlice(a)
 	return ok && w.needed.Load() && !ip.Unmap().IsLinkLocalUnicast()
 }
