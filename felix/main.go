@@ -17,6 +17,7 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/cniserver"
 	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/syncer"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/libnetwork"
 	"github.com/calico-aio/calico-aio/store"
@@ -132,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := run.serveStatus(ctx, cfg.RunDir); err != nil {
 		return err
 	}
-	go (&syncer{c: c, out: a.updates}).run(ctx)
+	go syncer.Run(ctx, c, a.updates)
 	slog.Info("calico-node running", "etcd", cfg.EtcdEndpoints)
 	err = a.loop(ctx)
 	slog.Info("calico-node stopping")

@@ -1,4 +1,4 @@
-package felix
+package syncer
 
 import (
 	"reflect"

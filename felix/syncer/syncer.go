@@ -1,4 +1,7 @@
-package felix
+// Package syncer owns the agent's stream from the datastore: it lists and
+// watches the prefixes the agent follows and turns every change into a
+// typed calc.Update, then says when the first full lists are in.
+package syncer
 
 import (
 	"context"
@@ -20,6 +23,11 @@ type syncer struct {
 }
 
 var watchedPrefixes = []string{store.ResourcePrefix, store.BlockPrefix, store.ServicePrefix}
+
+// Run sends c's updates to out until ctx ends.
+func Run(ctx context.Context, c *store.Client, out chan<- calc.Update) {
+	(&syncer{c: c, out: out}).run(ctx)
+}
 
 func (s *syncer) run(ctx context.Context) {
 	var wg sync.WaitGroup
