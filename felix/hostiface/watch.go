@@ -39,6 +39,7 @@ type Watch struct {
 	needed   atomic.Bool
 }
 
+// NewWatch makes a watch that leaves out the default workload interfaces.
 func NewWatch() *Watch {
 	w := &Watch{C: make(chan struct{}, 1)}
 	w.SetWorkload(dataplane.DefaultIfacePrefixes)

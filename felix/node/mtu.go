@@ -56,7 +56,7 @@ func MTUFromSpec(override int, s api.FelixConfigurationSpec) MTUSettings {
 }
 
 // ParseMTUEnv checks --mtu / FELIX_MTU; the other MTU variables are
-// settings (settings.go).
+// settings (felix/settings.go).
 func ParseMTUEnv(_ func(string) string, s *MTUSettings) error {
 	if s.Override < 0 || s.Override > 65535 || (s.Override > 0 && s.Override < 68) {
 		return fmt.Errorf("--mtu/FELIX_MTU=%d: not an MTU (68-65535, or 0 to detect it)", s.Override)

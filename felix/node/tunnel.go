@@ -123,6 +123,7 @@ type TunnelAddrs struct {
 	kick chan struct{}
 }
 
+// NewTunnelAddrs keeps node's tunnel addresses through c.
 func NewTunnelAddrs(c *store.Client, node string) *TunnelAddrs {
 	return &TunnelAddrs{c: c, ipam: ipam.New(c), node: node, kick: make(chan struct{}, 1)}
 }

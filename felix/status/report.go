@@ -86,6 +86,7 @@ type Reporter struct {
 	epRetryAt      time.Time // after a failed write, not before
 }
 
+// NewReporter reports for node through c.
 func NewReporter(c *store.Client, node string, cfg Config) *Reporter {
 	return &Reporter{c: c, node: node, started: time.Now(), cfg: cfg, want: map[string]string{}}
 }
