@@ -19,6 +19,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/hostiface"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/felix/status"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
@@ -44,8 +45,8 @@ type agent struct {
 	// extraRoutes are routes from other sources (BGP), merged into the desired routes.
 	extraRoutes map[netip.Prefix]dataplane.RouteTarget
 	ipv6        bool
-	bgpState    *bgpState
-	bgp         *bgpRunner // nil when BGP is off
+	bgpState    *peering.State
+	bgp         *peering.Runner // nil when BGP is off
 	overlay     *calc.Overlay
 	tunnels     *node.TunnelAddrs
 	// settings is the effective FelixConfiguration (settings.go); the
@@ -75,7 +76,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		health:  health.New(3*housekeepingInterval(cfg) + 10*time.Second),
 		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: status.NewReporter(c, cfg.NodeName, status.Config{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
-		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
+		bgpState: peering.NewState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: node.NewTunnelAddrs(c, cfg.NodeName),
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
 		statusFiles: &status.Files{},
@@ -99,7 +100,7 @@ func (a *agent) fold(u calc.Update) {
 		return
 	}
 	a.state.Apply(u)
-	a.bgpState.apply(u)
+	a.bgpState.Apply(u)
 	a.overlay.Apply(u)
 	if node.TunnelKick(u, a.cfg.NodeName) {
 		a.tunnels.Poke()
@@ -213,7 +214,7 @@ func (a *agent) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			if a.bgp != nil {
-				a.bgp.stop()
+				a.bgp.Stop()
 			}
 			return nil
 		case u := <-a.updates:
@@ -234,14 +235,14 @@ func (a *agent) loop(ctx context.Context) error {
 			a.scheduleStatus() // a reporting setting may have changed
 			dirty = true
 		case evs := <-a.bgpRoutes():
-			a.bgp.applyEvents(a.extraRoutes, evs)
+			a.bgp.ApplyEvents(a.extraRoutes, evs)
 			a.metrics.BGPRouteUpdates(evs)
 			dirty = true
 		case <-refresh.C:
 			cur := a.settings.Current()
 			ran, next := dueRefreshes(a.refreshes, &cur, a.dp, time.Now())
 			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
-				a.bgp.resyncLearned(a.extraRoutes)
+				a.bgp.ResyncLearned(a.extraRoutes)
 			}
 			if len(ran) > 0 {
 				a.metrics.Resync()
@@ -259,8 +260,8 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case <-heartbeat.C:
 			a.health.Beat()
-			if a.bgp != nil && a.bgp.holding() { // release held BGP routes once converged
-				a.bgp.resyncLearned(a.extraRoutes)
+			if a.bgp != nil && a.bgp.Holding() { // release held BGP routes once converged
+				a.bgp.ResyncLearned(a.extraRoutes)
 				dirty = true
 			}
 		case <-a.statusTimer.C:
@@ -273,7 +274,7 @@ func (a *agent) loop(ctx context.Context) error {
 		dirty = false
 		err := a.apply(ctx)
 		if a.bgp != nil {
-			if berr := a.bgp.sync(ctx, a.bgpState, a.extraRoutes); berr != nil {
+			if berr := a.bgp.Sync(ctx, a.bgpState, a.extraRoutes); berr != nil {
 				slog.Warn("BGP sync incomplete", "err", berr)
 				err = errors.Join(err, berr)
 			}
@@ -289,7 +290,7 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 	if a.bgp == nil {
 		return nil
 	}
-	return a.bgp.routes
+	return a.bgp.Routes()
 }
 
 // apply computes and programs the desired state.
@@ -351,7 +352,7 @@ func (a *agent) apply(ctx context.Context) error {
 	}
 	des.DeviceRouteProtocol = dev.proto
 	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
-	addOverlay(&des, a.overlay.Desired(), withPriorities(a.extraRoutes, a.bgpState))
+	addOverlay(&des, a.overlay.Desired(), peering.WithPriorities(a.extraRoutes, a.bgpState))
 	if !v6Support {
 		dropIPv6(&des)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -46,7 +47,7 @@ type Config struct {
 	BGP                           bool // run the embedded BGP speaker
 	BGPPort                       int
 	BGPSecretsDir                 string // BGP passwords: <dir>/<secret>/<key>
-	BGPRouterID                   string // "", an IPv4 address or "hash" (bgprouterid.go)
+	BGPRouterID                   string // "", an IPv4 address or "hash" (felix/peering/routerid.go)
 	LogLevel                      string
 	Libnetwork                    bool   // serve Docker's network and IPAM driver
 	LibnetworkSocketDir           string // where Docker looks for plugin sockets
@@ -142,7 +143,7 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
-	if _, err := bgpRouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
+	if _, err := peering.RouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
 		return c, err
 	}
 	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/cniserver"
 	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/felix/syncer"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/libnetwork"
@@ -122,15 +124,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := a.startServers(ctx); err != nil {
 		return err
 	}
+	bgpCfg := peering.Config{NodeName: cfg.NodeName, RouterID: cfg.BGPRouterID, Port: cfg.BGPPort, Enabled: cfg.BGP}
 	if cfg.BGP {
-		a.bgp = &bgpRunner{cfg: cfg, self: v4, self6: v6}
-		a.bgp.adoptKept(a.extraRoutes) // routes kept across a restart stay until peers re-send theirs
+		a.bgp = peering.NewRunner(bgpCfg, v4, v6)
+		a.bgp.AdoptKept(a.extraRoutes) // routes kept across a restart stay until peers re-send theirs
 	}
-	run := &bgpRunner{cfg: cfg}
+	run := peering.NewRunner(bgpCfg, netip.Prefix{}, netip.Prefix{})
 	if a.bgp != nil {
 		run = a.bgp
 	}
-	if err := run.serveStatus(ctx, cfg.RunDir); err != nil {
+	if err := run.ServeStatus(ctx, cfg.RunDir); err != nil {
 		return err
 	}
 	go syncer.Run(ctx, c, a.updates)

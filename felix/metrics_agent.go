@@ -14,14 +14,14 @@ import (
 // whether it failed. Runs on the loop, which owns everything it reads.
 func (a *agent) recordMetrics(d calc.Desired, des dataplane.Desired, took time.Duration, err error) {
 	rec := metrics.Applied{Desired: d, Tables: a.dp.TableCounts(des), Took: took, Err: err,
-		Blocks: a.bgpState.blocks, BGP: a.bgp != nil}
+		Blocks: a.bgpState.Blocks(), BGP: a.bgp != nil}
 	if a.bgp != nil {
-		rec.Speaker = a.bgp.published.Load()
+		rec.Speaker = a.bgp.Speaker()
 		rec.Imported = make([]netip.Prefix, 0, len(a.extraRoutes))
 		for p := range a.extraRoutes {
 			rec.Imported = append(rec.Imported, p)
 		}
-		rec.Advertised = a.bgpState.advertisements()
+		rec.Advertised = a.bgpState.Advertisements()
 	}
 	a.metrics.Record(rec)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
 	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/internal/promtest"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
@@ -127,7 +128,7 @@ func TestMetricsScrape(t *testing.T) {
 			{Address: netip.MustParseAddr("fd00::3"), State: "Established"},
 		}
 	})
-	a.bgp = &bgpRunner{} // BGP on, speaker not yet published
+	a.bgp = &peering.Runner{} // BGP on, speaker not yet published
 	for _, u := range []calc.Update{testNodeUpdate("node1"), testNodeUpdate("node2"),
 		testWEP("node2", "remote", "cali0000000002", "10.65.1.2/32"), {InSync: true}} {
 		a.fold(u)
@@ -211,7 +212,7 @@ func TestMetricsScrape(t *testing.T) {
 	obs(iptables.Exec{Op: iptables.OpSave, IPSet: true, Err: errors.New("exit status 1")})
 	a.metrics.Resync()
 	evs := []bgp.RouteEvent{{Prefix: netip.MustParsePrefix("10.65.1.0/26"), NextHops: []netip.Addr{netip.MustParseAddr("10.0.0.2")}}}
-	applyRouteEvents(a.extraRoutes, evs)
+	peering.ApplyRouteEvents(a.extraRoutes, evs)
 	a.metrics.BGPRouteUpdates(evs)
 	testApply(a)
 	after := scrape(t, a.metrics)

@@ -1,4 +1,4 @@
-package felix
+package peering
 
 import (
 	"log/slog"
@@ -25,10 +25,10 @@ const (
 	peerNode   = "node specific"
 )
 
-// bgpState is the part of the datastore BGP needs: nodes, peers, BGP
+// State is the part of the datastore BGP needs: nodes, peers, BGP
 // configuration, pools, blocks and local endpoints. It is pure; the loop
 // feeds it and asks it for the desired peers and advertisements.
-type bgpState struct {
+type State struct {
 	node       string
 	secretsDir string
 	nodes      map[string]*api.Node
@@ -39,16 +39,21 @@ type bgpState struct {
 	localIPs   map[string][]netip.Addr // local endpoint key -> addresses
 }
 
-func newBGPState(node, secretsDir string) *bgpState {
-	return &bgpState{node: node, secretsDir: secretsDir, nodes: map[string]*api.Node{}, peers: map[string]*api.BGPPeer{},
+// NewState follows the datastore for node; BGP passwords from Secrets
+// are read under secretsDir.
+func NewState(node, secretsDir string) *State {
+	return &State{node: node, secretsDir: secretsDir, nodes: map[string]*api.Node{}, peers: map[string]*api.BGPPeer{},
 		configs: map[string]*api.BGPConfiguration{}, pools: map[string]*api.IPPool{}, blocks: map[string]*ipam.Block{},
 		localIPs: map[string][]netip.Addr{}}
 }
 
+// Blocks are the IPAM blocks known, by CIDR.
+func (b *State) Blocks() map[string]*ipam.Block { return b.blocks }
+
 func keyName(key string) string { return key[strings.LastIndexByte(key, '/')+1:] }
 
-// apply records an update (the same stream the calculation gets).
-func (b *bgpState) apply(u calc.Update) {
+// Apply records an update (the same stream the calculation gets).
+func (b *State) Apply(u calc.Update) {
 	name := keyName(u.Key)
 	switch u.Kind {
 	case "nodes":
@@ -89,7 +94,7 @@ func setOrDelete[T any](m map[string]*T, name string, u calc.Update) {
 	}
 }
 
-func (b *bgpState) self() *api.Node { return b.nodes[b.node] }
+func (b *State) self() *api.Node { return b.nodes[b.node] }
 
 func nodeAddr(n *api.Node, v6 bool) netip.Addr {
 	if n == nil || n.Spec.BGP == nil {
@@ -109,7 +114,7 @@ func nodeAddr(n *api.Node, v6 bool) netip.Addr {
 }
 
 // asn is a node's AS: its own, else the cluster's, else 64512.
-func (b *bgpState) asn(n *api.Node) uint32 {
+func (b *State) asn(n *api.Node) uint32 {
 	if n != nil && n.Spec.BGP != nil && n.Spec.BGP.ASNumber != nil {
 		return uint32(*n.Spec.BGP.ASNumber)
 	}
@@ -119,17 +124,17 @@ func (b *bgpState) asn(n *api.Node) uint32 {
 	return uint32(api.DefaultASNumber)
 }
 
-func (b *bgpState) meshEnabled() bool {
+func (b *State) meshEnabled() bool {
 	c := b.configs["default"]
 	return c == nil || c.Spec.NodeToNodeMeshEnabled == nil || *c.Spec.NodeToNodeMeshEnabled
 }
 
 // listenPort is this node's BGP port (def: the agent's BGP_PORT).
-func (b *bgpState) listenPort(def int) int { return b.listenPortOf(b.node, def) }
+func (b *State) listenPort(def int) int { return b.listenPortOf(b.node, def) }
 
 // listenPortOf is a node's BGP port: its BGPConfiguration node.<name>
 // listenPort, else the default object's, else def.
-func (b *bgpState) listenPortOf(node string, def int) int {
+func (b *State) listenPortOf(node string, def int) int {
 	for _, name := range []string{"node." + node, "default"} {
 		if c := b.configs[name]; c != nil && c.Spec.ListenPort != 0 {
 			return int(c.Spec.ListenPort)
@@ -140,7 +145,7 @@ func (b *bgpState) listenPortOf(node string, def int) int {
 
 // logLevel is the speaker's log level: BGPConfiguration logSeverityScreen
 // of node.<name>, else of default, else Info (Calico's default).
-func (b *bgpState) logLevel() slog.Level {
+func (b *State) logLevel() slog.Level {
 	for _, name := range []string{"node." + b.node, "default"} {
 		if c := b.configs[name]; c != nil && c.Spec.LogSeverityScreen != "" {
 			return bgpLogLevel(c.Spec.LogSeverityScreen)
@@ -152,7 +157,7 @@ func (b *bgpState) logLevel() slog.Level {
 // routePriority is the metric of learned routes of a family:
 // BGPConfiguration ipv4/ipv6NormalRoutePriority of node.<name>, else of
 // default; 0 (the kernel's default) when neither sets it.
-func (b *bgpState) routePriority(v6 bool) int {
+func (b *State) routePriority(v6 bool) int {
 	for _, name := range []string{"node." + b.node, "default"} {
 		c := b.configs[name]
 		if c == nil {
@@ -192,7 +197,7 @@ func clusterID(n *api.Node) string {
 // desiredPeers computes this node's BGP peers from the datastore. port is
 // the agent's BGP_PORT: the listen port of nodes no BGPConfiguration gives
 // one.
-func (b *bgpState) desiredPeers(port int) []bgp.Peer {
+func (b *State) desiredPeers(port int) []bgp.Peer {
 	myPort := b.listenPortOf(b.node, port)
 	me := b.self()
 	myAddr := nodeAddr(me, false)
@@ -350,7 +355,7 @@ func (b *bgpState) desiredPeers(port int) []bgp.Peer {
 // remoteSideIs reports whether this node is on the remote side of a BGPPeer:
 // selected by its peerSelector, or the Calico node its peerIP (and asNumber,
 // default the cluster's AS, and port if given) names.
-func (b *bgpState) remoteSideIs(s api.BGPPeerSpec, me *api.Node, myAddr netip.Addr, port int) bool {
+func (b *State) remoteSideIs(s api.BGPPeerSpec, me *api.Node, myAddr netip.Addr, port int) bool {
 	if me == nil {
 		return false
 	}
@@ -370,7 +375,7 @@ func (b *bgpState) remoteSideIs(s api.BGPPeerSpec, me *api.Node, myAddr netip.Ad
 }
 
 // nodeWithAddr is the Calico node whose IPv4 BGP address is addr, if any.
-func (b *bgpState) nodeWithAddr(addr netip.Addr) *api.Node {
+func (b *State) nodeWithAddr(addr netip.Addr) *api.Node {
 	for _, n := range b.nodes {
 		if nodeAddr(n, false) == addr {
 			return n
@@ -379,9 +384,9 @@ func (b *bgpState) nodeWithAddr(addr netip.Addr) *api.Node {
 	return nil
 }
 
-func (b *bgpState) sortedNodes() []*api.Node { return byName(b.nodes) }
+func (b *State) sortedNodes() []*api.Node { return byName(b.nodes) }
 
-func (b *bgpState) sortedPeers() []*api.BGPPeer { return byName(b.peers) }
+func (b *State) sortedPeers() []*api.BGPPeer { return byName(b.peers) }
 
 // byName returns a map's values ordered by key.
 func byName[T any](m map[string]*T) []*T {
@@ -398,7 +403,7 @@ func byName[T any](m map[string]*T) []*T {
 // ok is false when the secret is missing and not optional: the peering is
 // then left out rather than brought up without its password. A missing
 // optional secret means no password.
-func (b *bgpState) password(p *api.BGPPeer) (pw string, ok bool) {
+func (b *State) password(p *api.BGPPeer) (pw string, ok bool) {
 	if p.Spec.Password == nil || p.Spec.Password.SecretKeyRef == nil {
 		return "", true
 	}
@@ -420,7 +425,7 @@ type peerOpts struct {
 
 // peerOpts reads a BGPPeer's settings; ok is false when its password is
 // missing (password).
-func (b *bgpState) peerOpts(p *api.BGPPeer) (peerOpts, bool) {
+func (b *State) peerOpts(p *api.BGPPeer) (peerOpts, bool) {
 	pw, ok := b.password(p)
 	if !ok {
 		return peerOpts{}, false
@@ -447,7 +452,7 @@ func peerTimers(s api.BGPPeerSpec) (keepalive, restart time.Duration) {
 
 // advertisements: this node's confirmed affine blocks, plus a host route for
 // each local pod address inside another node's block (borrowed).
-func (b *bgpState) advertisements() []netip.Prefix {
+func (b *State) Advertisements() []netip.Prefix {
 	var out []netip.Prefix
 	var others []netip.Prefix
 	for _, blk := range b.blocks {
@@ -476,7 +481,7 @@ func (b *bgpState) advertisements() []netip.Prefix {
 
 // importFilter accepts pool prefixes at block mask length and host routes
 // inside pools: nothing else learned from peers is installed.
-func (b *bgpState) importFilter() func(netip.Prefix) bool {
+func (b *State) importFilter() func(netip.Prefix) bool {
 	type poolInfo struct {
 		cidr  netip.Prefix
 		block int

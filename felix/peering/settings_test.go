@@ -1,4 +1,4 @@
-package felix
+package peering
 
 import (
 	"log/slog"
@@ -108,9 +108,9 @@ func TestBGPLogSeverityLive(t *testing.T) {
 	}
 
 	// Live: a sync with a changed object changes the running speaker's level.
-	r := &bgpRunner{cfg: Config{NodeName: "node1", BGPPort: -1}, self: netip.MustParsePrefix("10.0.0.1/24")}
+	r := &Runner{cfg: Config{NodeName: "node1", Port: -1}, self: netip.MustParsePrefix("10.0.0.1/24")}
 	routes := map[netip.Prefix]dataplane.RouteTarget{}
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.speaker.Stop(false) })
@@ -119,7 +119,7 @@ func TestBGPLogSeverityLive(t *testing.T) {
 	}
 	sp := r.speaker
 	b.configs["node.node1"].Spec.LogSeverityScreen = "Debug"
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
 	if r.speaker != sp || r.speaker.LogLevel() != slog.LevelDebug {
@@ -140,17 +140,14 @@ func TestBGPRouterIDForms(t *testing.T) {
 		{"hash", "node1", "202.18.243.27"},
 		{"hash", "a1", "213.95.241.111"},
 	} {
-		got, err := bgpRouterID(c.setting, c.name, node)
+		got, err := RouterID(c.setting, c.name, node)
 		if err != nil || got.String() != c.want {
 			t.Errorf("%q for %s: %v, %v; want %s", c.setting, c.name, got, err, c.want)
 		}
 	}
 	for _, bad := range []string{"fd00::1", "nope", "10.0.0.256"} {
-		if _, err := bgpRouterID(bad, "n1", node); err == nil {
+		if _, err := RouterID(bad, "n1", node); err == nil {
 			t.Errorf("%q accepted", bad)
-		}
-		if _, err := parseFlags([]string{"--router-id", bad}, func(string) string { return "" }, nil); err == nil {
-			t.Errorf("--router-id %q accepted at start", bad)
 		}
 	}
 }
@@ -160,38 +157,38 @@ func TestBGPRouterIDForms(t *testing.T) {
 // withdrawal of a held route waits for the hold to end.
 func TestBGPReconfigureHoldsRoutes(t *testing.T) {
 	b := testBGPState("node1", testNode(1, nil, ""))
-	r := &bgpRunner{cfg: Config{NodeName: "node1", BGPPort: -1}, self: netip.MustParsePrefix("10.0.0.1/24")}
+	r := &Runner{cfg: Config{NodeName: "node1", Port: -1}, self: netip.MustParsePrefix("10.0.0.1/24")}
 	learned := netip.MustParsePrefix("10.65.1.0/26")
 	via := dataplane.RouteTarget{Via: []netip.Addr{netip.MustParseAddr("10.0.0.2")}}
 	routes := map[netip.Prefix]dataplane.RouteTarget{learned: via}
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.speaker.Stop(false) })
 	first := r.speaker
-	if err := r.sync(t.Context(), b, routes); err != nil || r.speaker != first || r.holding() {
+	if err := r.Sync(t.Context(), b, routes); err != nil || r.speaker != first || r.Holding() {
 		t.Fatalf("an unchanged sync replaced the speaker or held routes (err %v)", err)
 	}
 	asn := api.ASNumber(64600)
 	b.configs["default"].Spec.ASNumber = &asn
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
 	if r.speaker == first || r.speaker.Config().ASN != 64600 || r.speaker.Config().Restarting {
 		t.Errorf("after the AS change: same speaker %v, AS %d, restarting %v", r.speaker == first, r.speaker.Config().ASN, r.speaker.Config().Restarting)
 	}
-	if !r.holding() {
+	if !r.Holding() {
 		t.Fatal("learned routes not held across the reconfiguration")
 	}
-	r.applyEvents(routes, []bgp.RouteEvent{{Prefix: learned}})
+	r.ApplyEvents(routes, []bgp.RouteEvent{{Prefix: learned}})
 	if len(routes) != 1 || routes[learned].String() != via.String() {
 		t.Errorf("a held route was withdrawn: %v", routes)
 	}
 	// The listen port is shown live by TestClusterBGPLiveASAndPort
 	// (a speaker here cannot listen on the test node's address).
 	second := r.speaker
-	r.cfg.BGPRouterID = "hash"
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	r.cfg.RouterID = "hash"
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
 	if c := r.speaker.Config(); r.speaker == second || c.RouterID.String() != "202.18.243.27" {
@@ -211,7 +208,7 @@ func TestBGPRoutePriority(t *testing.T) {
 		v6: {Via: []netip.Addr{netip.MustParseAddr("fd00::2")}},
 	}
 	metrics := func() (int, int) {
-		got := withPriorities(learned, b)
+		got := WithPriorities(learned, b)
 		return got[v4].Metric, got[v6].Metric
 	}
 	if m4, m6 := metrics(); m4 != 0 || m6 != 0 {
@@ -227,7 +224,7 @@ func TestBGPRoutePriority(t *testing.T) {
 		t.Errorf("node.node1 IPv4 100: metrics %d, %d; want 100, 2048", m4, m6)
 	}
 	if learned[v4].Metric != 0 {
-		t.Error("withPriorities changed the learned routes themselves")
+		t.Error("WithPriorities changed the learned routes themselves")
 	}
 }
 
@@ -237,23 +234,23 @@ func TestBGPPeerChangeHoldsRoutes(t *testing.T) {
 	b := testBGPState("node2", testNode(1, nil, ""), testNode(2, nil, ""))
 	on := true
 	b.configs["default"].Spec.NodeToNodeMeshEnabled = &on // node2 > node1: passive, it never dials
-	r := &bgpRunner{cfg: Config{NodeName: "node2", BGPPort: -1}, self: netip.MustParsePrefix("10.0.0.2/24")}
+	r := &Runner{cfg: Config{NodeName: "node2", Port: -1}, self: netip.MustParsePrefix("10.0.0.2/24")}
 	learned := netip.MustParsePrefix("10.65.1.0/26")
 	routes := map[netip.Prefix]dataplane.RouteTarget{learned: {Via: []netip.Addr{netip.MustParseAddr("10.0.0.1")}}}
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.speaker.Stop(false) })
 	sp := r.speaker
-	if err := r.sync(t.Context(), b, routes); err != nil || r.holding() {
+	if err := r.Sync(t.Context(), b, routes); err != nil || r.Holding() {
 		t.Fatalf("an unchanged sync held routes (err %v)", err)
 	}
 	asn := api.ASNumber(64700)
 	b.nodes["node1"].Spec.BGP.ASNumber = &asn
-	if err := r.sync(t.Context(), b, routes); err != nil {
+	if err := r.Sync(t.Context(), b, routes); err != nil {
 		t.Fatal(err)
 	}
-	if !r.holding() || r.speaker != sp {
-		t.Errorf("after node1's AS change: holding %v, same speaker %v; want true, true", r.holding(), r.speaker == sp)
+	if !r.Holding() || r.speaker != sp {
+		t.Errorf("after node1's AS change: holding %v, same speaker %v; want true, true", r.Holding(), r.speaker == sp)
 	}
 }

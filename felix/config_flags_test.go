@@ -40,3 +40,12 @@ func TestParseFlagsRefusesBadPools(t *testing.T) {
 		t.Errorf("ParseFlags with a bad block size: %v", err)
 	}
 }
+
+// A router ID RouterID refuses (felix/peering/routerid.go) fails at start.
+func TestParseFlagsRefusesBadRouterID(t *testing.T) {
+	for _, bad := range []string{"fd00::1", "nope", "10.0.0.256"} {
+		if _, err := parseFlags([]string{"--router-id", bad}, func(string) string { return "" }, nil); err == nil {
+			t.Errorf("--router-id %q accepted at start", bad)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package felix
+package peering
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-func testBGPState(self string, nodes ...*api.Node) *bgpState {
-	b := newBGPState(self, "")
+func testBGPState(self string, nodes ...*api.Node) *State {
+	b := NewState(self, "")
 	for _, n := range nodes {
 		b.nodes[n.Metadata.Name] = n
 	}

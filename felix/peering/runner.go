@@ -1,4 +1,8 @@
-package felix
+// Package peering owns this node's BGP: whom it peers with and what it
+// advertises, computed from the datastore (state.go), the embedded
+// speaker's life beside the agent's loop (runner.go), its router ID and
+// the status socket calicoctl node status reads.
+package peering
 
 import (
 	"context"
@@ -26,10 +30,24 @@ import (
 // calicoctl node status reads it.
 const StatusSocketName = "calico-node-status.sock"
 
-// bgpRunner connects the embedded speaker to the agent loop: the loop
+// Config is what the runner takes from calico-node's flags.
+type Config struct {
+	NodeName string
+	RouterID string // --router-id (CALICO_ROUTER_ID): an IPv4 address, "hash" or "" (the node's IPv4)
+	Port     int    // --bgp-port: the listen port unless BGPConfiguration sets one
+	Enabled  bool   // BGP runs (the status socket says so)
+}
+
+// NewRunner runs the speaker for a node with addresses self and self6
+// (either may be invalid).
+func NewRunner(cfg Config, self, self6 netip.Prefix) *Runner {
+	return &Runner{cfg: cfg, self: self, self6: self6}
+}
+
+// Runner connects the embedded speaker to the agent loop: the loop
 // hands it desired peers and advertisements; learned routes come back on a
 // channel and only the loop turns them into kernel routes.
-type bgpRunner struct {
+type Runner struct {
 	cfg     Config
 	self    netip.Prefix
 	self6   netip.Prefix
@@ -50,6 +68,12 @@ type bgpRunner struct {
 	reconfigured bool
 }
 
+// Routes is the speaker's route channel (nil before it starts).
+func (r *Runner) Routes() <-chan []bgp.RouteEvent { return r.routes }
+
+// Speaker is the running speaker (nil when none runs).
+func (r *Runner) Speaker() *bgp.Speaker { return r.published.Load() }
+
 // keptHold bounds how long routes of a previous run are held for peers that
 // do not come back (the deferral time of a restarting speaker).
 const keptHold = 30 * time.Second
@@ -61,11 +85,11 @@ func keptBGPRoutes() bool {
 	return err == nil && len(routes) > 0
 }
 
-// adoptKept loads the BGP routes a previous run left in the kernel (our
+// AdoptKept loads the BGP routes a previous run left in the kernel (our
 // protocol, main table) into routes, the agent's learned routes. Call it
 // once, before the first apply: otherwise that apply deletes them and
 // cross-node traffic stops until the sessions are back.
-func (r *bgpRunner) adoptKept(routes map[netip.Prefix]dataplane.RouteTarget) {
+func (r *Runner) AdoptKept(routes map[netip.Prefix]dataplane.RouteTarget) {
 	krs, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: rtproto.BGP}, netlink.RT_FILTER_PROTOCOL)
 	if err != nil {
 		slog.Warn("reading kept BGP routes", "err", err)
@@ -111,7 +135,7 @@ func multipathGws(kr netlink.Route) []net.IP {
 
 // converged: every peer is Established and has sent End-of-RIB, so the
 // speaker's view replaces the routes kept from the previous run.
-func (r *bgpRunner) converged() bool {
+func (r *Runner) converged() bool {
 	if r.speaker == nil {
 		return false
 	}
@@ -131,9 +155,9 @@ type speakerGlobals struct {
 	listenPort int
 }
 
-func (r *bgpRunner) globals(st *bgpState) (speakerGlobals, error) {
-	id, err := bgpRouterID(r.cfg.BGPRouterID, r.cfg.NodeName, r.self.Addr())
-	return speakerGlobals{routerID: id, asn: st.asn(st.self()), listenPort: st.listenPort(r.cfg.BGPPort)}, err
+func (r *Runner) globals(st *State) (speakerGlobals, error) {
+	id, err := RouterID(r.cfg.RouterID, r.cfg.NodeName, r.self.Addr())
+	return speakerGlobals{routerID: id, asn: st.asn(st.self()), listenPort: st.listenPort(r.cfg.Port)}, err
 }
 
 func globalsOf(c bgp.Config) speakerGlobals {
@@ -141,7 +165,7 @@ func globalsOf(c bgp.Config) speakerGlobals {
 }
 
 // ensureStarted starts the speaker once the node's AS is known.
-func (r *bgpRunner) ensureStarted(ctx context.Context, st *bgpState) error {
+func (r *Runner) ensureStarted(ctx context.Context, st *State) error {
 	if r.speaker != nil || !r.self.IsValid() {
 		return nil
 	}
@@ -169,10 +193,10 @@ func (r *bgpRunner) ensureStarted(ctx context.Context, st *bgpState) error {
 	return nil
 }
 
-// sync hands the speaker the desired state (it diffs itself). A changed
+// Sync hands the speaker the desired state (it diffs itself). A changed
 // router ID, AS or listen port replaces the speaker first (reconfigure);
 // routes are the learned routes, held meanwhile.
-func (r *bgpRunner) sync(ctx context.Context, st *bgpState, routes map[netip.Prefix]dataplane.RouteTarget) error {
+func (r *Runner) Sync(ctx context.Context, st *State, routes map[netip.Prefix]dataplane.RouteTarget) error {
 	if err := r.reconfigure(ctx, st, routes); err != nil {
 		return err
 	}
@@ -182,8 +206,8 @@ func (r *bgpRunner) sync(ctx context.Context, st *bgpState, routes map[netip.Pre
 	r.speaker.SetLogLevel(st.logLevel())
 	r.speaker.SetImportFilter(st.importFilter())
 	// Advertisements before peers, so the first updates carry our blocks.
-	errA := r.speaker.SetAdvertisements(st.advertisements())
-	peers := st.desiredPeers(r.cfg.BGPPort)
+	errA := r.speaker.SetAdvertisements(st.Advertisements())
+	peers := st.desiredPeers(r.cfg.Port)
 	if r.speaker.Resets(peers) {
 		r.hold(routes) // a re-created session withdraws its routes until it is back
 	}
@@ -198,7 +222,7 @@ func (r *bgpRunner) sync(ctx context.Context, st *bgpState, routes map[netip.Pre
 // converged or keptHold passes, so traffic keeps flowing while the sessions
 // come back; the old speaker ends its sessions so that graceful-restart
 // peers keep our routes meanwhile (bgp.Speaker.Shutdown).
-func (r *bgpRunner) reconfigure(ctx context.Context, st *bgpState, routes map[netip.Prefix]dataplane.RouteTarget) error {
+func (r *Runner) reconfigure(ctx context.Context, st *State, routes map[netip.Prefix]dataplane.RouteTarget) error {
 	if r.speaker == nil {
 		return nil
 	}
@@ -220,9 +244,9 @@ func (r *bgpRunner) reconfigure(ctx context.Context, st *bgpState, routes map[ne
 }
 
 // hold keeps the current learned routes installed until the speaker has
-// converged (resyncLearned releases them) and makes withdrawals of them
-// wait as well (applyEvents).
-func (r *bgpRunner) hold(routes map[netip.Prefix]dataplane.RouteTarget) {
+// converged (ResyncLearned releases them) and makes withdrawals of them
+// wait as well (ApplyEvents).
+func (r *Runner) hold(routes map[netip.Prefix]dataplane.RouteTarget) {
 	if r.kept == nil {
 		r.kept = map[netip.Prefix]dataplane.RouteTarget{}
 	}
@@ -230,14 +254,14 @@ func (r *bgpRunner) hold(routes map[netip.Prefix]dataplane.RouteTarget) {
 	r.keptUntil = time.Now().Add(keptHold)
 }
 
-// holding says whether learned routes are held (after a restart or a
+// Holding says whether learned routes are held (after a restart or a
 // reconfiguration).
-func (r *bgpRunner) holding() bool { return r.kept != nil }
+func (r *Runner) Holding() bool { return r.kept != nil }
 
-// applyEvents applies route events; a withdrawal of a held route leaves it
+// ApplyEvents applies route events; a withdrawal of a held route leaves it
 // in place until the hold ends.
-func (r *bgpRunner) applyEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.RouteEvent) {
-	applyRouteEvents(routes, evs)
+func (r *Runner) ApplyEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.RouteEvent) {
+	ApplyRouteEvents(routes, evs)
 	for _, ev := range evs {
 		if t, ok := r.kept[ev.Prefix]; ok && len(ev.NextHops) == 0 {
 			routes[ev.Prefix] = t
@@ -245,8 +269,8 @@ func (r *bgpRunner) applyEvents(routes map[netip.Prefix]dataplane.RouteTarget, e
 	}
 }
 
-// learned turns a batch of route events into route targets (nil: withdraw).
-func applyRouteEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.RouteEvent) {
+// ApplyRouteEvents turns a batch of route events into route targets (nil: withdraw).
+func ApplyRouteEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.RouteEvent) {
 	for _, ev := range evs {
 		if len(ev.NextHops) == 0 {
 			delete(routes, ev.Prefix)
@@ -256,10 +280,10 @@ func applyRouteEvents(routes map[netip.Prefix]dataplane.RouteTarget, evs []bgp.R
 	}
 }
 
-// withPriorities returns the learned routes with the metric
+// WithPriorities returns the learned routes with the metric
 // BGPConfiguration gives each family (routePriority); routes is not
 // changed.
-func withPriorities(routes map[netip.Prefix]dataplane.RouteTarget, st *bgpState) map[netip.Prefix]dataplane.RouteTarget {
+func WithPriorities(routes map[netip.Prefix]dataplane.RouteTarget, st *State) map[netip.Prefix]dataplane.RouteTarget {
 	m4, m6 := st.routePriority(false), st.routePriority(true)
 	if m4 == 0 && m6 == 0 {
 		return routes
@@ -275,8 +299,8 @@ func withPriorities(routes map[netip.Prefix]dataplane.RouteTarget, st *bgpState)
 	return out
 }
 
-// resyncLearned replaces the learned routes with the speaker's full view.
-func (r *bgpRunner) resyncLearned(routes map[netip.Prefix]dataplane.RouteTarget) {
+// ResyncLearned replaces the learned routes with the speaker's full view.
+func (r *Runner) ResyncLearned(routes map[netip.Prefix]dataplane.RouteTarget) {
 	if r.speaker == nil {
 		return
 	}
@@ -304,16 +328,16 @@ func (r *bgpRunner) resyncLearned(routes map[netip.Prefix]dataplane.RouteTarget)
 	}
 }
 
-// stop leaves gracefully: peers keep our routes for the restart time and we
+// Stop leaves gracefully: peers keep our routes for the restart time and we
 // keep the routes we learned.
-func (r *bgpRunner) stop() {
+func (r *Runner) Stop() {
 	if r.speaker != nil {
 		r.speaker.Stop(true)
 	}
 }
 
-// serveStatus answers calicoctl node status on a unix socket.
-func (r *bgpRunner) serveStatus(ctx context.Context, runDir string) error {
+// ServeStatus answers calicoctl node status on a unix socket.
+func (r *Runner) ServeStatus(ctx context.Context, runDir string) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return err
 	}
@@ -334,7 +358,7 @@ func (r *bgpRunner) serveStatus(ctx context.Context, runDir string) error {
 			if err != nil {
 				return
 			}
-			st := NodeStatus{Running: true, BGPEnabled: r.cfg.BGP}
+			st := NodeStatus{Running: true, BGPEnabled: r.cfg.Enabled}
 			if sp := r.published.Load(); sp != nil {
 				st.Peers = sp.PeerStatus()
 			}

@@ -1,4 +1,4 @@
-package felix
+package peering
 
 import (
 	"crypto/sha256"
@@ -10,12 +10,12 @@ import (
 // the node name.
 const routerIDHash = "hash"
 
-// bgpRouterID is the speaker's router ID: the node's IPv4 address when
+// RouterID is the speaker's router ID: the node's IPv4 address when
 // CALICO_ROUTER_ID is empty, the given IPv4 address, or with "hash" one
 // derived from the node name as Calico derives it (for IPv6-only nodes):
 // the first four bytes of the SHA-256 of the name, the first byte lowered
 // by 32 when above 223 (no multicast or reserved first octet).
-func bgpRouterID(setting, nodeName string, nodeIPv4 netip.Addr) (netip.Addr, error) {
+func RouterID(setting, nodeName string, nodeIPv4 netip.Addr) (netip.Addr, error) {
 	switch setting {
 	case "":
 		return nodeIPv4, nil
