@@ -23,7 +23,7 @@ const statusPoll = 20 * time.Millisecond
 
 // waitForPolicy implements policy_setup_timeout_seconds: ADD returns only
 // once the agent has written the endpoint's status file (its policy is in
-// the kernel: felix/epstatus.go), or, as in Calico, after the timeout with
+// the kernel: felix/status/files.go), or, as in Calico, after the timeout with
 // a warning (the pod starts anyway).
 func (c *NetConf) waitForPolicy(wep *api.WorkloadEndpoint) {
 	if c.PolicySetupTimeoutSeconds <= 0 {

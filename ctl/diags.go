@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/calico-aio/calico-aio/cni"
-	"github.com/calico-aio/calico-aio/felix"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -140,7 +140,7 @@ func runDiags(o IO, args []string) error {
 		b.add(c.file, out)
 	}
 	fmt.Fprintln(o.Stdout, "Dumping calico-node status")
-	sock := filepath.Join(*runDir, felix.StatusSocketName)
+	sock := filepath.Join(*runDir, peering.StatusSocketName)
 	if st, err := readNodeStatus(sock); err != nil {
 		b.add("node-status.txt", []byte(fmt.Sprintf("Calico process is not running (no answer on %s: %v)\n", sock, err)))
 	} else {

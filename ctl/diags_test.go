@@ -19,7 +19,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/ctl"
-	"github.com/calico-aio/calico-aio/felix"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/internal/golden"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/ipam"
@@ -41,9 +41,9 @@ func inNS(t *testing.T, n ns.NetNS, argv ...string) {
 }
 
 // fakeStatusSocket answers like calico-node's status socket.
-func fakeStatusSocket(t *testing.T, dir string, st felix.NodeStatus) {
+func fakeStatusSocket(t *testing.T, dir string, st peering.NodeStatus) {
 	t.Helper()
-	l, err := net.Listen("unix", filepath.Join(dir, felix.StatusSocketName))
+	l, err := net.Listen("unix", filepath.Join(dir, peering.StatusSocketName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ spec: {node: other-node, orchestrator: cni, workload: bbb, endpoint: eth0, inter
 	assignIP(t, al, "10.48.100.1", "h-other", "other-node")
 
 	runDir, logDir, outDir := t.TempDir(), t.TempDir(), t.TempDir()
-	fakeStatusSocket(t, runDir, felix.NodeStatus{Running: true, BGPEnabled: true,
+	fakeStatusSocket(t, runDir, peering.NodeStatus{Running: true, BGPEnabled: true,
 		Peers: []bgp.PeerStatus{{Address: netip.MustParseAddr("192.0.2.2"), Type: "node-to-node mesh", State: "Established"}}})
 	if err := os.WriteFile(filepath.Join(logDir, "calico-node.log"), []byte("agent started\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func TestNodeDiagsWithNothingRunning(t *testing.T) {
 // calicoctl says.
 func TestNodeStatusWithoutBGP(t *testing.T) {
 	runDir := t.TempDir()
-	fakeStatusSocket(t, runDir, felix.NodeStatus{Running: true})
+	fakeStatusSocket(t, runDir, peering.NodeStatus{Running: true})
 	var out, errb bytes.Buffer
 	code := ctl.Main([]string{"node", "status", "--run-dir", runDir},
 		ctl.IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/calico-aio/calico-aio/felix"
+	"github.com/calico-aio/calico-aio/felix/peering"
 )
 
 func runNode(o IO, args []string) error {
@@ -31,10 +31,10 @@ func runNode(o IO, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	st, err := readNodeStatus(filepath.Join(*runDir, felix.StatusSocketName))
+	st, err := readNodeStatus(filepath.Join(*runDir, peering.StatusSocketName))
 	if err != nil {
 		fmt.Fprintln(o.Stdout, "Calico process is not running.")
-		fmt.Fprintf(o.Stderr, "(no answer on %s: %v)\n", filepath.Join(*runDir, felix.StatusSocketName), err)
+		fmt.Fprintf(o.Stderr, "(no answer on %s: %v)\n", filepath.Join(*runDir, peering.StatusSocketName), err)
 		return exitError{code: 1}
 	}
 	fmt.Fprintln(o.Stdout, "Calico process is running.")
@@ -90,8 +90,8 @@ func sinceText(t time.Time) string {
 	return t.Local().Format("2006-01-02")
 }
 
-func readNodeStatus(path string) (felix.NodeStatus, error) {
-	var st felix.NodeStatus
+func readNodeStatus(path string) (peering.NodeStatus, error) {
+	var st peering.NodeStatus
 	c, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
 		return st, err

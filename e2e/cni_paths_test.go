@@ -7,7 +7,7 @@ import (
 
 // cniPath is how a test's CNI calls are served: by the plugin in-process,
 // or handed over by the plugin's early client to a running calico-node
-// (cni/fastpath, felix/cniserver.go).
+// (cni/fastpath, felix/cniserver/).
 type cniPath string
 
 const (

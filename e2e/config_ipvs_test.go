@@ -100,7 +100,7 @@ func TestConfigKubeNodePortRangesLive(t *testing.T) {
 // apply), kube-ipvs0 appearing turns kube-proxy IPVS mode on, a new host
 // address joins the this-host set, and kube-ipvs0 going turns the mode off,
 // each as it happens: the agent watches the host's links and addresses
-// (felix/ifacewatch.go) as Calico's interface monitor does.
+// (felix/hostiface/watch.go) as Calico's interface monitor does.
 func TestHostInterfaceEventsLive(t *testing.T) {
 	t.Parallel()
 	e := newCNIEnv(t, 228)

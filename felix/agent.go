@@ -15,6 +15,12 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/felix/health"
+	"github.com/calico-aio/calico-aio/felix/hostiface"
+	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/peering"
+	"github.com/calico-aio/calico-aio/felix/status"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
@@ -30,19 +36,19 @@ type agent struct {
 	store   *store.Client
 	state   *calc.State
 	dp      *dataplane.Dataplane
-	health  *health
-	metrics *metrics
-	status  *statusReporter
-	// statusFiles are the endpoint status files (epstatus.go).
-	statusFiles *statusFiles
+	health  *health.Health
+	metrics *metrics.Metrics
+	status  *status.Reporter
+	// statusFiles are the endpoint status files (status/files.go).
+	statusFiles *status.Files
 	updates     chan calc.Update
 	// extraRoutes are routes from other sources (BGP), merged into the desired routes.
 	extraRoutes map[netip.Prefix]dataplane.RouteTarget
 	ipv6        bool
-	bgpState    *bgpState
-	bgp         *bgpRunner // nil when BGP is off
+	bgpState    *peering.State
+	bgp         *peering.Runner // nil when BGP is off
 	overlay     *calc.Overlay
-	tunnels     *tunnelAddrs
+	tunnels     *node.TunnelAddrs
 	// settings is the effective FelixConfiguration (settings.go); the
 	// calculation and the overlay see it as one "default" object.
 	settings *settingsLoader
@@ -52,11 +58,11 @@ type agent struct {
 	// scheduled them.
 	refreshes      []*refresh
 	refreshChanged bool
-	// statusTimer fires when the status reporter has work (status.go).
+	// statusTimer fires when the status reporter has work (status/report.go).
 	statusTimer *time.Timer
-	// ifaces signals host interface changes (ifacewatch.go); nil in
+	// ifaces signals host interface changes (hostiface/watch.go); nil in
 	// tests that drive apply themselves.
-	ifaces *ifaceWatch
+	ifaces *hostiface.Watch
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
 	// shapeEgress: the kernel shapes egress bandwidth on ifb devices
@@ -67,19 +73,19 @@ type agent struct {
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
-		health:  &health{maxGap: 3*housekeepingInterval(cfg) + 10*time.Second},
-		metrics: newMetrics(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: newStatusReporter(c, cfg.NodeName, statusConfig{}),
+		health:  health.New(3*housekeepingInterval(cfg) + 10*time.Second),
+		metrics: metrics.New(cfg.NodeName, filepath.Join(cfg.LibDir, "pending-releases")), status: status.NewReporter(c, cfg.NodeName, status.Config{}),
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
-		bgpState: newBGPState(cfg.NodeName, cfg.BGPSecretsDir),
-		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: newTunnelAddrs(c, cfg.NodeName),
+		bgpState: peering.NewState(cfg.NodeName, cfg.BGPSecretsDir),
+		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: node.NewTunnelAddrs(c, cfg.NodeName),
 		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
-		statusFiles: &statusFiles{},
+		statusFiles: &status.Files{},
 	}
-	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.observeExec}) // v6 tables emptied when there is no IPv6
+	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.ObserveExec}) // v6 tables emptied when there is no IPv6
 	a.probeEgressShaping()
 	a.foldSettings() // the environment's values before any object arrives
 	cur := a.settings.Current()
-	a.status.configure(statusConfigOf(&cur))
+	a.status.Configure(status.ConfigOf(&cur))
 	return a
 }
 
@@ -90,16 +96,16 @@ func (a *agent) fold(u calc.Update) {
 		a.settingsChanged(changed)
 	}
 	if u.Kind == "felixconfigurations" {
-		a.metrics.observeUpdate(u)
+		a.metrics.ObserveUpdate(u)
 		return
 	}
 	a.state.Apply(u)
-	a.bgpState.apply(u)
+	a.bgpState.Apply(u)
 	a.overlay.Apply(u)
-	if tunnelKick(u, a.cfg.NodeName) {
-		a.tunnels.poke()
+	if node.TunnelKick(u, a.cfg.NodeName) {
+		a.tunnels.Poke()
 	}
-	a.metrics.observeUpdate(u)
+	a.metrics.ObserveUpdate(u)
 }
 
 // foldSettings hands the effective configuration to its consumers in the
@@ -115,10 +121,10 @@ func (a *agent) foldSettings() {
 		a.logs.apply(&cur)
 	}
 	if a.health != nil {
-		a.health.setOverrides(&cur)
+		a.health.SetOverrides(cur.HealthTimeoutOverrides)
 	}
 	if a.metrics != nil {
-		a.metrics.setRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
+		a.metrics.SetRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
 	}
 }
 
@@ -133,7 +139,7 @@ func (a *agent) settingsChanged(changed []string) {
 			a.refreshChanged = true
 		}
 		if strings.Contains(strings.ToLower(name), "reporting") {
-			a.status.configure(statusConfigOf(&cur))
+			a.status.Configure(status.ConfigOf(&cur))
 		}
 		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
 		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
@@ -199,16 +205,16 @@ func (a *agent) loop(ctx context.Context) error {
 	a.statusTimer = time.NewTimer(time.Hour)
 	defer a.statusTimer.Stop()
 	a.scheduleStatus()
-	a.health.beat()
-	go a.tunnels.run(ctx, a.housekeepingInterval())
-	a.ifaces = newIfaceWatch()
-	go a.ifaces.run(ctx)
+	a.health.Beat()
+	go a.tunnels.Run(ctx, a.housekeepingInterval())
+	a.ifaces = hostiface.NewWatch()
+	go a.ifaces.Run(ctx)
 	dirty := false
 	for {
 		select {
 		case <-ctx.Done():
 			if a.bgp != nil {
-				a.bgp.stop()
+				a.bgp.Stop()
 			}
 			return nil
 		case u := <-a.updates:
@@ -229,17 +235,17 @@ func (a *agent) loop(ctx context.Context) error {
 			a.scheduleStatus() // a reporting setting may have changed
 			dirty = true
 		case evs := <-a.bgpRoutes():
-			a.bgp.applyEvents(a.extraRoutes, evs)
-			a.metrics.bgp.routeUpdates(evs)
+			a.bgp.ApplyEvents(a.extraRoutes, evs)
+			a.metrics.BGPRouteUpdates(evs)
 			dirty = true
 		case <-refresh.C:
 			cur := a.settings.Current()
 			ran, next := dueRefreshes(a.refreshes, &cur, a.dp, time.Now())
 			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
-				a.bgp.resyncLearned(a.extraRoutes)
+				a.bgp.ResyncLearned(a.extraRoutes)
 			}
 			if len(ran) > 0 {
-				a.metrics.resyncs.Inc()
+				a.metrics.Resync()
 				slog.Debug("refreshing from the kernel", "parts", ran)
 				dirty = true
 			}
@@ -253,22 +259,22 @@ func (a *agent) loop(ctx context.Context) error {
 		case <-retry.C:
 			dirty = true
 		case <-heartbeat.C:
-			a.health.beat()
-			if a.bgp != nil && a.bgp.holding() { // release held BGP routes once converged
-				a.bgp.resyncLearned(a.extraRoutes)
+			a.health.Beat()
+			if a.bgp != nil && a.bgp.Holding() { // release held BGP routes once converged
+				a.bgp.ResyncLearned(a.extraRoutes)
 				dirty = true
 			}
 		case <-a.statusTimer.C:
 			a.reportStatus(ctx)
 		}
-		a.health.beat()
+		a.health.Beat()
 		if !dirty || !a.state.InSync() {
 			continue
 		}
 		dirty = false
 		err := a.apply(ctx)
 		if a.bgp != nil {
-			if berr := a.bgp.sync(ctx, a.bgpState, a.extraRoutes); berr != nil {
+			if berr := a.bgp.Sync(ctx, a.bgpState, a.extraRoutes); berr != nil {
 				slog.Warn("BGP sync incomplete", "err", berr)
 				err = errors.Join(err, berr)
 			}
@@ -284,17 +290,18 @@ func (a *agent) bgpRoutes() <-chan []bgp.RouteEvent {
 	if a.bgp == nil {
 		return nil
 	}
-	return a.bgp.routes
+	return a.bgp.Routes()
 }
 
 // apply computes and programs the desired state.
 func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
 	workload := dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)
-	needIfaces := a.readKubeIPVS() || a.state.NeedsHostInterfaces() // IPVS mode's this-host set; host endpoints by expectedIPs
+	// IPVS mode's this-host set; host endpoints by expectedIPs
+	needIfaces := hostiface.KubeIPVS(a.dp, a.state, a.settings.Current().IptablesMarkMask) || a.state.NeedsHostInterfaces()
 	if a.ifaces != nil {
-		a.ifaces.setWorkload(workload)
-		a.ifaces.needed.Store(needIfaces)
+		a.ifaces.SetWorkload(workload)
+		a.ifaces.SetNeeded(needIfaces)
 	}
 	if needIfaces {
 		if ifaces, err := a.dp.HostInterfaces(workload); err == nil {
@@ -321,7 +328,7 @@ func (a *agent) apply(ctx context.Context) error {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}
 	des.NetlinkTimeout = netlinkTimeout(&cur)
-	a.metrics.nft.check(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
+	a.metrics.CheckNFTables(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
 	des.RouteSync = dataplane.RouteSync{Disabled: boolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
@@ -337,7 +344,7 @@ func (a *agent) apply(ctx context.Context) error {
 		for _, addr := range ep.Addrs {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
 		}
-		statuses[a.status.endpointStatusKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
+		statuses[a.status.EndpointKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
 		files[ep.StatusFile] = true
 	}
 	for _, b := range d.Blackholes {
@@ -346,7 +353,7 @@ func (a *agent) apply(ctx context.Context) error {
 	des.DeviceRouteProtocol = dev.proto
 	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
 	ov := a.overlay.Desired()
-	addOverlay(&des, ov, withPriorities(a.extraRoutes, a.bgpState), parentIfaces(ov))
+	addOverlay(&des, ov, peering.WithPriorities(a.extraRoutes, a.bgpState), parentIfaces(ov))
 	if !v6Support {
 		dropIPv6(&des)
 	}
@@ -354,15 +361,15 @@ func (a *agent) apply(ctx context.Context) error {
 	dpDone := time.Now()
 	a.recordMetrics(d, des, time.Since(start), err)
 	if err != nil {
-		a.health.setReady(false)
+		a.health.SetReady(false)
 		return err
 	}
-	a.health.setReady(true)
-	a.status.setEndpoints(statuses)
+	a.health.SetReady(true)
+	a.status.SetEndpoints(statuses)
 	a.reportStatus(ctx)
-	a.statusFiles.configure(statusFilesPrefix(&cur, a.cfg.RunDir))
-	a.statusFiles.set(files)
-	if err := a.statusFiles.sync(); err != nil {
+	a.statusFiles.Configure(status.FilesPrefix(&cur, a.cfg.RunDir))
+	a.statusFiles.Set(files)
+	if err := a.statusFiles.Sync(); err != nil {
 		return fmt.Errorf("endpoint status files: %w", err)
 	}
 	slog.Debug("dataplane applied", "calc", calcDone.Sub(start), "dataplane", dpDone.Sub(calcDone), "status", time.Since(dpDone),
@@ -394,7 +401,7 @@ func dropIPv6(des *dataplane.Desired) {
 
 // reportStatus writes the status reports due now and schedules the next.
 func (a *agent) reportStatus(ctx context.Context) {
-	if err := a.status.tick(ctx, time.Now()); err != nil {
+	if err := a.status.Tick(ctx, time.Now()); err != nil {
 		slog.Warn("status report failed", "err", err)
 	}
 	a.scheduleStatus()
@@ -412,7 +419,7 @@ func (a *agent) scheduleStatus() {
 		default:
 		}
 	}
-	if d := a.status.next(time.Now()); d > 0 {
+	if d := a.status.Next(time.Now()); d > 0 {
 		a.statusTimer.Reset(max(d, 10*time.Millisecond))
 	}
 }
@@ -431,8 +438,8 @@ func (a *agent) replayJournal(ctx context.Context) {
 // startServers starts health and metrics where the flags or the
 // settings say (settings_servers.go); setServers moves them.
 func (a *agent) startServers(ctx context.Context) error {
-	a.healthSrv = &serverSlot{name: "health", handler: a.health.handler()}
-	a.metricsSrv = &serverSlot{name: "metrics", handler: metricsHandler(a.metrics)}
+	a.healthSrv = &serverSlot{name: "health", handler: a.health.Handler()}
+	a.metricsSrv = &serverSlot{name: "metrics", handler: a.metrics.Handler()}
 	context.AfterFunc(ctx, func() { a.healthSrv.close(); a.metricsSrv.close() })
 	return a.setServers()
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -45,7 +47,7 @@ type Config struct {
 	BGP                           bool // run the embedded BGP speaker
 	BGPPort                       int
 	BGPSecretsDir                 string // BGP passwords: <dir>/<secret>/<key>
-	BGPRouterID                   string // "", an IPv4 address or "hash" (bgprouterid.go)
+	BGPRouterID                   string // "", an IPv4 address or "hash" (felix/peering/routerid.go)
 	LogLevel                      string
 	Libnetwork                    bool   // serve Docker's network and IPAM driver
 	LibnetworkSocketDir           string // where Docker looks for plugin sockets
@@ -63,8 +65,8 @@ type Config struct {
 	// DefaultPools are created at start when their family has no pool
 	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: bootstrap.go).
 	DefaultPools []*api.IPPool
-	// mtu is --mtu with the Felix MTU variables (mtu.go).
-	mtu mtuSettings
+	// mtu is --mtu with the Felix MTU variables (felix/node/mtu.go).
+	mtu node.MTUSettings
 	// felixEnv is the FELIX_* layer of the effective configuration
 	// (settings.go), with --log-level as logSeverityScreen.
 	felixEnv spec
@@ -141,17 +143,17 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.ASNumber = *asn
-	if _, err := bgpRouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
+	if _, err := peering.RouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
 		return c, err
 	}
 	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
 	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
-	if c.DefaultPools, err = parseDefaultPools(getenv); err != nil {
+	if c.DefaultPools, err = node.ParseDefaultPools(getenv); err != nil {
 		return c, err
 	}
 	c.mtu.Override = c.MTU
-	if err := parseMTUEnv(getenv, &c.mtu); err != nil {
+	if err := node.ParseMTUEnv(getenv, &c.mtu); err != nil {
 		return c, err
 	}
 	if c.felixEnv, err = parseFelixEnv(environ); err != nil {

@@ -5,15 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/calico-aio/calico-aio/build/version"
+	"github.com/calico-aio/calico-aio/cni"
+	"github.com/calico-aio/calico-aio/felix/cniserver"
+	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/felix/peering"
+	"github.com/calico-aio/calico-aio/felix/syncer"
 	"github.com/calico-aio/calico-aio/k8s/controller"
+	"github.com/calico-aio/calico-aio/libnetwork"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
@@ -66,27 +74,28 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := retry(ctx, func() error { return c.EnsureDefaultTiers(ctx) }); err != nil {
 		return err
 	}
-	if err := retry(ctx, func() error { return ensureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
+	if err := retry(ctx, func() error { return node.EnsureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
 		return err
 	}
-	v4, v6, err := nodeAddrs(cfg)
+	v4, v6, err := node.Addrs(cfg.IP, cfg.IPAutodetectionMethod, cfg.IP6, cfg.IP6AutodetectionMethod)
 	if err != nil {
 		return err
 	}
-	if err := registerNode(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
+	if err := node.Register(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
-	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu.Override, cfg.felixEnv) // <lib-dir>/mtu (mtu.go)
+	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu.Override, cfg.felixEnv) // <lib-dir>/mtu (mtuwatch.go)
 	var mtu int
 	if err := retry(ctx, func() (err error) { mtu, err = mw.update(ctx); return err }); err != nil {
 		return err
 	}
 	go mw.run(ctx)
-	if err := writeNodeFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
+	if err := node.WriteFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
-	stopCNI := serveCNI(ctx, c, cfg) // CNI calls through the agent (cniserver.go)
+	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Endpoints: cfg.EtcdEndpoints,
+		CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile}) // CNI calls through the agent
 	defer stopCNI()
 	if cfg.KubeControllers != "" {
 		kc, err := controller.New(c, cfg.KubeControllers)
@@ -109,23 +118,25 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := newAgent(cfg, c, v6.IsValid())
 	if etcdSrv != nil {
-		watchEmbeddedEtcd(a.health, a.metrics, etcdSrv)
+		a.health.WatchEmbeddedEtcd(etcdSrv)
+		a.metrics.AddEmbeddedEtcd(etcdSrv)
 	}
 	if err := a.startServers(ctx); err != nil {
 		return err
 	}
+	bgpCfg := peering.Config{NodeName: cfg.NodeName, RouterID: cfg.BGPRouterID, Port: cfg.BGPPort, Enabled: cfg.BGP}
 	if cfg.BGP {
-		a.bgp = &bgpRunner{cfg: cfg, self: v4, self6: v6}
-		a.bgp.adoptKept(a.extraRoutes) // routes kept across a restart stay until peers re-send theirs
+		a.bgp = peering.NewRunner(bgpCfg, v4, v6)
+		a.bgp.AdoptKept(a.extraRoutes) // routes kept across a restart stay until peers re-send theirs
 	}
-	run := &bgpRunner{cfg: cfg}
+	run := peering.NewRunner(bgpCfg, netip.Prefix{}, netip.Prefix{})
 	if a.bgp != nil {
 		run = a.bgp
 	}
-	if err := run.serveStatus(ctx, cfg.RunDir); err != nil {
+	if err := run.ServeStatus(ctx, cfg.RunDir); err != nil {
 		return err
 	}
-	go (&syncer{c: c, out: a.updates}).run(ctx)
+	go syncer.Run(ctx, c, a.updates)
 	slog.Info("calico-node running", "etcd", cfg.EtcdEndpoints)
 	err = a.loop(ctx)
 	slog.Info("calico-node stopping")
@@ -148,4 +159,32 @@ func retry(ctx context.Context, f func() error) error {
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// serveLibnetwork starts Docker's network and IPAM driver for this node on
+// <socketDir>/calico.sock and calico-ipam.sock. It returns once the
+// sockets listen; stop ends the driver and waits for it. Calico's
+// environment variables tune it: CALICO_LIBNETWORK_IFPREFIX (container
+// interface prefix, default cali), CALICO_LIBNETWORK_CREATE_PROFILES=false
+// (no per-network profile) and DOCKER_HOST (where network names are
+// looked up).
+func serveLibnetwork(ctx context.Context, c *store.Client, node string, mtu int, socketDir string) (stop func(), err error) {
+	srv, err := libnetwork.Listen(libnetwork.Config{
+		Node: node, Store: c, SocketDir: socketDir, MTU: mtu,
+		IfPrefix:   os.Getenv("CALICO_LIBNETWORK_IFPREFIX"),
+		NoProfiles: strings.EqualFold(os.Getenv("CALICO_LIBNETWORK_CREATE_PROFILES"), "false"),
+		DockerHost: os.Getenv("DOCKER_HOST"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx); err != nil {
+			slog.Error("libnetwork driver stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestSettingsRuntimeMetricsLive(t *testing.T) {
 	newA := func(env spec) *agent {
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", env)}
+			metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", env)}
 		a.foldSettings()
 		return a
 	}

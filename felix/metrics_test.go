@@ -2,7 +2,6 @@ package felix
 
 import (
 	"errors"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
+	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/internal/promtest"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
@@ -62,11 +63,9 @@ var ourSeries = []struct{ name, typ, labels string }{
 	{"calico_kube_proxy_nftables_mode", "gauge", ""},
 }
 
-func scrape(t *testing.T, m *metrics) promtest.Scrape {
+func scrape(t *testing.T, m *metrics.Metrics) promtest.Scrape {
 	t.Helper()
-	srv := httptest.NewServer(metricsHandler(m))
-	defer srv.Close()
-	s, err := promtest.Get(srv.URL + "/metrics")
+	s, err := promtest.GetHandler(m.Handler())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +121,14 @@ func testApply(a *agent) {
 func TestMetricsScrape(t *testing.T) {
 	lib := t.TempDir()
 	a := newAgent(Config{NodeName: "node1", LibDir: lib, ResyncInterval: time.Minute}, nil, false)
-	a.metrics.bgp.peers = func() []bgp.PeerStatus {
+	a.metrics.OverrideBGPPeers(func() []bgp.PeerStatus {
 		return []bgp.PeerStatus{
 			{Address: netip.MustParseAddr("10.0.0.2"), State: "Established"},
 			{Address: netip.MustParseAddr("10.0.0.3"), State: "Active"},
 			{Address: netip.MustParseAddr("fd00::3"), State: "Established"},
 		}
-	}
-	a.bgp = &bgpRunner{} // BGP on, speaker not yet published
+	})
+	a.bgp = &peering.Runner{} // BGP on, speaker not yet published
 	for _, u := range []calc.Update{testNodeUpdate("node1"), testNodeUpdate("node2"),
 		testWEP("node2", "remote", "cali0000000002", "10.65.1.2/32"), {InSync: true}} {
 		a.fold(u)
@@ -204,17 +203,17 @@ func TestMetricsScrape(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lib, "pending-releases", "handle1"), []byte(`{"handle":"handle1"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	obs := a.metrics.observeExec
+	obs := a.metrics.ObserveExec
 	obs(iptables.Exec{Op: iptables.OpSave, IPVersion: 4, Table: "filter"})
 	obs(iptables.Exec{Op: iptables.OpSave, IPVersion: 4, Table: "filter", Err: errors.New("exit status 4")})
 	obs(iptables.Exec{Op: iptables.OpRestore, IPVersion: 4, Table: "filter", Lines: 7})
 	obs(iptables.Exec{Op: iptables.OpRestore, IPVersion: 6, Table: "nat", Lines: 3, Err: errors.New("exit status 2")})
 	obs(iptables.Exec{Op: iptables.OpRestore, IPSet: true, Lines: 5})
 	obs(iptables.Exec{Op: iptables.OpSave, IPSet: true, Err: errors.New("exit status 1")})
-	a.metrics.resyncs.Inc()
+	a.metrics.Resync()
 	evs := []bgp.RouteEvent{{Prefix: netip.MustParsePrefix("10.65.1.0/26"), NextHops: []netip.Addr{netip.MustParseAddr("10.0.0.2")}}}
-	applyRouteEvents(a.extraRoutes, evs)
-	a.metrics.bgp.routeUpdates(evs)
+	peering.ApplyRouteEvents(a.extraRoutes, evs)
+	a.metrics.BGPRouteUpdates(evs)
 	testApply(a)
 	after := scrape(t, a.metrics)
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -99,7 +100,7 @@ var settings = []setting{
 		oneOf("Drop", "Accept", "Return"), validOneOf("Drop", "Accept", "Return")),
 	field("failsafeInboundHostPorts", "tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, parseProtoPorts, validProtoPorts),
 	field("failsafeOutboundHostPorts", "udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, parseProtoPorts, validProtoPorts),
-	field("mtuIfacePattern", DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
+	field("mtuIfacePattern", node.DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, parseRegexp, validRegexp),
 	field("vxlanEnabled", "", true, func(s *spec) **bool { return &s.VXLANEnabled }, parseBool, nil),
 	field("vxlanPort", "4789", true, func(s *spec) **int { return &s.VXLANPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
 	field("vxlanVNI", "4096", true, func(s *spec) **int { return &s.VXLANVNI }, parseIntIn(1, 1<<24-1), validIntIn(1, 1<<24-1)),
@@ -115,7 +116,7 @@ var settings = []setting{
 	field("iptablesMarkMask", "0xffff0000", true, func(s *spec) **uint32 { return &s.IptablesMarkMask }, parseMarkMask, validMarkMask),
 	field("natOutgoingAddress", "", true, func(s *spec) *string { return &s.NATOutgoingAddress }, parseIPv4, validIPv4),
 	field("natPortRange", "", true, func(s *spec) **api.Port { return &s.NATPortRange }, parsePortRange, validPortRange),
-	// nftablesMode (nftables.go): Enabled is refused, this agent has no
+	// nftablesMode (felix/metrics/nftables.go): Enabled is refused, this agent has no
 	// nftables dataplane.
 	field("nftablesMode", "Auto", true, func(s *spec) *string { return &s.NFTablesMode }, oneOf("Disabled", "Auto"), validOneOf("Disabled", "Auto")),
 	field("iptablesBackend", "Auto", true, func(s *spec) *string { return &s.IptablesBackend }, oneOf("Legacy", "NFT", "Auto"), validOneOf("Legacy", "NFT", "Auto")),
@@ -131,7 +132,7 @@ var settings = []setting{
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, parseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, parseHostString, validHostString),
 	field("prometheusMetricsPort", "9091", true, func(s *spec) **int { return &s.PrometheusMetricsPort }, parseIntIn(1, 65535), validIntIn(1, 65535)),
-	// Status reports (status.go).
+	// Status reports (felix/status/report.go).
 	field("endpointReportingEnabled", "false", true, func(s *spec) **bool { return &s.EndpointReportingEnabled }, parseBool, nil),
 	withEnv(field("endpointReportingDelay", "1s", true, func(s *spec) **api.Duration { return &s.EndpointReportingDelay }, parseSeconds, validNonNegative), "FELIX_ENDPOINTREPORTINGDELAYSECS"),
 	withEnv(field("reportingInterval", "30s", true, func(s *spec) **api.Duration { return &s.ReportingInterval }, parseSeconds, validNonNegative), "FELIX_REPORTINGINTERVALSECS"),
@@ -179,12 +180,12 @@ var settings = []setting{
 	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
 	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
 	field("prometheusMetricsCAFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCAFile }, parsePath, nil),
-	// The Go runtime's and the process's series on /metrics (felix/metrics.go).
+	// The Go runtime's and the process's series on /metrics (felix/metrics).
 	field("prometheusGoMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusGoMetricsEnabled }, parseBool, nil),
 	field("prometheusProcessMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusProcessMetricsEnabled }, parseBool, nil),
 	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).
 	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, parseNodePortRanges, validNodePortRanges),
-	// Endpoint status files for the CNI plugin's policy wait (felix/epstatus.go).
+	// Endpoint status files for the CNI plugin's policy wait (felix/status/files.go).
 	field("endpointStatusPathPrefix", "/var/run/calico", true, func(s *spec) **string { return &s.EndpointStatusPathPrefix }, parseStatusPrefix, validStatusPrefix),
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 )
 
 // syslogServer is a unixgram socket standing in for /dev/log.
@@ -73,7 +74,7 @@ func TestSettingsLogSyslogLive(t *testing.T) {
 	logs.syslog.path = sock
 	log := slog.New(h)
 	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
 	a.foldSettings()
 
 	log.Debug("debug one")
@@ -122,7 +123,7 @@ func TestSettingsLogSyslogLive(t *testing.T) {
 	slog.SetDefault(slog.New(h2))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	b := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs2}
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs2}
 	b.foldSettings()
 	b.fold(felixUpdate(fc(t, "default", "logSeverityScreen", `"Info"`), false))
 	slog.Info("while missing")

@@ -22,6 +22,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/health"
+	"github.com/calico-aio/calico-aio/felix/metrics"
+	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -38,7 +41,7 @@ type settingCase struct {
 }
 
 var settingCases = map[string]settingCase{
-	// Endpoint status files for the CNI policy wait (felix/epstatus.go).
+	// Endpoint status files for the CNI policy wait (felix/status/files.go).
 	"endpointStatusPathPrefix": {"/run/x", `"/run/x"`, `"none"`, `"/var/run/calico"`, `"relative/dir"`},
 
 	// Routes to local workloads and workload interfaces (felix/dataplane).
@@ -283,7 +286,7 @@ func TestSettingsLogSeverityLive(t *testing.T) {
 		logs, h := newLogOutputs(&screen, "")
 		log := slog.New(h)
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", tc.env), logs: logs}
+			metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", tc.env), logs: logs}
 		a.foldSettings()
 		got := []slog.Level{logs.screen.Level()}
 		for _, u := range []calc.Update{
@@ -312,7 +315,7 @@ func TestSettingsLogFileLive(t *testing.T) {
 	logs, h := newLogOutputs(io.Discard, "")
 	log := slog.New(h)
 	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
 	a.foldSettings()
 	read := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
 	log.Info("before any file")
@@ -412,10 +415,10 @@ func TestSettingsServersLive(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{})}
-	a.health.beat()
-	a.health.setReady(true)
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: health.New(time.Minute),
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{})}
+	a.health.Beat()
+	a.health.SetReady(true)
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +479,7 @@ func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
 		podMTUWas int
 	}{{env, 1350, 77, 1350}, {spec{}, 1400, 4096, 1400}} {
 		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", tc.env)}
+			metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", tc.env)}
 		a.foldSettings()
 		nk, _ := api.LookupKind("Node")
 		n := nk.NewObject().(*api.Node)
@@ -492,12 +495,12 @@ func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
 			t.Errorf("env %+v: device MTU %d VNI %d, want %d %d", tc.env.VXLANMTU, dev.MTU, dev.VNI, tc.mtu, tc.vni)
 		}
 		cur := a.settings.Current()
-		in := mtuInputs{Links: []linkMTU{{"eth0", 1500, true}}, Pattern: regexp.MustCompile("^eth"), Encaps: encaps{VXLAN: true},
-			Settings: mtuFromSpec(0, cur)}
+		in := node.MTUInputs{Links: []node.LinkMTU{{Name: "eth0", MTU: 1500, Up: true}}, Pattern: regexp.MustCompile("^eth"), Encaps: node.Encaps{VXLAN: true},
+			Settings: node.MTUFromSpec(0, cur)}
 		eff, _ := effective(tc.env, nil, f) // what mtuWatch computes from the same objects
 		in2 := in
-		in2.Settings = mtuFromSpec(0, eff)
-		if got, got2 := podMTU(in), podMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
+		in2.Settings = node.MTUFromSpec(0, eff)
+		if got, got2 := node.PodMTU(in), node.PodMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
 			t.Errorf("env %+v: pod MTU %d (agent) %d (MTU watch), want %d", tc.env.VXLANMTU, got, got2, tc.podMTUWas)
 		}
 	}

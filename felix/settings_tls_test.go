@@ -15,6 +15,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/health"
+	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/storetest"
@@ -73,8 +75,8 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: &health{maxGap: time.Minute},
-		metrics: newMetrics("n1", ""), settings: newSettingsLoader("n1", spec{})}
+	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: health.New(time.Minute),
+		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{})}
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (ds datastore) clone() datastore {
 }
 
 // decode turns one stored value (nil: deleted) into an update, as
-// felix/syncer.go decodeEvent does. Every call decodes anew, so states
+// felix/syncer/syncer.go decodeEvent does. Every call decodes anew, so states
 // never share objects.
 func decode(t testing.TB, key string, value []byte) calc.Update {
 	t.Helper()

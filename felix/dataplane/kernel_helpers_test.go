@@ -245,7 +245,7 @@ func (ds datastore) block(t testing.TB, cidr string) {
 
 // updates is what the syncer sends to move from one datastore content to
 // another: changed and new keys, then deletes (decoded as
-// felix/syncer.go decodeEvent does).
+// felix/syncer/syncer.go decodeEvent does).
 func updates(t testing.TB, from, to datastore) []calc.Update {
 	t.Helper()
 	decode := func(key string, value []byte) calc.Update {

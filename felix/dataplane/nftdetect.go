@@ -12,7 +12,7 @@ import (
 // kube-proxy in nftables mode keeps its rules in the nftables tables
 // "ip kube-proxy" and "ip6 kube-proxy" (its iptables and IPVS modes have
 // none). The agent has no nftables dataplane: with nftablesMode Auto it
-// programs iptables and reports the mode it found (felix/nftables.go).
+// programs iptables and reports the mode it found (felix/metrics/nftables.go).
 
 const (
 	nftMsgGetTable = unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETTABLE

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"time"
@@ -31,6 +32,13 @@ func Get(url string) (Scrape, error) {
 		return nil, fmt.Errorf("scraping %s: %s: %s", url, resp.Status, body)
 	}
 	return Parse(resp.Body)
+}
+
+// GetHandler scrapes h's /metrics through a test server.
+func GetHandler(h http.Handler) (Scrape, error) {
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	return Get(srv.URL + "/metrics")
 }
 
 // Parse parses the Prometheus text format.

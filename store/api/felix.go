@@ -92,7 +92,7 @@ type FelixConfigurationSpec struct {
 	HealthHost    *string `json:"healthHost,omitempty"`
 	HealthPort    *int    `json:"healthPort,omitempty"`
 	// HealthTimeoutOverrides are liveness timeouts by health reporter
-	// (felix/health_overrides.go).
+	// (felix/health/overrides.go).
 	HealthTimeoutOverrides   *[]HealthTimeoutOverride `json:"healthTimeoutOverrides,omitempty"`
 	PrometheusMetricsEnabled *bool                    `json:"prometheusMetricsEnabled,omitempty"`
 	PrometheusMetricsHost    string                   `json:"prometheusMetricsHost,omitempty"`
@@ -144,7 +144,7 @@ type FelixConfigurationSpec struct {
 	// EndpointStatusPathPrefix is where the agent writes endpoint status
 	// files (<prefix>/endpoint-status) for the CNI plugin's policy wait:
 	// unset means the agent's run directory (Calico: /var/run/calico);
-	// "" or "none" turns them off (felix/epstatus.go).
+	// "" or "none" turns them off (felix/status/files.go).
 	EndpointStatusPathPrefix *string `json:"endpointStatusPathPrefix,omitempty"`
 }
 

@@ -34,7 +34,7 @@ func TestFelixRulesFieldsValidation(t *testing.T) {
 		{`"logActionRateLimit":"10/sec"`, "spec.logActionRateLimit"},
 		{`"logActionRateLimitBurst":10000`, "spec.logActionRateLimitBurst"},
 		{`"logActionRateLimitBurst":-1`, "spec.logActionRateLimitBurst"},
-		// Health reporters' timeouts (felix/health_overrides.go).
+		// Health reporters' timeouts (felix/health/overrides.go).
 		{`"healthTimeoutOverrides":[{"name":"InternalDataplaneMainLoop","timeout":"0s"},{"name":"Valid","timeout":"120s"}]`, ""},
 		{`"healthTimeoutOverrides":[{"name":"%","timeout":"10s"}]`, "spec.healthTimeoutOverrides[0].name"},
 		{`"healthTimeoutOverrides":[{"name":"","timeout":"10s"}]`, "spec.healthTimeoutOverrides[0].name"},

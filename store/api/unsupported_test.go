@@ -213,7 +213,7 @@ var enforced = map[string]string{
 	"GlobalNetworkPolicy.spec.preDNAT":        "TestHostEndpointPreDNATTraffic",
 	"GlobalNetworkPolicy.spec.doNotTrack":     "TestHostEndpointDoNotTrackTraffic",
 
-	// Endpoint status files for the CNI policy wait (felix/epstatus.go).
+	// Endpoint status files for the CNI policy wait (felix/status/files.go).
 	"FelixConfiguration.spec.endpointStatusPathPrefix": "TestCNIPolicySetupWait",
 }
 

@@ -1,0 +1,152 @@
+package felix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/calico-aio/calico-aio/felix/node"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// mtuRecheck: host interfaces are re-read this often, as Felix does.
+const mtuRecheck = 30 * time.Second
+
+// mtuWatch keeps <lib-dir>/mtu equal to the pod MTU as pools, this node's
+// labels, FelixConfiguration and the host interfaces change.
+type mtuWatch struct {
+	c        *store.Client
+	node     string
+	libDir   string
+	override int  // --mtu
+	env      spec // the FELIX_* layer
+	links    func() ([]node.LinkMTU, error)
+	last     int
+}
+
+func newMTUWatch(c *store.Client, name, libDir string, override int, env spec) *mtuWatch {
+	return &mtuWatch{c: c, node: name, libDir: libDir, override: override, env: env, links: node.HostLinks}
+}
+
+// inputs reads what the pod MTU depends on. The environment wins over
+// FelixConfiguration node.<name>, which wins over the selector-scoped one
+// matching the node (settings_scoped.go), which wins over default, as in Felix.
+func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
+	var in node.MTUInputs
+	pk, _ := api.LookupKind("IPPool")
+	objs, _, err := m.c.ListResources(ctx, pk, "")
+	if err != nil {
+		return in, fmt.Errorf("listing IP pools: %w", err)
+	}
+	pools := make([]*api.IPPool, 0, len(objs))
+	for _, o := range objs {
+		pools = append(pools, o.(*api.IPPool))
+	}
+	nk, _ := api.LookupKind("Node")
+	var labels map[string]string
+	switch n, err := m.c.GetResource(ctx, nk, "", m.node); {
+	case err == nil:
+		labels = n.GetObjectMeta().Labels
+	case !errors.Is(err, store.ErrNotFound):
+		return in, fmt.Errorf("reading node %s: %w", m.node, err)
+	}
+	in.Encaps = node.PoolEncaps(pools, labels)
+	// The same merge as the agent's settings (settings.go), so the pod
+	// MTU and the VXLAN device agree.
+	fk, _ := api.LookupKind("FelixConfiguration")
+	objs, _, err = m.c.ListResources(ctx, fk, "")
+	if err != nil {
+		return in, fmt.Errorf("listing FelixConfigurations: %w", err)
+	}
+	var host, global *api.FelixConfiguration
+	all := make([]*api.FelixConfiguration, 0, len(objs))
+	for _, r := range objs {
+		f := r.(*api.FelixConfiguration)
+		switch f.Metadata.Name {
+		case "node." + m.node:
+			host = f
+		case "default":
+			global = f
+		}
+		all = append(all, f)
+	}
+	scoped, _ := scopedFor(labels, all)              // the agent's loader warns about several
+	eff, _ := effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
+	in.Settings = node.MTUFromSpec(m.override, eff)
+	if in.Settings.Pattern == "" {
+		in.Settings.Pattern = node.DefaultMTUIfacePattern
+	}
+	if in.Pattern, err = regexp.Compile(in.Settings.Pattern); err != nil {
+		// Validation refuses a bad pattern at write; another writer's
+		// is logged and the default used.
+		slog.Warn("mtuIfacePattern is not a regular expression; using the default", "pattern", in.Settings.Pattern, "err", err)
+		in.Pattern = regexp.MustCompile(node.DefaultMTUIfacePattern)
+	}
+	if m.override == 0 {
+		if in.Links, err = m.links(); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// update computes the pod MTU and writes it when it changed.
+func (m *mtuWatch) update(ctx context.Context) (int, error) {
+	in, err := m.inputs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	mtu := node.PodMTU(in)
+	if mtu == m.last {
+		return mtu, nil
+	}
+	if err := node.WriteMTUFile(m.libDir, mtu); err != nil {
+		return 0, err
+	}
+	slog.Info("pod MTU", "mtu", mtu, "node.HostMTU", node.HostMTU(in.Links, in.Pattern), "override", in.Settings.Override,
+		"ipip", in.Encaps.IPIP, "vxlan", in.Encaps.VXLAN, "vxlanV6", in.Encaps.VXLANV6, "pattern", in.Settings.Pattern)
+	m.last = mtu
+	return mtu, nil
+}
+
+// run re-computes the MTU whenever a pool, this node or a
+// FelixConfiguration changes, and every mtuRecheck for the interfaces.
+func (m *mtuWatch) run(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	poke := func(store.Event) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	for _, kind := range []string{"IPPool", "FelixConfiguration"} {
+		k, _ := api.LookupKind(kind)
+		go func() { _ = m.c.Watch(ctx, store.ResourceListPrefix(k, ""), poke) }()
+	}
+	nk, _ := api.LookupKind("Node")
+	nodeKey := store.ResourceKey(nk, "", m.node)
+	go func() {
+		_ = m.c.Watch(ctx, nodeKey, func(e store.Event) {
+			if e.Key == nodeKey || e.Type == store.EventSynced {
+				poke(e)
+			}
+		})
+	}()
+	t := time.NewTicker(mtuRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-t.C:
+		}
+		if _, err := m.update(ctx); err != nil && ctx.Err() == nil {
+			slog.Warn("pod MTU not updated", "err", err)
+		}
+	}
+}
