@@ -1,7 +1,6 @@
 package api
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -21,16 +20,6 @@ func TestProgramClusterRoutesValidation(t *testing.T) {
 		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"programClusterRoutes":"Felix"}}`, "spec.programClusterRoutes: "},
 		{`{"kind":"BGPConfiguration","metadata":{"name":"node.n1"},"spec":{"programClusterRoutes":"Disabled"}}`, "spec.programClusterRoutes: "},
 	} {
-		r, err := Decode([]byte(tc.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = r.Validate()
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.doc, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: got %v, want %q", tc.doc, err, tc.want)
-		}
+		checkValidate(t, tc.doc, tc.want)
 	}
 }

@@ -64,16 +64,23 @@ func TestBGPFieldsOfIssue22(t *testing.T) {
 		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"ipv6NormalRoutePriority":2147483647}}`, "spec.ipv6NormalRoutePriority: "},
 		{`{"kind":"BGPConfiguration","metadata":{"name":"default"},"spec":{"logSeverityScreen":"Debug"}}`, ""},
 	} {
-		r, err := Decode([]byte(tc.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = r.Validate()
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.doc, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: got %v, want %q", tc.doc, err, tc.want)
-		}
+		checkValidate(t, tc.doc, tc.want)
+	}
+}
+
+// checkValidate decodes doc and validates it: want "" is accepted, anything
+// else is a refusal whose message contains want.
+func checkValidate(t *testing.T, doc, want string) {
+	t.Helper()
+	r, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Validate()
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: %v", doc, err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("%s: got %v, want %q", doc, err, want)
 	}
 }
