@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -74,7 +75,7 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 		}
 		all = append(all, f)
 	}
-	scoped, _ := scopedFor(labels, all)              // the agent's loader warns about several
+	scoped, _ := config.ScopedFor(labels, all)       // the agent's loader warns about several
 	eff, _ := effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
 	in.Settings = node.MTUFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {
