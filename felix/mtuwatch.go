@@ -35,7 +35,7 @@ func newMTUWatch(c *store.Client, name, libDir string, override int, env spec) *
 
 // inputs reads what the pod MTU depends on. The environment wins over
 // FelixConfiguration node.<name>, which wins over the selector-scoped one
-// matching the node (settings_scoped.go), which wins over default, as in Felix.
+// matching the node (felix/config/scoped.go), which wins over default, as in Felix.
 func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 	var in node.MTUInputs
 	pk, _ := api.LookupKind("IPPool")
