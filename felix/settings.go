@@ -128,7 +128,7 @@ var settings = []setting{
 	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, config.ParseSeconds, config.ValidNonNegative),
 	field("healthEnabled", "true", true, func(s *spec) **bool { return &s.HealthEnabled }, config.ParseBool, nil),
 	field("healthHost", "localhost", true, func(s *spec) **string { return &s.HealthHost }, config.ParseHost, config.ValidHost),
-	field("healthTimeoutOverrides", "", true, func(s *spec) **[]api.HealthTimeoutOverride { return &s.HealthTimeoutOverrides }, parseHealthOverrides, validHealthOverrides),
+	field("healthTimeoutOverrides", "", true, func(s *spec) **[]api.HealthTimeoutOverride { return &s.HealthTimeoutOverrides }, config.ParseHealthOverrides, config.ValidHealthOverrides),
 	field("healthPort", "9099", true, func(s *spec) **int { return &s.HealthPort }, config.ParseIntIn(1, 65535), config.ValidIntIn(1, 65535)),
 	field("prometheusMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusMetricsEnabled }, config.ParseBool, nil),
 	field("prometheusMetricsHost", "", true, func(s *spec) *string { return &s.PrometheusMetricsHost }, config.ParseHostString, config.ValidHostString),
@@ -147,24 +147,24 @@ var settings = []setting{
 	field("iptablesFilterDenyAction", "Drop", true, func(s *spec) *string { return &s.IptablesFilterDenyAction }, config.OneOf("Drop", "Reject"), config.ValidOneOf("Drop", "Reject")),
 	field("disableConntrackInvalidCheck", "false", true, func(s *spec) **bool { return &s.DisableConntrackInvalidCheck }, config.ParseBool, nil),
 	field("natOutgoingExclusions", "IPPoolsOnly", true, func(s *spec) *string { return &s.NATOutgoingExclusions }, config.OneOf("IPPoolsOnly", "IPPoolsAndHostIPs"), config.ValidOneOf("IPPoolsOnly", "IPPoolsAndHostIPs")),
-	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, parseIfaceFilter, validIfaceFilter),
+	field("iptablesNATOutgoingInterfaceFilter", "", true, func(s *spec) *string { return &s.IptablesNATOutgoingInterfaceFilter }, config.ParseIfaceFilter, config.ValidIfaceFilter),
 	field("workloadSourceSpoofing", "Disabled", true, func(s *spec) *string { return &s.WorkloadSourceSpoofing }, config.OneOf("Disabled", "Any"), config.ValidOneOf("Disabled", "Any")),
-	field("logPrefix", "calico-packet", true, func(s *spec) *string { return &s.LogPrefix }, parseLogPrefix, validLogPrefix),
-	field("logActionRateLimit", "", true, func(s *spec) *string { return &s.LogActionRateLimit }, parseLogRateLimit, validLogRateLimit),
+	field("logPrefix", "calico-packet", true, func(s *spec) *string { return &s.LogPrefix }, config.ParseLogPrefix, config.ValidLogPrefix),
+	field("logActionRateLimit", "", true, func(s *spec) *string { return &s.LogActionRateLimit }, config.ParseLogRateLimit, config.ValidLogRateLimit),
 	field("logActionRateLimitBurst", "5", true, func(s *spec) **int { return &s.LogActionRateLimitBurst }, config.ParseIntIn(0, 9999), config.ValidIntIn(0, 9999)),
 	// Calico renders service loop prevention only for the service CIDRs
 	// BGPConfiguration advertises, which this agent refuses: accepted,
 	// validated, nothing to render (docs/CONFIGURATION.md).
 	field("serviceLoopPrevention", "Drop", true, func(s *spec) *string { return &s.ServiceLoopPrevention }, config.OneOf("Drop", "Reject", "Disabled"), config.ValidOneOf("Drop", "Reject", "Disabled")),
 	// Routes to local workloads and workload interfaces (felix/dataplane,
-	// felix/devroutes.go, felix/settings_routes.go).
+	// felix/devroutes.go, felix/config/routes.go).
 	field("deviceRouteSourceAddress", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddress }, config.ParseIPv4, config.ValidIPv4),
-	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, parseIPv6, validIPv6),
+	field("deviceRouteSourceAddressIPv6", "", true, func(s *spec) *string { return &s.DeviceRouteSourceAddressIPv6 }, config.ParseIPv6, config.ValidIPv6),
 	field("deviceRouteProtocol", "80", true, func(s *spec) **int { return &s.DeviceRouteProtocol }, config.ParseIntIn(0, 255), config.ValidIntIn(0, 255)),
-	field("interfacePrefix", "cali", true, func(s *spec) *string { return &s.InterfacePrefix }, parseIfaceList, validIfaceList),
-	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, parseIfaceExclude, validIfaceExclude),
-	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, parseRouteTableRange, validRouteTableRange),
-	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, parseRouteTableRanges, validRouteTableRanges),
+	field("interfacePrefix", "cali", true, func(s *spec) *string { return &s.InterfacePrefix }, config.ParseIfaceList, config.ValidIfaceList),
+	field("interfaceExclude", "kube-ipvs0", true, func(s *spec) *string { return &s.InterfaceExclude }, config.ParseIfaceExclude, config.ValidIfaceExclude),
+	field("routeTableRange", "", true, func(s *spec) **api.RouteTableRange { return &s.RouteTableRange }, config.ParseRouteTableRange, config.ValidRouteTableRange),
+	field("routeTableRanges", "", true, func(s *spec) **[]api.RouteTableRange { return &s.RouteTableRanges }, config.ParseRouteTableRanges, config.ValidRouteTableRanges),
 	field("ipv4NormalRoutePriority", "1024", true, func(s *spec) **int { return &s.IPv4NormalRoutePriority }, config.ParseIntIn(1, api.MaxRoutePriority), config.ValidIntIn(1, api.MaxRoutePriority)),
 	field("ipv6NormalRoutePriority", "1024", true, func(s *spec) **int { return &s.IPv6NormalRoutePriority }, config.ParseIntIn(1, api.MaxRoutePriority), config.ValidIntIn(1, api.MaxRoutePriority)),
 	field("ipv4ElevatedRoutePriority", "512", true, func(s *spec) **int { return &s.IPv4ElevatedRoutePriority }, config.ParseIntIn(1, api.MaxRoutePriority), config.ValidIntIn(1, api.MaxRoutePriority)),
@@ -176,7 +176,7 @@ var settings = []setting{
 	// The dataplane's netlink socket (felix/dataplane/nlhandle.go, felix/settings_netlink.go).
 	withEnv(field("netlinkTimeout", "10s", true, func(s *spec) **api.Duration { return &s.NetlinkTimeout }, config.ParseSeconds, config.ValidNonNegative), "FELIX_NETLINKTIMEOUTSECS"),
 	// Floating IPs (felix/calc/desired.go).
-	field("floatingIPs", "Disabled", true, func(s *spec) **string { return &s.FloatingIPs }, optOneOf("Enabled", "Disabled"), validOptOneOf("Enabled", "Disabled")),
+	field("floatingIPs", "Disabled", true, func(s *spec) **string { return &s.FloatingIPs }, config.OptOneOf("Enabled", "Disabled"), config.ValidOptOneOf("Enabled", "Disabled")),
 	// Metrics endpoint TLS (felix/settings_servers.go).
 	field("prometheusMetricsCertFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsCertFile }, parsePath, nil),
 	field("prometheusMetricsKeyFile", "", true, func(s *spec) *string { return &s.PrometheusMetricsKeyFile }, parsePath, nil),
@@ -184,8 +184,8 @@ var settings = []setting{
 	// The Go runtime's and the process's series on /metrics (felix/metrics).
 	field("prometheusGoMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusGoMetricsEnabled }, config.ParseBool, nil),
 	field("prometheusProcessMetricsEnabled", "true", true, func(s *spec) **bool { return &s.PrometheusProcessMetricsEnabled }, config.ParseBool, nil),
-	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/settings_ipvs.go).
-	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, parseNodePortRanges, validNodePortRanges),
+	// kube-proxy IPVS mode's node ports (felix/rules/ipvs.go, felix/config/ipvs.go).
+	field("kubeNodePortRanges", `["30000:32767"]`, true, func(s *spec) **[]api.Port { return &s.KubeNodePortRanges }, config.ParseNodePortRanges, config.ValidNodePortRanges),
 	// Endpoint status files for the CNI plugin's policy wait (felix/status/files.go).
 	field("endpointStatusPathPrefix", "/var/run/calico", true, func(s *spec) **string { return &s.EndpointStatusPathPrefix }, parseStatusPrefix, validStatusPrefix),
 }
