@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -327,7 +328,7 @@ func (a *agent) apply(ctx context.Context) error {
 	if cur.MaxIpsetSize != nil {
 		des.MaxIPSetSize = *cur.MaxIpsetSize
 	}
-	des.NetlinkTimeout = netlinkTimeout(&cur)
+	des.NetlinkTimeout = config.NetlinkTimeout(&cur)
 	a.metrics.CheckNFTables(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
 	des.RouteSync = dataplane.RouteSync{Disabled: boolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
 	for ver, t := range d.Tables {

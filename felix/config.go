@@ -5,6 +5,7 @@ package felix
 
 import (
 	"fmt"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"net/netip"
 	"os"
 	"strconv"
@@ -168,7 +169,7 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 		}
 	}
 	if c.LogLevel != "" {
-		lvl, err := oneOf(logLevelNames...)(logLevelAlias(c.LogLevel))
+		lvl, err := config.OneOf(config.LogLevelNames...)(logLevelAlias(c.LogLevel))
 		if err != nil {
 			return c, fmt.Errorf("--log-level=%q: %w", c.LogLevel, err)
 		}

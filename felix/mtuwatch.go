@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -34,7 +35,7 @@ func newMTUWatch(c *store.Client, name, libDir string, override int, env spec) *
 
 // inputs reads what the pod MTU depends on. The environment wins over
 // FelixConfiguration node.<name>, which wins over the selector-scoped one
-// matching the node (settings_scoped.go), which wins over default, as in Felix.
+// matching the node (felix/config/scoped.go), which wins over default, as in Felix.
 func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 	var in node.MTUInputs
 	pk, _ := api.LookupKind("IPPool")
@@ -74,7 +75,7 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 		}
 		all = append(all, f)
 	}
-	scoped, _ := scopedFor(labels, all)              // the agent's loader warns about several
+	scoped, _ := config.ScopedFor(labels, all)       // the agent's loader warns about several
 	eff, _ := effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
 	in.Settings = node.MTUFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {

@@ -21,7 +21,7 @@ type FelixConfiguration struct {
 // and written back by Marshal, like every kind's (unmodelled.go).
 type FelixConfigurationSpec struct {
 	// NodeSelector makes an object named neither "default" nor
-	// "node.<name>" apply to the nodes it selects (felix/settings_scoped.go).
+	// "node.<name>" apply to the nodes it selects (felix/config/scoped.go).
 	NodeSelector string `json:"nodeSelector,omitempty"`
 
 	LogSeverityScreen string `json:"logSeverityScreen,omitempty"`

@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"errors"
@@ -20,10 +20,10 @@ import (
 // durations as (fractional) seconds, port lists as proto:port or
 // proto:net:port joined by commas ("none" for an empty list).
 
-var logLevelNames = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
+var LogLevelNames = []string{"Trace", "Debug", "Info", "Warning", "Error", "Fatal"}
 
-// oneOf parses one of values, case-insensitively, into its canonical form.
-func oneOf(values ...string) func(string) (string, error) {
+// OneOf parses one of values, case-insensitively, into its canonical form.
+func OneOf(values ...string) func(string) (string, error) {
 	return func(s string) (string, error) {
 		for _, v := range values {
 			if strings.EqualFold(s, v) {
@@ -34,14 +34,14 @@ func oneOf(values ...string) func(string) (string, error) {
 	}
 }
 
-// validOneOf checks a stored value is one of values (case-insensitively,
+// ValidOneOf checks a stored value is one of values (case-insensitively,
 // as Calico's own parser accepts it).
-func validOneOf(values ...string) func(string) error {
-	p := oneOf(values...)
+func ValidOneOf(values ...string) func(string) error {
+	p := OneOf(values...)
 	return func(s string) error { _, err := p(s); return err }
 }
 
-func parseBool(s string) (*bool, error) {
+func ParseBool(s string) (*bool, error) {
 	var b bool
 	switch strings.ToLower(s) {
 	case "true", "1", "yes", "y", "t":
@@ -53,20 +53,20 @@ func parseBool(s string) (*bool, error) {
 	return &b, nil
 }
 
-func parseIntIn(lo, hi int) func(string) (*int, error) {
+func ParseIntIn(lo, hi int) func(string) (*int, error) {
 	return func(s string) (*int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return nil, errors.New("must be an integer")
 		}
-		if err := validIntIn(lo, hi)(&n); err != nil {
+		if err := ValidIntIn(lo, hi)(&n); err != nil {
 			return nil, err
 		}
 		return &n, nil
 	}
 }
 
-func validIntIn(lo, hi int) func(*int) error {
+func ValidIntIn(lo, hi int) func(*int) error {
 	return func(n *int) error {
 		if *n < lo || *n > hi {
 			return fmt.Errorf("%d is out of range %d-%d", *n, lo, hi)
@@ -75,25 +75,25 @@ func validIntIn(lo, hi int) func(*int) error {
 	}
 }
 
-func parseMTU(s string) (*int, error) {
-	n, err := parseIntIn(0, 65535)(s)
+func ParseMTU(s string) (*int, error) {
+	n, err := ParseIntIn(0, 65535)(s)
 	if err != nil {
 		return nil, err
 	}
-	return n, validMTU(n)
+	return n, ValidMTU(n)
 }
 
-// validMTU accepts 0 (computed) or 68-65535.
-func validMTU(n *int) error {
+// ValidMTU accepts 0 (computed) or 68-65535.
+func ValidMTU(n *int) error {
 	if *n != 0 && (*n < 68 || *n > 65535) {
 		return fmt.Errorf("%d is not an MTU (68-65535, or 0 to compute it)", *n)
 	}
 	return nil
 }
 
-// parseSeconds reads a duration in seconds ("90", "0.5"), as Calico's
+// ParseSeconds reads a duration in seconds ("90", "0.5"), as Calico's
 // environment variables give them, or with a unit ("1m30s").
-func parseSeconds(s string) (*api.Duration, error) {
+func ParseSeconds(s string) (*api.Duration, error) {
 	var d time.Duration
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f < 0 || math.IsNaN(f) || f > math.MaxInt64/float64(time.Second) {
@@ -106,9 +106,9 @@ func parseSeconds(s string) (*api.Duration, error) {
 	return &api.Duration{Duration: d}, nil
 }
 
-// parseMillis reads a duration in milliseconds ("50"), as Calico's
+// ParseMillis reads a duration in milliseconds ("50"), as Calico's
 // *MILLIS variables give them, or with a unit ("50ms").
-func parseMillis(s string) (*api.Duration, error) {
+func ParseMillis(s string) (*api.Duration, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if f < 0 || math.IsNaN(f) || f > math.MaxInt64/float64(time.Millisecond) {
 			return nil, errors.New("must be a non-negative number of milliseconds")
@@ -122,25 +122,25 @@ func parseMillis(s string) (*api.Duration, error) {
 	return &api.Duration{Duration: d}, nil
 }
 
-func validNonNegative(d *api.Duration) error {
+func ValidNonNegative(d *api.Duration) error {
 	if d.Duration < 0 {
 		return fmt.Errorf("%s is negative", d.Duration)
 	}
 	return nil
 }
 
-func parseRegexp(s string) (string, error) {
+func ParseRegexp(s string) (string, error) {
 	if _, err := regexp.Compile(s); err != nil {
 		return "", fmt.Errorf("not a regular expression: %w", err)
 	}
 	return s, nil
 }
 
-func validRegexp(s string) error { _, err := parseRegexp(s); return err }
+func ValidRegexp(s string) error { _, err := ParseRegexp(s); return err }
 
-// parseProtoPorts reads "tcp:22, udp:68, tcp:10.0.0.0/8:179" ("none" is
+// ParseProtoPorts reads "tcp:22, udp:68, tcp:10.0.0.0/8:179" ("none" is
 // the empty list).
-func parseProtoPorts(s string) (*[]api.ProtoPort, error) {
+func ParseProtoPorts(s string) (*[]api.ProtoPort, error) {
 	out := []api.ProtoPort{}
 	if strings.EqualFold(s, "none") || s == "" {
 		return &out, nil
@@ -162,13 +162,13 @@ func parseProtoPorts(s string) (*[]api.ProtoPort, error) {
 		}
 		out = append(out, pp)
 	}
-	if err := validProtoPorts(&out); err != nil {
+	if err := ValidProtoPorts(&out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-func validProtoPorts(ps *[]api.ProtoPort) error {
+func ValidProtoPorts(ps *[]api.ProtoPort) error {
 	for _, p := range *ps {
 		switch strings.ToUpper(p.Protocol) {
 		case "TCP", "UDP", "SCTP":
@@ -184,9 +184,9 @@ func validProtoPorts(ps *[]api.ProtoPort) error {
 	return nil
 }
 
-// parseHostString reads a host to listen on: an IP address or a name
+// ParseHostString reads a host to listen on: an IP address or a name
 // without spaces, ports or brackets.
-func parseHostString(s string) (string, error) {
+func ParseHostString(s string) (string, error) {
 	if s == "" || strings.ContainsAny(s, " /[]") {
 		return "", fmt.Errorf("%q is not a host name or address", s)
 	}
@@ -198,20 +198,20 @@ func parseHostString(s string) (string, error) {
 	return s, nil
 }
 
-func validHostString(s string) error { _, err := parseHostString(s); return err }
+func ValidHostString(s string) error { _, err := ParseHostString(s); return err }
 
-func parseHost(s string) (*string, error) {
-	h, err := parseHostString(s)
+func ParseHost(s string) (*string, error) {
+	h, err := ParseHostString(s)
 	if err != nil {
 		return nil, err
 	}
 	return &h, nil
 }
 
-func validHost(s *string) error { return validHostString(*s) }
+func ValidHost(s *string) error { return ValidHostString(*s) }
 
-// parseLogPath reads logFilePath: an absolute path, or "none".
-func parseLogPath(s string) (string, error) {
+// ParseLogPath reads logFilePath: an absolute path, or "none".
+func ParseLogPath(s string) (string, error) {
 	if strings.EqualFold(s, "none") {
 		return "none", nil
 	}
@@ -221,9 +221,9 @@ func parseLogPath(s string) (string, error) {
 	return filepath.Clean(s), nil
 }
 
-func validLogPath(s string) error { _, err := parseLogPath(s); return err }
+func ValidLogPath(s string) error { _, err := ParseLogPath(s); return err }
 
-func parseIPv4(s string) (string, error) {
+func ParseIPv4(s string) (string, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
 		return "", fmt.Errorf("%q is not an IPv4 address", s)
@@ -231,10 +231,10 @@ func parseIPv4(s string) (string, error) {
 	return a.String(), nil
 }
 
-func validIPv4(s string) error { _, err := parseIPv4(s); return err }
+func ValidIPv4(s string) error { _, err := ParseIPv4(s); return err }
 
-// parsePortRange reads "32768:65535" or "32768-65535" or one port.
-func parsePortRange(s string) (*api.Port, error) {
+// ParsePortRange reads "32768:65535" or "32768-65535" or one port.
+func ParsePortRange(s string) (*api.Port, error) {
 	lo, hi, isRange := strings.Cut(strings.ReplaceAll(s, "-", ":"), ":")
 	if !isRange {
 		hi = lo
@@ -245,31 +245,31 @@ func parsePortRange(s string) (*api.Port, error) {
 		return nil, fmt.Errorf("%q is not a port or port range", s)
 	}
 	p := api.PortRange(uint16(a), uint16(b))
-	if err := validPortRange(&p); err != nil {
+	if err := ValidPortRange(&p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-func validPortRange(p *api.Port) error {
+func ValidPortRange(p *api.Port) error {
 	if p.PortName != "" || p.MinPort == 0 || p.MaxPort < p.MinPort {
 		return fmt.Errorf("%q must be a port or port range (1-65535, low first)", p.String())
 	}
 	return nil
 }
 
-// parseMarkMask reads a mask in hex ("0xffff0000") or decimal.
-func parseMarkMask(s string) (*uint32, error) {
+// ParseMarkMask reads a mask in hex ("0xffff0000") or decimal.
+func ParseMarkMask(s string) (*uint32, error) {
 	v, err := strconv.ParseUint(s, 0, 32)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a 32-bit mask (hex 0x... or decimal)", s)
 	}
 	m := uint32(v)
-	return &m, validMarkMask(&m)
+	return &m, ValidMarkMask(&m)
 }
 
-// validMarkMask wants the three bits the rules use (accept, pass, scratch).
-func validMarkMask(m *uint32) error {
+// ValidMarkMask wants the three bits the rules use (accept, pass, scratch).
+func ValidMarkMask(m *uint32) error {
 	if bits.OnesCount32(*m) < 3 {
 		return fmt.Errorf("%#x has fewer than the 3 bits the agent's rules use", *m)
 	}

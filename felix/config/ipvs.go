@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// parseNodePortRanges reads kubeNodePortRanges as Calico's Felix reads
+// ParseNodePortRanges reads kubeNodePortRanges as Calico's Felix reads
 // FELIX_KUBENODEPORTRANGES: ports ("31000") and ranges ("30000:32767")
 // separated by commas; a port name is refused.
-func parseNodePortRanges(s string) (*[]api.Port, error) {
+func ParseNodePortRanges(s string) (*[]api.Port, error) {
 	var out []api.Port
 	for _, item := range strings.Split(s, ",") {
 		p, err := api.ParsePort(strings.TrimSpace(item))
@@ -25,8 +25,8 @@ func parseNodePortRanges(s string) (*[]api.Port, error) {
 	return &out, nil
 }
 
-// validNodePortRanges checks stored ranges as validation does at write.
-func validNodePortRanges(ps *[]api.Port) error {
+// ValidNodePortRanges checks stored ranges as validation does at write.
+func ValidNodePortRanges(ps *[]api.Port) error {
 	for i, p := range *ps {
 		if p.PortName != "" || p.MinPort == 0 || p.MaxPort < p.MinPort {
 			return fmt.Errorf("[%d] %q must be a port or port range min:max (1-65535)", i, p.String())

@@ -1,12 +1,12 @@
-package felix
+package config
 
 // floatingIPs ("Enabled"/"Disabled", Calico's default Disabled) decides
 // whether the ipNATs of non-OpenStack endpoints are programmed
 // (felix/calc/desired.go); the field is a pointer in the spec.
 
-// optOneOf is oneOf for a field stored as a pointer.
-func optOneOf(values ...string) func(string) (*string, error) {
-	p := oneOf(values...)
+// OptOneOf is OneOf for a field stored as a pointer.
+func OptOneOf(values ...string) func(string) (*string, error) {
+	p := OneOf(values...)
 	return func(s string) (*string, error) {
 		v, err := p(s)
 		if err != nil {
@@ -16,7 +16,7 @@ func optOneOf(values ...string) func(string) (*string, error) {
 	}
 }
 
-func validOptOneOf(values ...string) func(*string) error {
-	p := validOneOf(values...)
+func ValidOptOneOf(values ...string) func(*string) error {
+	p := ValidOneOf(values...)
 	return func(s *string) error { return p(*s) }
 }

@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 
 // healthTimeoutOverrides (felix/health/overrides.go) as a setting.
 
-// parseHealthOverrides reads FELIX_HEALTHTIMEOUTOVERRIDES: name=duration
+// ParseHealthOverrides reads FELIX_HEALTHTIMEOUTOVERRIDES: name=duration
 // pairs joined by commas ("InternalDataplaneMainLoop=120s,CalculationGraph=30s").
-func parseHealthOverrides(s string) (*[]api.HealthTimeoutOverride, error) {
+func ParseHealthOverrides(s string) (*[]api.HealthTimeoutOverride, error) {
 	var out []api.HealthTimeoutOverride
 	for _, kv := range strings.Split(s, ",") {
 		name, v, found := strings.Cut(strings.TrimSpace(kv), "=")
@@ -26,7 +26,7 @@ func parseHealthOverrides(s string) (*[]api.HealthTimeoutOverride, error) {
 	return &out, nil
 }
 
-func validHealthOverrides(os *[]api.HealthTimeoutOverride) error {
+func ValidHealthOverrides(os *[]api.HealthTimeoutOverride) error {
 	for _, o := range *os {
 		if !api.HealthReporterRE.MatchString(o.Name) || o.Timeout.Duration < 0 {
 			return fmt.Errorf("%s=%s: the name must be letters, digits, '_', '.', '-' and the timeout not negative", o.Name, o.Timeout)

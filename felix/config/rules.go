@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"fmt"
@@ -9,34 +9,34 @@ import (
 // Parsers for the policy-rendering settings (felix/rules), in Calico's
 // formats.
 
-// parseIfaceFilter reads iptablesNATOutgoingInterfaceFilter: an interface
+// ParseIfaceFilter reads iptablesNATOutgoingInterfaceFilter: an interface
 // name in iptables -o syntax ("+" a wildcard), as Calico's iface-param.
-func parseIfaceFilter(s string) (string, error) {
+func ParseIfaceFilter(s string) (string, error) {
 	if !api.IfaceFilterRE.MatchString(s) {
 		return "", fmt.Errorf("%q is not an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)", s)
 	}
 	return s, nil
 }
 
-func validIfaceFilter(s string) error { _, err := parseIfaceFilter(s); return err }
+func ValidIfaceFilter(s string) error { _, err := ParseIfaceFilter(s); return err }
 
-// parseLogPrefix reads logPrefix (store/api.LogPrefixProblem says what
+// ParseLogPrefix reads logPrefix (store/api.LogPrefixProblem says what
 // is accepted).
-func parseLogPrefix(s string) (string, error) {
+func ParseLogPrefix(s string) (string, error) {
 	if msg := api.LogPrefixProblem(s); msg != "" {
 		return "", fmt.Errorf("%q %s", s, msg)
 	}
 	return s, nil
 }
 
-func validLogPrefix(s string) error { _, err := parseLogPrefix(s); return err }
+func ValidLogPrefix(s string) error { _, err := ParseLogPrefix(s); return err }
 
-// parseLogRateLimit reads logActionRateLimit: Calico's N/unit.
-func parseLogRateLimit(s string) (string, error) {
+// ParseLogRateLimit reads logActionRateLimit: Calico's N/unit.
+func ParseLogRateLimit(s string) (string, error) {
 	if !api.LogRateLimitRE.MatchString(s) {
 		return "", fmt.Errorf("%q must be N/unit: N 1-9999, unit second, minute, hour or day (e.g. 10/second)", s)
 	}
 	return s, nil
 }
 
-func validLogRateLimit(s string) error { _, err := parseLogRateLimit(s); return err }
+func ValidLogRateLimit(s string) error { _, err := ParseLogRateLimit(s); return err }

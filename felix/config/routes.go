@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // and of the workload interfaces (deviceRoute*, interfacePrefix,
 // interfaceExclude, routeTableRange(s)), in Calico's formats.
 
-func parseIPv6(s string) (string, error) {
+func ParseIPv6(s string) (string, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
 		return "", fmt.Errorf("%q is not an IPv6 address", s)
@@ -23,33 +23,33 @@ func parseIPv6(s string) (string, error) {
 	return a.String(), nil
 }
 
-func validIPv6(s string) error { _, err := parseIPv6(s); return err }
+func ValidIPv6(s string) error { _, err := ParseIPv6(s); return err }
 
 // ifaceList is Felix's interface list (interfacePrefix).
 var ifaceList = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
 
-func parseIfaceList(s string) (string, error) {
+func ParseIfaceList(s string) (string, error) {
 	if !ifaceList.MatchString(s) {
 		return "", fmt.Errorf("%q is not a comma-separated list of interface name prefixes", s)
 	}
 	return s, nil
 }
 
-func validIfaceList(s string) error { _, err := parseIfaceList(s); return err }
+func ValidIfaceList(s string) error { _, err := ParseIfaceList(s); return err }
 
-func parseIfaceExclude(s string) (string, error) {
+func ParseIfaceExclude(s string) (string, error) {
 	if msg := api.InterfaceExcludeProblem(s); msg != "" {
 		return "", errors.New(msg)
 	}
 	return s, nil
 }
 
-func validIfaceExclude(s string) error { _, err := parseIfaceExclude(s); return err }
+func ValidIfaceExclude(s string) error { _, err := ParseIfaceExclude(s); return err }
 
 var tableRange = regexp.MustCompile(`^(\d+)-(\d+)$`)
 
-// parseRouteTableRange reads routeTableRange "n-m", 1 <= n <= m <= 250.
-func parseRouteTableRange(s string) (*api.RouteTableRange, error) {
+// ParseRouteTableRange reads routeTableRange "n-m", 1 <= n <= m <= 250.
+func ParseRouteTableRange(s string) (*api.RouteTableRange, error) {
 	m := tableRange.FindStringSubmatch(s)
 	if m == nil {
 		return nil, fmt.Errorf("%q must be a range of route table indices within 1-250", s)
@@ -57,13 +57,13 @@ func parseRouteTableRange(s string) (*api.RouteTableRange, error) {
 	lo, err1 := strconv.Atoi(m[1])
 	hi, err2 := strconv.Atoi(m[2])
 	r := &api.RouteTableRange{Min: lo, Max: hi}
-	if err1 != nil || err2 != nil || validRouteTableRange(r) != nil {
+	if err1 != nil || err2 != nil || ValidRouteTableRange(r) != nil {
 		return nil, fmt.Errorf("%q must be a range of route table indices within 1-250", s)
 	}
 	return r, nil
 }
 
-func validRouteTableRange(r *api.RouteTableRange) error {
+func ValidRouteTableRange(r *api.RouteTableRange) error {
 	if r.Min < 1 || r.Max < r.Min || r.Max > 250 {
 		return fmt.Errorf("%d-%d must be a range of route table indices within 1-250", r.Min, r.Max)
 	}
@@ -72,9 +72,9 @@ func validRouteTableRange(r *api.RouteTableRange) error {
 
 var tableRanges = regexp.MustCompile(`(\d+)-(\d+)`)
 
-// parseRouteTableRanges reads routeTableRanges: "n-m" ranges separated by
+// ParseRouteTableRanges reads routeTableRanges: "n-m" ranges separated by
 // commas or spaces, as Calico's variable.
-func parseRouteTableRanges(s string) (*[]api.RouteTableRange, error) {
+func ParseRouteTableRanges(s string) (*[]api.RouteTableRange, error) {
 	var out []api.RouteTableRange
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
 		m := tableRanges.FindStringSubmatch(f)
@@ -91,13 +91,13 @@ func parseRouteTableRanges(s string) (*[]api.RouteTableRange, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%q must be a list of route table ranges n-m", s)
 	}
-	if err := validRouteTableRanges(&out); err != nil {
+	if err := ValidRouteTableRanges(&out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-func validRouteTableRanges(rs *[]api.RouteTableRange) error {
+func ValidRouteTableRanges(rs *[]api.RouteTableRange) error {
 	for _, r := range *rs {
 		if msg := r.Problem(); msg != "" {
 			return fmt.Errorf("%d-%d: %s", r.Min, r.Max, msg)
