@@ -21,6 +21,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
+	"github.com/calico-aio/calico-aio/felix/routes"
 	"github.com/calico-aio/calico-aio/felix/status"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
@@ -66,9 +67,8 @@ type agent struct {
 	ifaces *hostiface.Watch
 	// healthSrv and metricsSrv are nil until startServers.
 	healthSrv, metricsSrv *serverSlot
-	// shapeEgress: the kernel shapes egress bandwidth on ifb devices
-	// (qos.go); otherwise rules police it.
-	shapeEgress bool
+	// egress: how endpoints' egress bandwidth is enforced (routes/qos.go).
+	egress routes.Egress
 }
 
 func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
@@ -83,7 +83,8 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		statusFiles: &status.Files{},
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.ObserveExec}) // v6 tables emptied when there is no IPv6
-	a.probeEgressShaping()
+	a.egress = routes.ProbeEgress()
+	a.state.SetEgressPolicing(a.egress.Policed())
 	a.foldSettings() // the environment's values before any object arrives
 	cur := a.settings.Current()
 	a.status.Configure(status.ConfigOf(&cur))
@@ -338,12 +339,12 @@ func (a *agent) apply(ctx context.Context) error {
 		des.IPSets[name] = dataplane.IPSet{Type: s.Type, Family: s.Family, Members: s.Members}
 	}
 	statuses, files := map[string]string{}, map[string]bool{}
-	dev := deviceRoutes(&cur)
+	dev := routes.DeviceRoutes(deviceRouteConfig(&cur))
 	for _, ep := range d.Endpoints {
 		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC,
-			Shaping: dataplane.IngressShaping(ep.QoS), EgressShaping: a.egressShaping(ep.QoS)})
+			Shaping: dataplane.IngressShaping(ep.QoS), EgressShaping: a.egress.Shaping(ep.QoS)})
 		for _, addr := range ep.Addrs {
-			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.target(ep.Iface, addr)
+			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.Target(ep.Iface, addr)
 		}
 		statuses[a.status.EndpointKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
 		files[ep.StatusFile] = true
@@ -351,10 +352,10 @@ func (a *agent) apply(ctx context.Context) error {
 	for _, b := range d.Blackholes {
 		des.Routes[b] = dataplane.RouteTarget{Blackhole: true}
 	}
-	des.DeviceRouteProtocol = dev.proto
+	des.DeviceRouteProtocol = dev.Proto()
 	des.WorkloadIfacePrefixes = dataplane.ParseIfacePrefixes(cur.InterfacePrefix)
 	ov := a.overlay.Desired()
-	addOverlay(&des, ov, peering.WithPriorities(a.extraRoutes, a.bgpState), parentIfaces(ov))
+	routes.AddOverlay(&des, ov, peering.WithPriorities(a.extraRoutes, a.bgpState), routes.ParentIfaces(ov))
 	if !v6Support {
 		dropIPv6(&des)
 	}
@@ -456,4 +457,11 @@ func (a *agent) setServers() error {
 		m = a.cfg.MetricsAddr
 	}
 	return errors.Join(a.healthSrv.set(h, tlsFiles{}), a.metricsSrv.set(m, metricsTLS(&cur)))
+}
+
+// deviceRouteConfig is what the settings say of the routes to local
+// workloads (routes/devroutes.go).
+func deviceRouteConfig(s *spec) routes.DeviceConfig {
+	return routes.DeviceConfig{Src4: s.DeviceRouteSourceAddress, Src6: s.DeviceRouteSourceAddressIPv6,
+		Proto: s.DeviceRouteProtocol, Metric4: s.IPv4NormalRoutePriority, Metric6: s.IPv6NormalRoutePriority}
 }

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/felix/routes"
 )
 
 // TestRoutePrioritySettings: the routes to local workloads carry
@@ -21,8 +23,8 @@ func TestRoutePrioritySettings(t *testing.T) {
 		{spec{IPv4NormalRoutePriority: ptr(100)}, 100, 1024},
 		{spec{IPv6NormalRoutePriority: ptr(7), IPv4ElevatedRoutePriority: ptr(5), IPv6ElevatedRoutePriority: ptr(3)}, 1024, 7},
 	} {
-		d := deviceRoutes(&tc.s)
-		if got4, got6 := d.target("cali1", v4).Metric, d.target("cali1", v6).Metric; got4 != tc.m4 || got6 != tc.m6 {
+		d := routes.DeviceRoutes(deviceRouteConfig(&tc.s))
+		if got4, got6 := d.Target("cali1", v4).Metric, d.Target("cali1", v6).Metric; got4 != tc.m4 || got6 != tc.m6 {
 			t.Errorf("%+v: workload route metrics %d, %d; want %d, %d", tc.s, got4, got6, tc.m4, tc.m6)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // The nodes' IPv4 addresses fill cali40all-hosts-net, which the NAT
 // outgoing rule excludes with natOutgoingExclusions IPPoolsAndHostIPs. The
-// overlay (felix/overlay_ipip.go) fills the same set, from the same node
+// overlay (felix/routes/overlay_ipip.go) fills the same set, from the same node
 // addresses, for IP-in-IP; both give it the same members.
 
 // applyNode records a node's IPv4 address (spec.bgp.ipv4Address).

@@ -82,7 +82,7 @@ type FelixConfigurationSpec struct {
 	RouteTableRanges *[]RouteTableRange `json:"routeTableRanges,omitempty"`
 	// The metric of the routes to local workloads (normal), and of a
 	// live-migrating workload's (elevated: none here, LiveMigration is not
-	// served). felix/devroutes.go.
+	// served). felix/routes/devroutes.go.
 	IPv4NormalRoutePriority   *int `json:"ipv4NormalRoutePriority,omitempty"`
 	IPv6NormalRoutePriority   *int `json:"ipv6NormalRoutePriority,omitempty"`
 	IPv4ElevatedRoutePriority *int `json:"ipv4ElevatedRoutePriority,omitempty"`

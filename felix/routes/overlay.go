@@ -1,4 +1,8 @@
-package felix
+// Package routes owns the kernel state the agent adds to calc's desired
+// state: the routes to local workloads and their egress shaping, the
+// overlay devices and their input filters, and the overlay, cluster and
+// BGP-learned routes, merged into one dataplane.Desired.
+package routes
 
 import (
 	"fmt"
@@ -15,7 +19,7 @@ import (
 // are accepted only from them (Calico's names for the sets).
 var vxlanHostsSets = map[int]string{4: "cali40all-vxlan-net", 6: "cali60all-vxlan-net"}
 
-// addOverlay adds the VXLAN devices, their peers and the overlay routes
+// AddOverlay adds the VXLAN devices, their peers and the overlay routes
 // (VXLAN, and the cluster routes of FelixConfiguration
 // programClusterRoutes) to des (after local endpoint and blackhole routes,
 // which win), then the routes learned over BGP, except those inside a
@@ -23,8 +27,8 @@ var vxlanHostsSets = map[int]string{4: "cali40all-vxlan-net", 6: "cali60all-vxla
 // hands to Felix: as Calico's BIRD config rejects those for the kernel,
 // the overlay's own routes are the ones programmed. Learned routes inside
 // an IPIP pool go over tunl0 (addIPIP).
-// parents names the interfaces holding ov.Parent4/Parent6 (parentIfaces).
-func addOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget, parents map[netip.Addr]string) {
+// parents names the interfaces holding ov.Parent4/Parent6 (ParentIfaces).
+func AddOverlay(des *dataplane.Desired, ov calc.OverlayDesired, learned map[netip.Prefix]dataplane.RouteTarget, parents map[netip.Addr]string) {
 	addVXLANFilter(des, 4, ov.V4, ov.Port)
 	addVXLANFilter(des, 6, ov.V6, ov.Port)
 	des.VXLAN, des.VXLANV6 = vxlanDevice(ov.V4), vxlanDevice(ov.V6)

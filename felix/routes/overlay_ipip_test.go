@@ -1,4 +1,4 @@
-package felix
+package routes
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func TestAddIPIPRoutes(t *testing.T) {
 		pfx("10.67.0.128/26"): via("10.0.2.3"),
 		pfx("10.70.0.0/26"):   via("10.0.2.3"),
 	}
-	addOverlay(&des, ov, learned, nil)
+	AddOverlay(&des, ov, learned, nil)
 	want := map[string]string{
 		"10.66.0.0/26":   "blackhole",
 		"10.66.0.5/32":   "dev cali1",
@@ -65,7 +65,7 @@ func TestAddIPIPRoutes(t *testing.T) {
 	// IP-in-IP off: no device, learned routes as they are.
 	ov.IPIP.Enabled = false
 	des = dataplane.Desired{Routes: map[netip.Prefix]dataplane.RouteTarget{}}
-	addOverlay(&des, ov, learned, nil)
+	AddOverlay(&des, ov, learned, nil)
 	if des.IPIP != nil || des.Routes[pfx("10.66.0.64/26")].String() != "via 10.0.1.2" {
 		t.Errorf("IPIP off: device %v, route %v", des.IPIP, des.Routes[pfx("10.66.0.64/26")])
 	}
@@ -85,7 +85,7 @@ func TestIPIPInputFilter(t *testing.T) {
 	ov := calc.OverlayDesired{IPIP: calc.IPIPDesired{Enabled: true,
 		NodeAddrs: []netip.Addr{netip.MustParseAddr("10.0.1.1"), netip.MustParseAddr("10.0.2.3")}}}
 	des := mk()
-	addOverlay(&des, ov, nil, nil)
+	AddOverlay(&des, ov, nil, nil)
 	if got := des.IPSets["cali40all-hosts-net"]; fmt.Sprint(got.Members) != "[10.0.1.1/32 10.0.2.3/32]" || got.Family != "inet" {
 		t.Errorf("node set %+v", got)
 	}
@@ -104,7 +104,7 @@ func TestIPIPInputFilter(t *testing.T) {
 	}
 	ov.IPIP.Enabled = false
 	des = mk()
-	addOverlay(&des, ov, nil, nil)
+	AddOverlay(&des, ov, nil, nil)
 	if _, ok := des.IPSets["cali40all-hosts-net"]; ok || len(des.Tables[4]["filter"][0].Rules) != 1 {
 		t.Errorf("IPIP off, yet set %v, cali-INPUT %v", des.IPSets, des.Tables[4]["filter"][0].Rules)
 	}

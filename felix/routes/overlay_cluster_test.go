@@ -1,4 +1,4 @@
-package felix
+package routes
 
 import (
 	"net/netip"
@@ -36,7 +36,7 @@ func TestAddOverlayClusterRoutes(t *testing.T) {
 	check := func(name string, want map[string]string) {
 		t.Helper()
 		des := dataplane.Desired{Routes: map[netip.Prefix]dataplane.RouteTarget{}}
-		addOverlay(&des, ov, learned, parents)
+		AddOverlay(&des, ov, learned, parents)
 		if len(des.Routes) != len(want) {
 			t.Errorf("%s: routes %v, want %v", name, des.Routes, want)
 		}
@@ -66,7 +66,7 @@ func TestAddOverlayClusterRoutes(t *testing.T) {
 		"10.80.0.0/26":  "via 10.0.2.3",
 	})
 	des := dataplane.Desired{Routes: map[netip.Prefix]dataplane.RouteTarget{}}
-	addOverlay(&des, ov, learned, parents)
+	AddOverlay(&des, ov, learned, parents)
 	for _, p := range []string{"10.66.0.64/26", "10.70.0.64/26"} {
 		if r := des.Routes[pfx(p)]; r.Proto != rtproto.Workload {
 			t.Errorf("cluster route %s: protocol %d, want the agent's %d", p, r.Proto, rtproto.Workload)

@@ -1,4 +1,4 @@
-package felix
+package routes
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package felix
+package routes
 
 import (
 	"log/slog"
@@ -9,12 +9,12 @@ import (
 	"github.com/calico-aio/calico-aio/felix/calc"
 )
 
-// parentIfaces names the interfaces holding this node's addresses that
+// ParentIfaces names the interfaces holding this node's addresses that
 // direct cluster routes leave by (FelixConfiguration
 // programClusterRoutes, felix/calc/overlay_cluster.go); nil when there
 // are none. An address no interface holds is left out: its routes go
 // without a device.
-func parentIfaces(ov calc.OverlayDesired) map[netip.Addr]string {
+func ParentIfaces(ov calc.OverlayDesired) map[netip.Addr]string {
 	if !ov.Parent4.IsValid() && !ov.Parent6.IsValid() {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package felix
+package routes
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestAddOverlayBGPRoutes(t *testing.T) {
 		pfx("10.70.0.0/26"):    {Via: []netip.Addr{addr("10.0.2.4")}},
 		pfx("fd00:65::80/122"): {Via: []netip.Addr{addr("fd51::4")}},
 	}
-	addOverlay(&des, ov, learned, nil)
+	AddOverlay(&des, ov, learned, nil)
 	want := map[string]string{
 		"10.65.0.5/32":    "dev cali1",
 		"10.65.0.64/26":   "via 10.65.0.65 dev vxlan.calico onlink",
@@ -71,7 +71,7 @@ func TestVXLANInputFilter(t *testing.T) {
 	ov := calc.OverlayDesired{Port: 4790, V4: calc.OverlayFamily{Enabled: true,
 		NodeAddrs: []netip.Addr{netip.MustParseAddr("10.0.1.1"), netip.MustParseAddr("10.0.2.3")}}}
 	des := mk()
-	addOverlay(&des, ov, nil, nil)
+	AddOverlay(&des, ov, nil, nil)
 	if got := des.IPSets["cali40all-vxlan-net"]; fmt.Sprint(got.Members) != "[10.0.1.1/32 10.0.2.3/32]" || got.Type != "hash:net" {
 		t.Errorf("node set %+v", got)
 	}
@@ -90,7 +90,7 @@ func TestVXLANInputFilter(t *testing.T) {
 	}
 	ov.V4.Enabled = false
 	des = mk()
-	addOverlay(&des, ov, nil, nil)
+	AddOverlay(&des, ov, nil, nil)
 	if _, ok := des.IPSets["cali40all-vxlan-net"]; ok || len(des.Tables[4]["filter"][0].Rules) != 1 {
 		t.Errorf("VXLAN off, yet set %v, cali-INPUT %v", des.IPSets, des.Tables[4]["filter"][0].Rules)
 	}
