@@ -1,0 +1,37 @@
+package main
+
+// What Calico v3.32.1's CRDs have beyond the field list (which records
+// every field's path, type and bounds, but not these): facts of Calico's
+// bundle that change how the apiserver treats objects.
+type extra struct {
+	required    []string // top-level required members
+	nullable    []string // field list paths that take null
+	status      bool     // a status subresource
+	shortNames  []string
+	columns     []PrinterColumn
+	annotations map[string]string
+}
+
+var extras = map[string]extra{
+	// allocations holds null for each free ordinal.
+	"IPAMBlock":                    {nullable: []string{"spec.allocations[]"}},
+	"CalicoNodeStatus":             {nullable: []string{"status.lastUpdated"}},
+	"KubeControllersConfiguration": {status: true},
+	// The Kubernetes network-policy-api's CRD, as Calico ships it: a group
+	// under k8s.io needs its API-approval annotation to be accepted.
+	"ClusterNetworkPolicy": {
+		required:   []string{"metadata"},
+		status:     true,
+		shortNames: []string{"cnp"},
+		columns: []PrinterColumn{
+			{Name: "Tier", Type: "string", JSONPath: ".spec.tier"},
+			{Name: "Priority", Type: "string", JSONPath: ".spec.priority"},
+			{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+		},
+		annotations: map[string]string{
+			"api-approved.kubernetes.io":              "https://github.com/kubernetes-sigs/network-policy-api/pull/347",
+			"policy.networking.k8s.io/bundle-version": "v0.2.0",
+			"policy.networking.k8s.io/channel":        "standard",
+		},
+	},
+}
