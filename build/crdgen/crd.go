@@ -102,12 +102,8 @@ func build(c calicoschema.CRD) (*CRD, error) {
 	x := extras[c.Kind]
 	root.Description = description(c.Kind)
 	root.Required = append(x.required, root.Required...)
-	for _, p := range x.nullable {
-		node := root
-		for _, seg := range segments(p) {
-			node = child(node, seg)
-		}
-		node.Nullable = true
+	if err := addExtras(root, c.Kind); err != nil {
+		return nil, err
 	}
 	v := Version{Name: version, Served: true, Storage: true, AdditionalPrinterColumns: x.columns,
 		Schema: VersionSchema{OpenAPIV3Schema: root}}

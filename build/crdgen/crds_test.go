@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -18,8 +20,9 @@ import (
 // field list's rows must equal the recorded rows, line for line.
 
 const (
-	crdsFile  = "../k8s/crds.yaml"
-	fieldList = "../../store/api/calicoschema/crd-fields-v3.32.1.tsv"
+	crdsFile   = "../k8s/crds.yaml"
+	fieldList  = "../../store/api/calicoschema/crd-fields-v3.32.1.tsv"
+	extrasFile = "crd-extras-v3.32.1.tsv"
 )
 
 func TestCheckedInCRDsAreGenerated(t *testing.T) {
@@ -59,23 +62,56 @@ func loadCRDs(t *testing.T) []obj {
 }
 
 func TestCRDsMatchFieldList(t *testing.T) {
-	var got []string
+	var got, gotExtras []string
 	for _, crd := range loadCRDs(t) {
-		got = append(got, fieldRows(t, crd)...)
+		rows, extras := fieldRows(t, crd)
+		got, gotExtras = append(got, rows...), append(gotExtras, extras...)
 	}
-	b, err := os.ReadFile(fieldList)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if line != "" && (!strings.HasPrefix(line, "#") || strings.HasPrefix(line, "#\t")) {
-			want = append(want, line)
-		}
-	}
+	want := dataRows(t, fieldList, func(line string) string { return line })
 	if len(want) < 1300 {
 		t.Fatalf("the field list has only %d rows", len(want))
 	}
+	compareRows(t, got, want)
+	// The schema members the field list does not carry: exactly the
+	// recorded extras, each where it was recorded.
+	wantExtras := dataRows(t, extrasFile, func(line string) string {
+		cols := strings.SplitN(line, "\t", 4)
+		var v any
+		if err := json.Unmarshal([]byte(cols[3]), &v); err != nil {
+			t.Fatalf("%s: %q: %v", extrasFile, line, err)
+		}
+		return strings.Join(cols[:3], "\t") + "\t" + canonical(t, v)
+	})
+	if len(wantExtras) < 300 {
+		t.Fatalf("the extras have only %d rows", len(wantExtras))
+	}
+	slices.Sort(gotExtras)
+	slices.Sort(wantExtras)
+	compareRows(t, gotExtras, wantExtras)
+}
+
+// dataRows reads a data file's rows (and the field list's "#" CRD lines).
+func dataRows(t *testing.T, path string, row func(string) string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "#\t"):
+			out = append(out, line)
+		case line != "" && !strings.HasPrefix(line, "#"):
+			out = append(out, row(line))
+		}
+	}
+	return out
+}
+
+// compareRows reports the rows that differ; 0 differences pass.
+func compareRows(t *testing.T, got, want []string) {
+	t.Helper()
 	diffs := 0
 	for i := range max(len(got), len(want)) {
 		g, w := at(got, i), at(want, i)
@@ -100,7 +136,7 @@ func at(s []string, i int) string {
 // fieldRows renders one CRD as the field list does: its "#" line, then
 // every field below the top level (apiVersion, kind and metadata, which
 // every CRD has, are checked here and not listed).
-func fieldRows(t *testing.T, crd obj) []string {
+func fieldRows(t *testing.T, crd obj) (rows, extras []string) {
 	t.Helper()
 	spec, _ := crd["spec"].(obj)
 	names, _ := spec["names"].(obj)
@@ -119,7 +155,7 @@ func fieldRows(t *testing.T, crd obj) []string {
 	if names["listKind"] != kind+"List" || names["singular"] != strings.ToLower(kind) {
 		t.Errorf("%s: names %v", kind, names)
 	}
-	rows := []string{fmt.Sprintf("#\t%s\t%s/%s\t%s\t%s", kind, spec["group"], v["name"], names["plural"], spec["scope"])}
+	rows = []string{fmt.Sprintf("#\t%s\t%s/%s\t%s\t%s", kind, spec["group"], v["name"], names["plural"], spec["scope"])}
 	root, _ := v["schema"].(obj)["openAPIV3Schema"].(obj)
 	props, _ := root["properties"].(obj)
 	for _, m := range []string{"apiVersion", "kind"} {
@@ -131,22 +167,44 @@ func fieldRows(t *testing.T, crd obj) []string {
 		t.Errorf("%s: metadata is %v, want an object", kind, props["metadata"])
 	}
 	w := rowWalk{t: t, kind: kind}
+	w.extra(root, "")
 	w.members(root, "", []string{"apiVersion", "kind", "metadata"})
-	return append(rows, w.rows...)
+	return append(rows, w.rows...), w.extras
 }
 
 func mapsEqual(a any, b obj) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
 type rowWalk struct {
-	t    *testing.T
-	kind string
-	rows []string
+	t      *testing.T
+	kind   string
+	rows   []string
+	extras []string // members the field list does not carry, as crd-extras rows
 }
 
-// schemaKeys are the JSONSchemaProps members the field list (and facts.go)
-// account for; any other would be a constraint the comparison misses.
-var schemaKeys = []string{"type", "format", "enum", "pattern", "minimum", "maximum", "items", "properties",
-	"additionalProperties", "required", "x-kubernetes-int-or-string", "anyOf", "description", "nullable"}
+// fieldListKeys are the JSONSchemaProps members the field list accounts for.
+var fieldListKeys = []string{"type", "format", "enum", "pattern", "minimum", "maximum", "items", "properties",
+	"additionalProperties", "required", "x-kubernetes-int-or-string", "anyOf", "description"}
+
+// extra records s's members that the field list does not carry.
+func (w *rowWalk) extra(s obj, path string) {
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		switch {
+		case k == "anyOf" && fmt.Sprint(s[k]) != "[map[type:integer] map[type:string]]":
+			w.t.Errorf("%s %s: anyOf %v is not int-or-string's", w.kind, path, s[k])
+		case !slices.Contains(fieldListKeys, k):
+			w.extras = append(w.extras, w.kind+"\t"+path+"\t"+k+"\t"+canonical(w.t, s[k]))
+		}
+	}
+}
+
+// canonical is v as compact JSON with sorted keys.
+func canonical(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // members lists s's properties, sorted, depth first, skipping skip.
 func (w *rowWalk) members(s obj, path string, skip []string) {
@@ -155,12 +213,7 @@ func (w *rowWalk) members(s obj, path string, skip []string) {
 	for _, r := range asList(s["required"]) {
 		required = append(required, r.(string))
 	}
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		if slices.Contains(skip, k) {
 			continue
 		}
@@ -177,16 +230,7 @@ func (w *rowWalk) members(s obj, path string, skip []string) {
 
 // field lists one field and what is below it.
 func (w *rowWalk) field(s obj, path string) {
-	for k, v := range s {
-		switch {
-		case !slices.Contains(schemaKeys, k):
-			w.t.Errorf("%s %s: schema member %s is not in the field list", w.kind, path, k)
-		case k == "anyOf" && fmt.Sprint(v) != "[map[type:integer] map[type:string]]":
-			w.t.Errorf("%s %s: anyOf %v is not int-or-string's", w.kind, path, v)
-		case k == "nullable" && !slices.Contains(extras[w.kind].nullable, strings.ReplaceAll(path, "!", "")):
-			w.t.Errorf("%s %s: nullable, and Calico's is not", w.kind, path)
-		}
-	}
+	w.extra(s, strings.ReplaceAll(path, "!", ""))
 	w.rows = append(w.rows, w.kind+"\t"+path+"\t"+strings.Join(columns(s), "\t"))
 	if items, ok := s["items"].(obj); ok {
 		w.field(items, path+"[]")

@@ -1,11 +1,10 @@
 package main
 
-// What Calico v3.32.1's CRDs have beyond the field list (which records
-// every field's path, type and bounds, but not these): facts of Calico's
-// bundle that change how the apiserver treats objects.
+// What Calico v3.32.1's CRDs have beyond their schemas (the field list and
+// crd-extras-v3.32.1.tsv): facts of Calico's bundle that change how the
+// apiserver treats objects.
 type extra struct {
-	required    []string // top-level required members
-	nullable    []string // field list paths that take null
+	required    []string // top-level required members the field list has no row for
 	status      bool     // a status subresource
 	shortNames  []string
 	columns     []PrinterColumn
@@ -13,9 +12,7 @@ type extra struct {
 }
 
 var extras = map[string]extra{
-	// allocations holds null for each free ordinal.
-	"IPAMBlock":                    {nullable: []string{"spec.allocations[]"}},
-	"CalicoNodeStatus":             {nullable: []string{"status.lastUpdated"}},
+	"Tier":                         {required: []string{"metadata"}},
 	"KubeControllersConfiguration": {status: true},
 	// The Kubernetes network-policy-api's CRD, as Calico ships it: a group
 	// under k8s.io needs its API-approval annotation to be accepted.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,13 +20,34 @@ type Schema struct {
 	Pattern              string             `json:"pattern,omitempty"`
 	Minimum              *int64             `json:"minimum,omitempty"`
 	Maximum              *int64             `json:"maximum,omitempty"`
-	Nullable             bool               `json:"nullable,omitempty"`
 	AnyOf                []Schema           `json:"anyOf,omitempty"`
 	IntOrString          bool               `json:"x-kubernetes-int-or-string,omitempty"`
 	Items                *Schema            `json:"items,omitempty"`
 	Properties           map[string]*Schema `json:"properties,omitempty"`
 	AdditionalProperties *Schema            `json:"additionalProperties,omitempty"`
 	Required             []string           `json:"required,omitempty"`
+	// Extra are members the field list does not carry (extras.go), as JSON.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the schema's members and its Extra ones.
+func (s Schema) MarshalJSON() ([]byte, error) {
+	type plain Schema
+	b, err := json.Marshal(plain(s))
+	if err != nil || len(s.Extra) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range s.Extra {
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("schema member %s twice", k)
+		}
+		m[k] = v
+	}
+	return json.Marshal(m)
 }
 
 // Path segments that are not member names: an array's items, a map's values.
