@@ -80,6 +80,45 @@ func TestCRDsInKubeAPIServer(t *testing.T) {
 	if n < 30 {
 		t.Fatalf("only %d recorded custom resources written", n)
 	}
+	t.Run("CalicoDefaultsAndRules", func(t *testing.T) { checkCalicoRules(t, kapi) })
+}
+
+// checkCalicoRules shows the apiserver defaults and refuses as it does with
+// Calico's CRDs (recorded objects are in place): a default applied, and
+// Calico's validation rules with their messages.
+func checkCalicoRules(t *testing.T, kapi *kubeapi.Server) {
+	gnps := calicoCRDAPI + "/globalnetworkpolicies"
+	create(t, kapi, gnps, obj{"apiVersion": "crd.projectcalico.org/v1", "kind": "GlobalNetworkPolicy",
+		"metadata": obj{"name": "no-tier"}, "spec": obj{"selector": "all()"}})
+	code, body := kapi.Do(t, http.MethodGet, gnps+"/no-tier", nil)
+	if got := str(decodeExact(t, body), "spec", "tier"); code != http.StatusOK || got != "default" {
+		t.Errorf("GlobalNetworkPolicy without a tier: %d, spec.tier %q, want Calico's default \"default\"", code, got)
+	}
+
+	refused := []struct {
+		what, path string
+		edit       func(o obj)
+		message    string
+	}{
+		{"a changed IPPool cidr", "/ippools/pool-v4", func(o obj) { o["spec"].(obj)["cidr"] = "10.99.0.0/16" },
+			"CIDR cannot be changed; follow IP pool migration guide to avoid corruption."},
+		{"IPIP and VXLAN both on", "/ippools/pool-v4", func(o obj) { o["spec"].(obj)["ipipMode"] = "Always"; o["spec"].(obj)["vxlanMode"] = "Always" },
+			"ipipMode and vxlanMode cannot both be enabled"},
+		{"tier kube-admin with Deny", "/tiers/kube-admin", func(o obj) { o["spec"].(obj)["defaultAction"] = "Deny" },
+			"The 'kube-admin' tier must have default action 'Pass'"},
+	}
+	for _, c := range refused {
+		code, body := kapi.Do(t, http.MethodGet, calicoCRDAPI+c.path, nil)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", c.path, code, body)
+		}
+		o := decodeExact(t, body)
+		c.edit(o)
+		code, body = kapi.Do(t, http.MethodPut, calicoCRDAPI+c.path, o)
+		if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), c.message) {
+			t.Errorf("%s: %d %s, want 422 with Calico's %q", c.what, code, body, c.message)
+		}
+	}
 }
 
 // waitEstablished waits until the CRD's names are accepted and it is
