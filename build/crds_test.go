@@ -95,26 +95,41 @@ func checkCalicoRules(t *testing.T, kapi *kubeapi.Server) {
 		t.Errorf("GlobalNetworkPolicy without a tier: %d, spec.tier %q, want Calico's default \"default\"", code, got)
 	}
 
+	// The network-policy-api group's kind, with its approval annotation.
+	cnps := "/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies"
+	cnp := obj{"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+		"metadata": obj{"name": "admin-deny"}, "spec": obj{"tier": "Admin", "priority": json.Number("10"),
+			"subject": obj{"namespaces": obj{}},
+			"ingress": []any{obj{"name": "deny-all", "action": "Deny", "from": []any{obj{"namespaces": obj{}}}}}}}
+	create(t, kapi, cnps, cnp)
+	code, body = kapi.Do(t, http.MethodGet, cnps+"/admin-deny", nil)
+	if got := clientCopy(decodeExact(t, body)); code != http.StatusOK || !reflect.DeepEqual(got, cnp) {
+		t.Errorf("ClusterNetworkPolicy read back: %d\n got %s\nwant %s", code, jsonText(got), jsonText(cnp))
+	}
+
 	refused := []struct {
 		what, path string
 		edit       func(o obj)
 		message    string
 	}{
-		{"a changed IPPool cidr", "/ippools/pool-v4", func(o obj) { o["spec"].(obj)["cidr"] = "10.99.0.0/16" },
+		{"a changed IPPool cidr", calicoCRDAPI + "/ippools/pool-v4", func(o obj) { o["spec"].(obj)["cidr"] = "10.99.0.0/16" },
 			"CIDR cannot be changed; follow IP pool migration guide to avoid corruption."},
-		{"IPIP and VXLAN both on", "/ippools/pool-v4", func(o obj) { o["spec"].(obj)["ipipMode"] = "Always"; o["spec"].(obj)["vxlanMode"] = "Always" },
+		{"IPIP and VXLAN both on", calicoCRDAPI + "/ippools/pool-v4", func(o obj) { o["spec"].(obj)["ipipMode"] = "Always"; o["spec"].(obj)["vxlanMode"] = "Always" },
 			"ipipMode and vxlanMode cannot both be enabled"},
-		{"tier kube-admin with Deny", "/tiers/kube-admin", func(o obj) { o["spec"].(obj)["defaultAction"] = "Deny" },
+		{"a reversed port range", cnps + "/admin-deny", func(o obj) {
+			o["spec"].(obj)["ingress"].([]any)[0].(obj)["protocols"] = []any{obj{"tcp": obj{"destinationPort": obj{"range": obj{"start": 90, "end": 80}}}}}
+		}, "Start port must be less than End port"},
+		{"tier kube-admin with Deny", calicoCRDAPI + "/tiers/kube-admin", func(o obj) { o["spec"].(obj)["defaultAction"] = "Deny" },
 			"The 'kube-admin' tier must have default action 'Pass'"},
 	}
 	for _, c := range refused {
-		code, body := kapi.Do(t, http.MethodGet, calicoCRDAPI+c.path, nil)
+		code, body := kapi.Do(t, http.MethodGet, c.path, nil)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s: %d %s", c.path, code, body)
 		}
 		o := decodeExact(t, body)
 		c.edit(o)
-		code, body = kapi.Do(t, http.MethodPut, calicoCRDAPI+c.path, o)
+		code, body = kapi.Do(t, http.MethodPut, c.path, o)
 		if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), c.message) {
 			t.Errorf("%s: %d %s, want 422 with Calico's %q", c.what, code, body, c.message)
 		}

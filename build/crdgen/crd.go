@@ -99,7 +99,7 @@ func build(c calicoschema.CRD) (*CRD, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := extras[c.Kind]
+	x := crdFacts[c.Kind]
 	root.Description = description(c.Kind)
 	root.Required = append(x.required, root.Required...)
 	if err := addExtras(root, c.Kind); err != nil {

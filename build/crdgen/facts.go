@@ -3,7 +3,7 @@ package main
 // What Calico v3.32.1's CRDs have beyond their schemas (the field list and
 // crd-extras-v3.32.1.tsv): facts of Calico's bundle that change how the
 // apiserver treats objects.
-type extra struct {
+type crdFact struct {
 	required    []string // top-level required members the field list has no row for
 	status      bool     // a status subresource
 	shortNames  []string
@@ -11,7 +11,7 @@ type extra struct {
 	annotations map[string]string
 }
 
-var extras = map[string]extra{
+var crdFacts = map[string]crdFact{
 	"Tier":                         {required: []string{"metadata"}},
 	"KubeControllersConfiguration": {status: true},
 	// The Kubernetes network-policy-api's CRD, as Calico ships it: a group
