@@ -15,7 +15,7 @@ SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntra
 # What only `make bench` needs on top.
 BENCHDEPS := iperf3:iperf3
 
-.PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean kube-apiserver
+.PHONY: all build deps test test-unit bench demo demo-clean fmt vet clean kube-apiserver crds
 
 all: build
 
@@ -35,6 +35,10 @@ deps:
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+## crds: regenerate build/k8s/crds.yaml (Calico's CRDs) from the recorded field list.
+crds:
+	$(GO) run ./build/crdgen -o build/k8s/crds.yaml
 
 ## kube-apiserver: build (once, cached outside the tree) the real kube-apiserver e2e/kubeapi runs.
 kube-apiserver:
