@@ -1,4 +1,4 @@
-package kdd
+package kdd_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package kdd
+package kdd_test
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/kdd"
 )
 
 // TestKubectlMadeResource: a custom resource written by kubectl (no
@@ -26,7 +27,7 @@ func TestKubectlMadeResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ann struct{ ManagedFields json.RawMessage }
-	if err := json.Unmarshal([]byte(rec.Metadata.Annotations[MetadataAnnotation]), &ann); err != nil {
+	if err := json.Unmarshal([]byte(rec.Metadata.Annotations[kdd.MetadataAnnotation]), &ann); err != nil {
 		t.Fatal(err)
 	}
 	// As kubectl created it (kubectl-inputs.yaml), with what the server set.
@@ -34,7 +35,7 @@ func TestKubectlMadeResource(t *testing.T) {
 		`"annotations":{"note":"plain"},"creationTimestamp":"2026-11-27T16:45:20Z","generation":1,` +
 		`"labels":{"app":"x","zone.projectcalico.org/rack":"r9"},"managedFields":` + string(ann.ManagedFields) +
 		`,"name":"kubectl-made","resourceVersion":"178","uid":"` + rec.Metadata.UID + `"},"spec":{"nets":["203.0.113.0/24"]}}`
-	r, err := CRToModel([]byte(before))
+	r, err := kdd.CRToModel([]byte(before))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestKubectlMadeResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cr, err := ModelToCR(model, []byte(before))
+	cr, err := kdd.ModelToCR(model, []byte(before))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestKubectlMadeResource(t *testing.T) {
 // TestModelAsCalicoctlShowsIt: the model read from a recorded custom
 // resource has the uid, creationTimestamp and status calicoctl printed.
 func TestModelAsCalicoctlShowsIt(t *testing.T) {
-	r, err := CRToModel(recordedObjects(t, "Tier/security")[0].Object)
+	r, err := kdd.CRToModel(recordedObjects(t, "Tier/security")[0].Object)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestModelAsCalicoctlShowsIt(t *testing.T) {
 	if string(r.Model) != want || r.ResourceVersion != "154" {
 		t.Errorf("got %s (rv %s)\nwant %s", r.Model, r.ResourceVersion, want)
 	}
-	r, err = CRToModel(recordedObjects(t, "NetworkPolicy/shop/allow-web")[0].Object)
+	r, err = kdd.CRToModel(recordedObjects(t, "NetworkPolicy/shop/allow-web")[0].Object)
 	if err != nil || r.Namespace != "shop" || r.Name != "allow-web" || !strings.Contains(string(r.Model), `"uid":"52f91055-9510-487c-aeb6-bd891e15456d"`) {
 		t.Errorf("allow-web: %+v, %v", r, err)
 	}
@@ -86,7 +87,7 @@ func TestModelAsCalicoctlShowsIt(t *testing.T) {
 // TestConversionRefusals: what cannot be converted is refused by name.
 func TestConversionRefusals(t *testing.T) {
 	const ok = `{"kind":"GlobalNetworkSet","apiVersion":"projectcalico.org/v3","metadata":{"name":"a"},"spec":{}}`
-	if _, err := ModelToCR([]byte(ok), nil); err != nil {
+	if _, err := kdd.ModelToCR([]byte(ok), nil); err != nil {
 		t.Fatalf("baseline refused: %v", err)
 	}
 	for _, c := range []struct{ model, want string }{
@@ -102,18 +103,18 @@ func TestConversionRefusals(t *testing.T) {
 		{`{"kind":"Pod","metadata":{"name":"a"},"spec":{}}`, "Pod"},
 		{`{"kind":"GlobalNetworkSet","apiVersion":"v1","metadata":{"name":"a"},"spec":{}}`, "apiVersion"},
 	} {
-		if _, err := ModelToCR([]byte(c.model), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := kdd.ModelToCR([]byte(c.model), nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ModelToCR(%s) = %v; want an error naming %s", c.model, err, c.want)
 		}
 	}
 	for _, c := range []struct{ cr, want string }{
 		{`{"apiVersion":"projectcalico.org/v3","kind":"Tier","metadata":{"name":"a"}}`, "apiVersion"},
 		{`{"apiVersion":"crd.projectcalico.org/v1","kind":"Tier","metadata":{"name":"a","annotations":{"projectcalico.org/metadata":"{\"colour\":1}"}}}`, "colour"},
-		{`{"apiVersion":"crd.projectcalico.org/v1","kind":"Tier","metadata":{"name":"a","annotations":{"projectcalico.org/metadata":"{"}}}`, MetadataAnnotation},
+		{`{"apiVersion":"crd.projectcalico.org/v1","kind":"Tier","metadata":{"name":"a","annotations":{"projectcalico.org/metadata":"{"}}}`, kdd.MetadataAnnotation},
 		{`{"apiVersion":"crd.projectcalico.org/v1","kind":"Tier","metadata":{"name":"a","uid":"x"}}`, "metadata.uid"},
 		{`{"apiVersion":"crd.projectcalico.org/v1","kind":"Tier","metadata":{"name":"a"},"data":{}}`, "data"},
 	} {
-		if _, err := CRToModel([]byte(c.cr)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := kdd.CRToModel([]byte(c.cr)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CRToModel(%s) = %v; want an error naming %s", c.cr, err, c.want)
 		}
 	}
@@ -130,12 +131,12 @@ func TestKindsMatchCRDs(t *testing.T) {
 	defer f.Close()
 	crds := map[string][]string{}
 	for s := bufio.NewScanner(f); s.Scan(); {
-		if c := strings.Split(s.Text(), "\t"); len(c) == 5 && c[2] == APIVersion {
+		if c := strings.Split(s.Text(), "\t"); len(c) == 5 && c[2] == kdd.APIVersion {
 			crds[c[1]] = c[3:]
 		}
 	}
-	for _, k := range Kinds() {
-		if k.Storage == Derived {
+	for _, k := range kdd.Kinds() {
+		if k.Storage == kdd.Derived {
 			continue
 		}
 		if c, ok := crds[k.Kind]; !ok || c[0] != k.Resource || (c[1] == "Namespaced") != k.Namespaced {
@@ -143,7 +144,7 @@ func TestKindsMatchCRDs(t *testing.T) {
 		}
 	}
 	for _, k := range api.Kinds() {
-		if kk, ok := LookupKind(k.Kind); !ok || kk.Namespaced != k.Namespaced {
+		if kk, ok := kdd.LookupKind(k.Kind); !ok || kk.Namespaced != k.Namespaced {
 			t.Errorf("api kind %s: %+v, %v", k.Kind, kk, ok)
 		}
 	}

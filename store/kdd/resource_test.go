@@ -1,10 +1,11 @@
-package kdd
+package kdd_test
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/kdd"
 )
 
 // serverSet is the metadata the API server sets on a custom resource.
@@ -12,8 +13,8 @@ var serverSet = []string{"resourceVersion", "generation", "managedFields", "crea
 
 func resourceKinds() []string {
 	var out []string
-	for _, k := range Kinds() {
-		if k.Storage == Resource {
+	for _, k := range kdd.Kinds() {
+		if k.Storage == kdd.Resource {
 			out = append(out, k.Kind)
 		}
 	}
@@ -28,12 +29,12 @@ func TestRecordedResourcesRoundTrip(t *testing.T) {
 	for _, kind := range resourceKinds() {
 		for _, rec := range recordedObjectsOrNone(t, kind) {
 			n++
-			r, err := CRToModel(rec.Object)
+			r, err := kdd.CRToModel(rec.Object)
 			if err != nil {
 				t.Errorf("%s@%s: CRToModel: %v", rec.Key, rec.Step, err)
 				continue
 			}
-			back, err := ModelToCR(r.Model, nil)
+			back, err := kdd.ModelToCR(r.Model, nil)
 			if err != nil {
 				t.Errorf("%s@%s: ModelToCR: %v", rec.Key, rec.Step, err)
 				continue
@@ -41,7 +42,7 @@ func TestRecordedResourcesRoundTrip(t *testing.T) {
 			if want := withoutServerFields(t, rec.Object, serverSet...); !sameJSON(t, back, want) {
 				t.Errorf("%s@%s: round trip\n got %s\nwant %s\nmodel %s", rec.Key, rec.Step, back, want, r.Model)
 			}
-			upd, err := ModelToCR(r.Model, rec.Object)
+			upd, err := kdd.ModelToCR(r.Model, rec.Object)
 			if err != nil {
 				t.Errorf("%s@%s: ModelToCR(existing): %v", rec.Key, rec.Step, err)
 			} else if want := withoutServerFields(t, rec.Object, "generation", "managedFields", "creationTimestamp"); !sameJSON(t, upd, want) {
@@ -80,7 +81,7 @@ func checkThroughAPITypes(t *testing.T, rec recorded, model []byte) {
 		t.Errorf("%s@%s: api.Marshal: %v", rec.Key, rec.Step, err)
 		return
 	}
-	cr, err := ModelToCR(again, nil)
+	cr, err := kdd.ModelToCR(again, nil)
 	if err != nil {
 		t.Errorf("%s@%s: ModelToCR of the api types' model: %v", rec.Key, rec.Step, err)
 		return
