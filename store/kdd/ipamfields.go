@@ -24,7 +24,6 @@ type field struct {
 
 // Common rules.
 var (
-	keep       = rule{}
 	emptyList  = rule{def: json.RawMessage("[]")}
 	emptyMap   = rule{def: json.RawMessage("{}")}
 	falseBool  = rule{def: json.RawMessage("false")}
