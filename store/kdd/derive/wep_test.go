@@ -11,8 +11,8 @@ import (
 	"github.com/calico-aio/calico-aio/store/kdd/derive"
 )
 
-// recordedPod is one recorded version of a pod (../testdata/objects.json).
-func recordedPod(t *testing.T, key, step string) []byte {
+// recordedObject is one recorded version of an object (../testdata/objects.json).
+func recordedObject(t *testing.T, key, step string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/objects.json")
 	if err != nil {
@@ -89,7 +89,7 @@ func TestRecordedPods(t *testing.T) {
 		{"Pod/shop/web-2", "3d-after-del-web-2", wep("web-2", uid2, "calib8419a605df",
 			`,"containerID":"612f7a0edd33d5c1a7f59b38db605f5f0f9bf63cb4ce753b9bad0ff3aa941412"`)},
 	} {
-		r, ok, err := derive.PodToWorkloadEndpoint(recordedPod(t, c.key, c.step))
+		r, ok, err := derive.PodToWorkloadEndpoint(recordedObject(t, c.key, c.step))
 		if err != nil || !ok {
 			t.Fatalf("%s@%s: %v %v", c.key, c.step, ok, err)
 		}
