@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // member is one member of a JSON object being built, in output order.
@@ -95,14 +96,7 @@ func stringOf(m map[string]json.RawMessage, key, what string) (string, error) {
 func unknownMember(m map[string]json.RawMessage, known ...string) string {
 	var bad string
 	for k := range m {
-		found := false
-		for _, kk := range known {
-			if k == kk {
-				found = true
-				break
-			}
-		}
-		if !found && (bad == "" || k < bad) {
+		if !slices.Contains(known, k) && (bad == "" || k < bad) {
 			bad = k
 		}
 	}

@@ -30,7 +30,7 @@ const (
 // Kind is one kind served in a Kubernetes datastore.
 type Kind struct {
 	Kind       string // "IPPool"
-	Resource   string // plural of the API resource: "ippools"; for derived kinds the core resource
+	Resource   string // plural of the API resource: "ippools"; for derived kinds the core resource (Profile: namespaces, and serviceaccounts for ksa.*)
 	Namespaced bool
 	Storage    Storage
 	// NameInMeta: the metadata annotation carries the name too (Calico's

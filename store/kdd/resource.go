@@ -42,7 +42,8 @@ func resourceKind(kind string) (Kind, error) {
 // Calico writes for it. existing, when not nil, is the stored custom
 // resource the result replaces: its uid and resourceVersion are kept so the
 // result is a valid update. Without one the uid is the model's reversed
-// (empty for a new object: the server assigns it).
+// (empty for a new object: the server assigns it). The model's
+// resourceVersion, if any, is not used: the caller sets the revision.
 func ModelToCR(model, existing []byte) ([]byte, error) {
 	top, err := members(model, "model")
 	if err != nil {
@@ -143,8 +144,10 @@ func crMetadata(k Kind, meta map[string]json.RawMessage, existing []byte) (objec
 // CRToModel converts a resource kind's custom resource to its model. The
 // metadata comes from the projectcalico.org/metadata annotation; a custom
 // resource without one (written by kubectl) is read from its own metadata
-// (labels, annotations, generation, managedFields, ...). The model's uid is
-// the custom resource's reversed.
+// (labels, annotations, generation, managedFields, ...). With the
+// annotation, the custom resource's own labels (a copy of the
+// projectcalico.org/ ones) and other annotations are not read, as in
+// Calico. The model's uid is the custom resource's reversed.
 func CRToModel(cr []byte) (Read, error) {
 	top, err := members(cr, "custom resource")
 	if err != nil {
