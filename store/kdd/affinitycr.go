@@ -51,7 +51,7 @@ func AffinityToCR(node string, cidr netip.Prefix, model, existing []byte) ([]byt
 	}
 	var spec object
 	spec.addValue("cidr", cidr.Masked().String())
-	spec.addValue("deleted", boolString(v.Deleted))
+	spec.addValue("deleted", strconv.FormatBool(v.Deleted)) // a string in Calico's CRD
 	spec.addValue("node", node)
 	spec.addValue("state", v.State)
 	spec.addValue("type", "host")

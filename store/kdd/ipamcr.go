@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
 )
 
 // The IPAM kinds' models are the values the etcd backend stores (DESIGN.md
@@ -214,6 +213,3 @@ func readIPAM(cr []byte, kind string) (Read, map[string]json.RawMessage, error) 
 	spec, err := members(orEmpty(top["spec"]), kind+" "+r.Name+": spec")
 	return r, spec, err
 }
-
-// boolString is Calico's BlockAffinity spec.deleted: a string.
-func boolString(b bool) string { return strconv.FormatBool(b) }
