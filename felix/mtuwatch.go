@@ -56,7 +56,7 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 		return in, fmt.Errorf("reading node %s: %w", m.node, err)
 	}
 	in.Encaps = node.PoolEncaps(pools, labels)
-	// The same merge as the agent's settings (settings.go), so the pod
+	// The same merge as the agent's settings (felix/config/settings.go), so the pod
 	// MTU and the VXLAN device agree.
 	fk, _ := api.LookupKind("FelixConfiguration")
 	objs, _, err = m.c.ListResources(ctx, fk, "")
@@ -75,8 +75,8 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 		}
 		all = append(all, f)
 	}
-	scoped, _ := config.ScopedFor(labels, all)       // the agent's loader warns about several
-	eff, _ := effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
+	scoped, _ := config.ScopedFor(labels, all)              // the agent's loader warns about several
+	eff, _ := config.Effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
 	in.Settings = node.MTUFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {
 		in.Settings.Pattern = node.DefaultMTUIfacePattern

@@ -31,7 +31,7 @@ const (
 )
 
 // MTUSettings are the MTU settings: --mtu, and the effective
-// mtuIfacePattern, ipipMTU, vxlanMTU and vxlanMTUV6 (felix/settings.go: env over
+// mtuIfacePattern, ipipMTU, vxlanMTU and vxlanMTUV6 (felix/config/settings.go: env over
 // FelixConfiguration node.<name> over default); zero values are unset.
 type MTUSettings struct {
 	Override   int    // --mtu / FELIX_MTU: the pod MTU, no detection
@@ -56,7 +56,7 @@ func MTUFromSpec(override int, s api.FelixConfigurationSpec) MTUSettings {
 }
 
 // ParseMTUEnv checks --mtu / FELIX_MTU; the other MTU variables are
-// settings (felix/settings.go).
+// settings (felix/config/settings.go).
 func ParseMTUEnv(_ func(string) string, s *MTUSettings) error {
 	if s.Override < 0 || s.Override > 65535 || (s.Override > 0 && s.Override < 68) {
 		return fmt.Errorf("--mtu/FELIX_MTU=%d: not an MTU (68-65535, or 0 to detect it)", s.Override)

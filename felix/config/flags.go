@@ -1,11 +1,7 @@
-// Package felix is the node agent, calico-node: it keeps this node's kernel
-// state (routes, neighbours, iptables, ipsets) equal to what the datastore
-// says, and runs the embedded datastore when no etcd is configured.
-package felix
+package config
 
 import (
 	"fmt"
-	"github.com/calico-aio/calico-aio/felix/config"
 	"net/netip"
 	"os"
 	"strconv"
@@ -41,9 +37,9 @@ type Config struct {
 	ASNumber                uint32
 	MTU                     int
 	LibDir, RunDir          string // /var/lib/calico, /var/run/calico
-	HealthAddr, MetricsAddr string // "" disables, when set (settings_servers.go)
-	// healthAddrSet and metricsAddrSet: the flag or its variable was given.
-	healthAddrSet, metricsAddrSet bool
+	HealthAddr, MetricsAddr string // "" disables, when set (servers.go)
+	// HealthAddrSet and MetricsAddrSet: the flag or its variable was given.
+	HealthAddrSet, MetricsAddrSet bool
 	ResyncInterval                time.Duration
 	BGP                           bool // run the embedded BGP speaker
 	BGPPort                       int
@@ -64,17 +60,17 @@ type Config struct {
 	// which lets the controller remove it once the Kubernetes node is gone.
 	K8sNodeRef string
 	// DefaultPools are created at start when their family has no pool
-	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: bootstrap.go).
+	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: felix/node/pools.go).
 	DefaultPools []*api.IPPool
 	// mtu is --mtu with the Felix MTU variables (felix/node/mtu.go).
 	mtu node.MTUSettings
-	// felixEnv is the FELIX_* layer of the effective configuration
+	// FelixEnv is the FELIX_* layer of the effective configuration
 	// (settings.go), with --log-level as logSeverityScreen.
-	felixEnv spec
-	// logs are the installed logger's outputs, which logSeverityScreen,
-	// logFilePath and logSeverityFile change live (settings_log.go); nil
+	FelixEnv spec
+	// Logs are the installed logger's outputs, which logSeverityScreen,
+	// logFilePath and logSeverityFile change live (log.go); nil
 	// when Main did not install one.
-	logs *logOutputs
+	Logs *LogOutputs
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -93,10 +89,12 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 			environ = append(environ, st.env+"="+v)
 		}
 	}
-	return parseFlags(args, getenv, environ)
+	return Parse(args, getenv, environ)
 }
 
-func parseFlags(args []string, getenv func(string) string, environ []string) (Config, error) {
+// Parse reads the agent's flags as ParseFlags does, with the FELIX_*
+// settings taken from environ (KEY=value lines) in any case.
+func Parse(args []string, getenv func(string) string, environ []string) (Config, error) {
 	var c Config
 	var endpoints string
 	fs := pflag.NewFlagSet("calico-node", pflag.ContinueOnError)
@@ -147,8 +145,8 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	if _, err := peering.RouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
 		return c, err
 	}
-	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
-	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
+	c.HealthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
+	c.MetricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
 	if c.DefaultPools, err = node.ParseDefaultPools(getenv); err != nil {
 		return c, err
@@ -157,23 +155,23 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	if err := node.ParseMTUEnv(getenv, &c.mtu); err != nil {
 		return c, err
 	}
-	if c.felixEnv, err = parseFelixEnv(environ); err != nil {
+	if c.FelixEnv, err = ParseFelixEnv(environ); err != nil {
 		return c, err
 	}
 	if c.ResyncInterval > 0 {
 		d := &api.Duration{Duration: c.ResyncInterval}
-		for _, p := range []**api.Duration{&c.felixEnv.IptablesRefreshInterval, &c.felixEnv.RouteRefreshInterval, &c.felixEnv.IpsetsRefreshInterval, &c.felixEnv.InterfaceRefreshInterval} {
+		for _, p := range []**api.Duration{&c.FelixEnv.IptablesRefreshInterval, &c.FelixEnv.RouteRefreshInterval, &c.FelixEnv.IpsetsRefreshInterval, &c.FelixEnv.InterfaceRefreshInterval} {
 			if *p == nil {
 				*p = d
 			}
 		}
 	}
 	if c.LogLevel != "" {
-		lvl, err := config.OneOf(config.LogLevelNames...)(logLevelAlias(c.LogLevel))
+		lvl, err := OneOf(LogLevelNames...)(logLevelAlias(c.LogLevel))
 		if err != nil {
 			return c, fmt.Errorf("--log-level=%q: %w", c.LogLevel, err)
 		}
-		c.felixEnv.LogSeverityScreen = lvl
+		c.FelixEnv.LogSeverityScreen = lvl
 	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {

@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func TestParseMTUEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := node.MTUFromSpec(0, c.felixEnv); s != (node.MTUSettings{Pattern: "^bond", VXLANMTU: 1350, IPIPMTU: 1420, VXLANMTUV6: 1330}) {
+	if s := node.MTUFromSpec(0, c.FelixEnv); s != (node.MTUSettings{Pattern: "^bond", VXLANMTU: 1350, IPIPMTU: 1420, VXLANMTUV6: 1330}) {
 		t.Errorf("parsed %+v", s)
 	}
 	for k, v := range map[string]string{"FELIX_MTUIFACEPATTERN": "(", "FELIX_VXLANMTU": "big", "FELIX_IPINIPMTU": "40", "FELIX_VXLANMTUV6": "70000"} {
@@ -44,7 +44,7 @@ func TestParseFlagsRefusesBadPools(t *testing.T) {
 // A router ID RouterID refuses (felix/peering/routerid.go) fails at start.
 func TestParseFlagsRefusesBadRouterID(t *testing.T) {
 	for _, bad := range []string{"fd00::1", "nope", "10.0.0.256"} {
-		if _, err := parseFlags([]string{"--router-id", bad}, func(string) string { return "" }, nil); err == nil {
+		if _, err := Parse([]string{"--router-id", bad}, func(string) string { return "" }, nil); err == nil {
 			t.Errorf("--router-id %q accepted at start", bad)
 		}
 	}
