@@ -79,13 +79,13 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 	eff, _ := config.Effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
 	in.Settings = node.MTUFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {
-		in.Settings.Pattern = node.DefaultMTUIfacePattern
+		in.Settings.Pattern = config.DefaultMTUIfacePattern
 	}
 	if in.Pattern, err = regexp.Compile(in.Settings.Pattern); err != nil {
 		// Validation refuses a bad pattern at write; another writer's
 		// is logged and the default used.
 		slog.Warn("mtuIfacePattern is not a regular expression; using the default", "pattern", in.Settings.Pattern, "err", err)
-		in.Pattern = regexp.MustCompile(node.DefaultMTUIfacePattern)
+		in.Pattern = regexp.MustCompile(config.DefaultMTUIfacePattern)
 	}
 	if m.override == 0 {
 		if in.Links, err = m.links(); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
@@ -35,7 +34,7 @@ type Config struct {
 	IPAutodetectionMethod   string
 	IP6AutodetectionMethod  string
 	ASNumber                uint32
-	MTU                     int
+	MTU                     int    // --mtu, FELIX_MTU: the pod MTU, 0 detects it (felix/node/mtu.go)
 	LibDir, RunDir          string // /var/lib/calico, /var/run/calico
 	HealthAddr, MetricsAddr string // "" disables, when set (servers.go)
 	// HealthAddrSet and MetricsAddrSet: the flag or its variable was given.
@@ -60,10 +59,9 @@ type Config struct {
 	// which lets the controller remove it once the Kubernetes node is gone.
 	K8sNodeRef string
 	// DefaultPools are created at start when their family has no pool
-	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: felix/node/pools.go).
+	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: pools.go).
+	// felix/node/pools.go creates them.
 	DefaultPools []*api.IPPool
-	// mtu is --mtu with the Felix MTU variables (felix/node/mtu.go).
-	mtu node.MTUSettings
 	// FelixEnv is the FELIX_* layer of the effective configuration
 	// (settings.go), with --log-level as logSeverityScreen.
 	FelixEnv spec
@@ -148,11 +146,10 @@ func Parse(args []string, getenv func(string) string, environ []string) (Config,
 	c.HealthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
 	c.MetricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
-	if c.DefaultPools, err = node.ParseDefaultPools(getenv); err != nil {
+	if c.DefaultPools, err = ParseDefaultPools(getenv); err != nil {
 		return c, err
 	}
-	c.mtu.Override = c.MTU
-	if err := node.ParseMTUEnv(getenv, &c.mtu); err != nil {
+	if err := checkMTU(c.MTU); err != nil {
 		return c, err
 	}
 	if c.FelixEnv, err = ParseFelixEnv(environ); err != nil {

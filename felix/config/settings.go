@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
-	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -105,7 +104,7 @@ var settings = []setting{
 		OneOf("Drop", "Accept", "Return"), ValidOneOf("Drop", "Accept", "Return")),
 	field("failsafeInboundHostPorts", "tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeInboundHostPorts }, ParseProtoPorts, ValidProtoPorts),
 	field("failsafeOutboundHostPorts", "udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667", true, func(s *spec) **[]api.ProtoPort { return &s.FailsafeOutboundHostPorts }, ParseProtoPorts, ValidProtoPorts),
-	field("mtuIfacePattern", node.DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, ParseRegexp, ValidRegexp),
+	field("mtuIfacePattern", DefaultMTUIfacePattern, true, func(s *spec) *string { return &s.MTUIfacePattern }, ParseRegexp, ValidRegexp),
 	field("vxlanEnabled", "", true, func(s *spec) **bool { return &s.VXLANEnabled }, ParseBool, nil),
 	field("vxlanPort", "4789", true, func(s *spec) **int { return &s.VXLANPort }, ParseIntIn(1, 65535), ValidIntIn(1, 65535)),
 	field("vxlanVNI", "4096", true, func(s *spec) **int { return &s.VXLANVNI }, ParseIntIn(1, 1<<24-1), ValidIntIn(1, 1<<24-1)),
