@@ -88,12 +88,12 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err := node.Register(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
-	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.MTU, cfg.FelixEnv) // <lib-dir>/mtu (mtuwatch.go)
+	mw := node.NewMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.MTU, cfg.FelixEnv) // <lib-dir>/mtu (felix/node/mtuwatch.go)
 	var mtu int
-	if err := retry(ctx, func() (err error) { mtu, err = mw.update(ctx); return err }); err != nil {
+	if err := retry(ctx, func() (err error) { mtu, err = mw.Update(ctx); return err }); err != nil {
 		return err
 	}
-	go mw.run(ctx)
+	go mw.Run(ctx)
 	if err := node.WriteFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
 		return err
 	}

@@ -265,7 +265,7 @@ func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
 		cur := a.settings.Current()
 		in := node.MTUInputs{Links: []node.LinkMTU{{Name: "eth0", MTU: 1500, Up: true}}, Pattern: regexp.MustCompile("^eth"), Encaps: node.Encaps{VXLAN: true},
 			Settings: node.MTUFromSpec(0, cur)}
-		eff, _ := config.Effective(tc.env, nil, f) // what mtuWatch computes from the same objects
+		eff, _ := config.Effective(tc.env, nil, f) // what node.MTUWatch computes from the same objects
 		in2 := in
 		in2.Settings = node.MTUFromSpec(0, eff)
 		if got, got2 := node.PodMTU(in), node.PodMTU(in2); got != tc.podMTUWas || got2 != tc.podMTUWas {
