@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/config"
+	"github.com/calico-aio/calico-aio/felix/config/configtest"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
@@ -30,26 +30,9 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// fc decodes a FelixConfiguration whose spec has one field.
-func fc(t *testing.T, name, field, value string) *api.FelixConfiguration {
-	t.Helper()
-	var f api.FelixConfiguration
-	doc := `{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"` + name + `"},"spec":{"` + field + `":` + value + `}}`
-	if err := json.Unmarshal([]byte(doc), &f); err != nil {
-		t.Fatalf("%s: %v", doc, err)
-	}
-	return &f
-}
-
-// felixUpdate is the syncer's update for a FelixConfiguration.
-func felixUpdate(f *api.FelixConfiguration, deleted bool) calc.Update {
-	k, _ := api.LookupKind("FelixConfiguration")
-	u := calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", f.Metadata.Name), Deleted: deleted}
-	if !deleted {
-		u.Resource = f
-	}
-	return u
-}
+// fc is a FelixConfiguration with one field set, felixUpdate the syncer's
+// update for one (configtest).
+var fc, felixUpdate = configtest.Object, configtest.Update
 
 func ptr[T any](v T) *T { return &v }
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
-	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/felix/config/configtest"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -115,16 +115,9 @@ var settingCases = map[string]settingCase{
 	"kubeNodePortRanges":                 {"30000:30100, 31000", `["30000:30100",31000]`, `["32000:32100"]`, `[30500]`, `["9:1"]`},
 }
 
-// fc decodes a FelixConfiguration whose spec has one field.
-func fc(t *testing.T, name, field, value string) *api.FelixConfiguration {
-	t.Helper()
-	var f api.FelixConfiguration
-	doc := `{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"` + name + `"},"spec":{"` + field + `":` + value + `}}`
-	if err := json.Unmarshal([]byte(doc), &f); err != nil {
-		t.Fatalf("%s: %v", doc, err)
-	}
-	return &f
-}
+// fc is a FelixConfiguration with one field set, felixUpdate the syncer's
+// update for one (configtest).
+var fc, felixUpdate = configtest.Object, configtest.Update
 
 // fieldJSON is field's value in s as JSON, "" when unset.
 func fieldJSON(s spec, field string) string {
@@ -217,16 +210,6 @@ func TestSettingsEnvErrorsAndUnknown(t *testing.T) {
 	if err != nil || c.FelixEnv.LogSeverityScreen != "Warning" {
 		t.Errorf("--log-level warn over FELIX_LOGSEVERITYSCREEN=debug: %q %v", c.FelixEnv.LogSeverityScreen, err)
 	}
-}
-
-// felixUpdate is the syncer's update for a FelixConfiguration.
-func felixUpdate(f *api.FelixConfiguration, deleted bool) calc.Update {
-	k, _ := api.LookupKind("FelixConfiguration")
-	u := calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", f.Metadata.Name), Deleted: deleted}
-	if !deleted {
-		u.Resource = f
-	}
-	return u
 }
 
 // TestSettingsLoaderChanges: the loader recomputes on either object,
