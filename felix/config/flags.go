@@ -78,7 +78,7 @@ func (c Config) StoreConfig() store.Config {
 
 // ParseFlags reads the agent's flags; every flag has an environment
 // variable used when the flag is not given. FELIX_* settings are looked up
-// by their upper-case names; Main passes the whole environment instead, so
+// by their upper-case names; Main passes the whole environment to Parse, so
 // any case works there.
 func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	var environ []string

@@ -270,8 +270,9 @@ func settingValue(s *spec, st setting) string {
 	return v
 }
 
-// SettingValue is the value of the setting named name in s, as
-// settingValue reads it ("" when no setting has that name).
+// SettingValue is the value in s of the setting named name as JSON text
+// (strings unquoted), or Calico's default when s leaves it unset; "" when
+// no setting has that name.
 func SettingValue(s *spec, name string) string {
 	if i := slices.IndexFunc(settings, func(st setting) bool { return st.name == name }); i >= 0 {
 		return settingValue(s, settings[i])
