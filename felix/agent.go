@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/calico-aio/calico-aio/felix/config"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/hostiface"
@@ -26,7 +26,11 @@ import (
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
 )
+
+// spec is the FelixConfiguration spec, the shape of the effective settings.
+type spec = api.FelixConfigurationSpec
 
 // maxBatch bounds how many datastore updates are folded into one apply.
 const maxBatch = 5000
@@ -34,7 +38,7 @@ const maxBatch = 5000
 // agent is the running node agent: one loop owns the calculation state and
 // every kernel write.
 type agent struct {
-	cfg     Config
+	cfg     config.Config
 	store   *store.Client
 	state   *calc.State
 	dp      *dataplane.Dataplane
@@ -51,14 +55,14 @@ type agent struct {
 	bgp         *peering.Runner // nil when BGP is off
 	overlay     *calc.Overlay
 	tunnels     *node.TunnelAddrs
-	// settings is the effective FelixConfiguration (settings.go); the
+	// settings is the effective FelixConfiguration (config/settings.go); the
 	// calculation and the overlay see it as one "default" object.
-	settings *settingsLoader
-	logs     *logOutputs // nil: the logger is not ours to change
-	// refreshes are the periodic kernel re-reads (settings_refresh.go);
+	settings *config.Loader
+	logs     *config.LogOutputs // nil: the logger is not ours to change
+	// refreshes are the periodic kernel re-reads (config/refresh.go);
 	// refreshChanged says a refresh interval changed since the loop last
 	// scheduled them.
-	refreshes      []*refresh
+	refreshes      []*config.Refresh
 	refreshChanged bool
 	// statusTimer fires when the status reporter has work (status/report.go).
 	statusTimer *time.Timer
@@ -66,12 +70,12 @@ type agent struct {
 	// tests that drive apply themselves.
 	ifaces *hostiface.Watch
 	// healthSrv and metricsSrv are nil until startServers.
-	healthSrv, metricsSrv *serverSlot
+	healthSrv, metricsSrv *config.Server
 	// egress: how endpoints' egress bandwidth is enforced (routes/qos.go).
 	egress routes.Egress
 }
 
-func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
+func newAgent(cfg config.Config, c *store.Client, ipv6 bool) *agent {
 	a := &agent{
 		cfg: cfg, store: c, state: calc.NewState(cfg.NodeName), ipv6: ipv6,
 		health:  health.New(3*housekeepingInterval(cfg) + 10*time.Second),
@@ -79,7 +83,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 		updates: make(chan calc.Update, 1024), extraRoutes: map[netip.Prefix]dataplane.RouteTarget{},
 		bgpState: peering.NewState(cfg.NodeName, cfg.BGPSecretsDir),
 		overlay:  calc.NewOverlay(cfg.NodeName), tunnels: node.NewTunnelAddrs(c, cfg.NodeName),
-		settings: newSettingsLoader(cfg.NodeName, cfg.felixEnv), logs: cfg.logs,
+		settings: config.NewLoader(cfg.NodeName, cfg.FelixEnv), logs: cfg.Logs,
 		statusFiles: &status.Files{},
 	}
 	a.dp = dataplane.New(dataplane.Config{IPv6: true, Observer: a.metrics.ObserveExec}) // v6 tables emptied when there is no IPv6
@@ -93,7 +97,7 @@ func newAgent(cfg Config, c *store.Client, ipv6 bool) *agent {
 
 // fold records one datastore update in every consumer.
 func (a *agent) fold(u calc.Update) {
-	if mine, changed := a.settings.apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
+	if mine, changed := a.settings.Apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
 		a.foldSettings()
 		a.settingsChanged(changed)
 	}
@@ -115,18 +119,18 @@ func (a *agent) fold(u calc.Update) {
 // forwarding) and the overlay (vxlan* fields) read it as the object
 // "default"; node.<name> never reaches them, its values are in it.
 func (a *agent) foldSettings() {
-	u := a.settings.effectiveUpdate()
+	u := a.settings.EffectiveUpdate()
 	a.state.Apply(u)
 	a.overlay.Apply(u)
 	cur := a.settings.Current()
 	if a.logs != nil {
-		a.logs.apply(&cur)
+		a.logs.Apply(&cur)
 	}
 	if a.health != nil {
 		a.health.SetOverrides(cur.HealthTimeoutOverrides)
 	}
 	if a.metrics != nil {
-		a.metrics.SetRuntimeCollectors(boolOr(cur.PrometheusGoMetricsEnabled, true), boolOr(cur.PrometheusProcessMetricsEnabled, true))
+		a.metrics.SetRuntimeCollectors(config.BoolOr(cur.PrometheusGoMetricsEnabled, true), config.BoolOr(cur.PrometheusProcessMetricsEnabled, true))
 	}
 }
 
@@ -137,14 +141,13 @@ func (a *agent) settingsChanged(changed []string) {
 	servers := false
 	for _, name := range changed {
 		servers = servers || strings.HasPrefix(name, "health") || strings.HasPrefix(name, "prometheusMetrics")
-		if slices.ContainsFunc(a.refreshes, func(r *refresh) bool { return r.name == name }) {
+		if slices.ContainsFunc(a.refreshes, func(r *config.Refresh) bool { return r.Name == name }) {
 			a.refreshChanged = true
 		}
 		if strings.Contains(strings.ToLower(name), "reporting") {
 			a.status.Configure(status.ConfigOf(&cur))
 		}
-		st := settings[slices.IndexFunc(settings, func(s setting) bool { return s.name == name })]
-		slog.Info("configuration changed", "setting", name, "value", settingValue(&cur, st))
+		slog.Info("configuration changed", "setting", name, "value", config.SettingValue(&cur, name))
 	}
 	if servers && a.healthSrv != nil {
 		if err := a.setServers(); err != nil {
@@ -155,7 +158,7 @@ func (a *agent) settingsChanged(changed []string) {
 
 // housekeepingInterval is how often the CNI journal is replayed and the
 // tunnel addresses are checked: --resync-interval, 30 s when unset.
-func housekeepingInterval(cfg Config) time.Duration {
+func housekeepingInterval(cfg config.Config) time.Duration {
 	if cfg.ResyncInterval > 0 {
 		return cfg.ResyncInterval
 	}
@@ -170,11 +173,11 @@ func (a *agent) rescheduleRefresh(t *time.Timer) {
 	cur := a.settings.Current()
 	next := time.Duration(0)
 	for _, r := range a.refreshes {
-		iv := r.interval(&cur)
+		iv := r.Interval(&cur)
 		if iv <= 0 {
 			continue
 		}
-		wait := max(time.Until(r.last.Add(iv)), 0)
+		wait := max(time.Until(r.Last.Add(iv)), 0)
 		if next == 0 || wait < next {
 			next = max(wait, time.Millisecond)
 		}
@@ -196,7 +199,7 @@ func (a *agent) rescheduleRefresh(t *time.Timer) {
 func (a *agent) loop(ctx context.Context) error {
 	housekeeping := time.NewTicker(a.housekeepingInterval())
 	defer housekeeping.Stop()
-	a.refreshes = newRefreshes(time.Now())
+	a.refreshes = config.NewRefreshes(time.Now())
 	refresh := time.NewTimer(time.Hour)
 	defer refresh.Stop()
 	a.rescheduleRefresh(refresh)
@@ -242,7 +245,7 @@ func (a *agent) loop(ctx context.Context) error {
 			dirty = true
 		case <-refresh.C:
 			cur := a.settings.Current()
-			ran, next := dueRefreshes(a.refreshes, &cur, a.dp, time.Now())
+			ran, next := config.DueRefreshes(a.refreshes, &cur, a.dp, time.Now())
 			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
 				a.bgp.ResyncLearned(a.extraRoutes)
 			}
@@ -331,7 +334,7 @@ func (a *agent) apply(ctx context.Context) error {
 	}
 	des.NetlinkTimeout = config.NetlinkTimeout(&cur)
 	a.metrics.CheckNFTables(cur.NFTablesMode, time.Now(), dataplane.KubeProxyNFTables)
-	des.RouteSync = dataplane.RouteSync{Disabled: boolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
+	des.RouteSync = dataplane.RouteSync{Disabled: config.BoolOr(cur.RouteSyncDisabled, false), BGPBlackholes: a.bgp != nil}
 	for ver, t := range d.Tables {
 		des.Tables[ver] = map[string][]iptables.Chain{"filter": t.Filter, "nat": t.NAT, "mangle": t.Mangle, "raw": t.Raw}
 	}
@@ -438,25 +441,25 @@ func (a *agent) replayJournal(ctx context.Context) {
 }
 
 // startServers starts health and metrics where the flags or the
-// settings say (settings_servers.go); setServers moves them.
+// settings say (config/servers.go); setServers moves them.
 func (a *agent) startServers(ctx context.Context) error {
-	a.healthSrv = &serverSlot{name: "health", handler: a.health.Handler()}
-	a.metricsSrv = &serverSlot{name: "metrics", handler: a.metrics.Handler()}
-	context.AfterFunc(ctx, func() { a.healthSrv.close(); a.metricsSrv.close() })
+	a.healthSrv = &config.Server{Name: "health", Handler: a.health.Handler()}
+	a.metricsSrv = &config.Server{Name: "metrics", Handler: a.metrics.Handler()}
+	context.AfterFunc(ctx, func() { a.healthSrv.Close(); a.metricsSrv.Close() })
 	return a.setServers()
 }
 
 // setServers makes the servers listen where they should now.
 func (a *agent) setServers() error {
 	cur := a.settings.Current()
-	h, m := healthAddr(&cur), metricsAddr(&cur)
-	if a.cfg.healthAddrSet {
+	h, m := config.HealthAddr(&cur), config.MetricsAddr(&cur)
+	if a.cfg.HealthAddrSet {
 		h = a.cfg.HealthAddr
 	}
-	if a.cfg.metricsAddrSet {
+	if a.cfg.MetricsAddrSet {
 		m = a.cfg.MetricsAddr
 	}
-	return errors.Join(a.healthSrv.set(h, tlsFiles{}), a.metricsSrv.set(m, metricsTLS(&cur)))
+	return errors.Join(a.healthSrv.Set(h, config.TLSFiles{}), a.metricsSrv.Set(m, config.MetricsTLS(&cur)))
 }
 
 // deviceRouteConfig is what the settings say of the routes to local

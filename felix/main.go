@@ -1,3 +1,6 @@
+// Package felix is the node agent, calico-node: it keeps this node's kernel
+// state (routes, neighbours, iptables, ipsets) equal to what the datastore
+// says, and runs the embedded datastore when no etcd is configured.
 package felix
 
 import (
@@ -17,6 +20,7 @@ import (
 	"github.com/calico-aio/calico-aio/build/version"
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/cniserver"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/felix/syncer"
@@ -28,7 +32,7 @@ import (
 
 // Main runs calico-node until SIGTERM or SIGINT and returns the exit code.
 func Main(args []string) int {
-	cfg, err := parseFlags(args, os.Getenv, os.Environ())
+	cfg, err := config.Parse(args, os.Getenv, os.Environ())
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
@@ -36,7 +40,7 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "calico-node:", err)
 		return 2
 	}
-	cfg.logs = installLogger(cfg.felixEnv.LogSeverityScreen)
+	cfg.Logs = config.InstallLogger(cfg.FelixEnv.LogSeverityScreen)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := Run(ctx, cfg); err != nil {
@@ -47,7 +51,7 @@ func Main(args []string) int {
 }
 
 // Run starts the agent and blocks until ctx ends.
-func Run(ctx context.Context, cfg Config) error {
+func Run(ctx context.Context, cfg config.Config) error {
 	slog.Info("calico-node starting", "version", version.Version, "node", cfg.NodeName)
 	var etcdSrv *embedded.Server
 	if len(cfg.EtcdEndpoints) == 0 {
@@ -84,12 +88,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := node.Register(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
 		return err
 	}
-	mw := newMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.mtu.Override, cfg.felixEnv) // <lib-dir>/mtu (mtuwatch.go)
+	mw := node.NewMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.MTU, cfg.FelixEnv) // <lib-dir>/mtu (felix/node/mtuwatch.go)
 	var mtu int
-	if err := retry(ctx, func() (err error) { mtu, err = mw.update(ctx); return err }); err != nil {
+	if err := retry(ctx, func() (err error) { mtu, err = mw.Update(ctx); return err }); err != nil {
 		return err
 	}
-	go mw.run(ctx)
+	go mw.Run(ctx)
 	if err := node.WriteFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
 		return err
 	}

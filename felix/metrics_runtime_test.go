@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -14,8 +15,8 @@ import (
 // away and bring it back while the agent runs; FELIX_ variables win.
 func TestSettingsRuntimeMetricsLive(t *testing.T) {
 	newA := func(env spec) *agent {
-		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", env)}
+		a := &agent{cfg: config.Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+			metrics: metrics.New("n1", ""), settings: config.NewLoader("n1", env)}
 		a.foldSettings()
 		return a
 	}
@@ -46,14 +47,14 @@ func TestSettingsRuntimeMetricsLive(t *testing.T) {
 	a.fold(felixUpdate(fc(t, "node.n1", "prometheusGoMetricsEnabled", `true`), true))
 	want(a, true, true)
 
-	env, err := parseFelixEnv([]string{"FELIX_PROMETHEUSPROCESSMETRICSENABLED=false"})
+	env, err := config.ParseFelixEnv([]string{"FELIX_PROMETHEUSPROCESSMETRICSENABLED=false"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a = newA(env)
 	a.fold(felixUpdate(fc(t, "default", "prometheusProcessMetricsEnabled", `true`), false))
 	want(a, true, false)
-	if _, err := parseFelixEnv([]string{"FELIX_PROMETHEUSGOMETRICSENABLED=maybe"}); err == nil {
+	if _, err := config.ParseFelixEnv([]string{"FELIX_PROMETHEUSGOMETRICSENABLED=maybe"}); err == nil {
 		t.Error("FELIX_PROMETHEUSGOMETRICSENABLED=maybe accepted")
 	}
 	_ = api.APIVersion

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/bgp"
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/dataplane"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/peering"
@@ -120,7 +121,7 @@ func testApply(a *agent) {
 // when what it counts happens.
 func TestMetricsScrape(t *testing.T) {
 	lib := t.TempDir()
-	a := newAgent(Config{NodeName: "node1", LibDir: lib, ResyncInterval: time.Minute}, nil, false)
+	a := newAgent(config.Config{NodeName: "node1", LibDir: lib, ResyncInterval: time.Minute}, nil, false)
 	a.metrics.OverrideBGPPeers(func() []bgp.PeerStatus {
 		return []bgp.PeerStatus{
 			{Address: netip.MustParseAddr("10.0.0.2"), State: "Established"},

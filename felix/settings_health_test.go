@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 )
@@ -20,8 +21,8 @@ import (
 // datastore.
 func TestHealthTimeoutOverridesLive(t *testing.T) {
 	newA := func(env spec) *agent {
-		a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-			health: health.New(time.Minute), metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", env)}
+		a := &agent{cfg: config.Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+			health: health.New(time.Minute), metrics: metrics.New("n1", ""), settings: config.NewLoader("n1", env)}
 		a.foldSettings()
 		return a
 	}
@@ -58,7 +59,7 @@ func TestHealthTimeoutOverridesLive(t *testing.T) {
 		}
 	}
 
-	env, err := parseFelixEnv([]string{"FELIX_HEALTHTIMEOUTOVERRIDES=InternalDataplaneMainLoop=10s, CalculationGraph=1h"})
+	env, err := config.ParseFelixEnv([]string{"FELIX_HEALTHTIMEOUTOVERRIDES=InternalDataplaneMainLoop=10s, CalculationGraph=1h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestHealthTimeoutOverridesLive(t *testing.T) {
 		t.Errorf("FELIX_HEALTHTIMEOUTOVERRIDES 10s over the datastore's 1h: /liveness %d, want 503", got)
 	}
 	for _, bad := range []string{"InternalDataplaneMainLoop", "x=-1s", "%=1s", "a=1s,,b=2s", "a=90"} {
-		if _, err := parseFelixEnv([]string{"FELIX_HEALTHTIMEOUTOVERRIDES=" + bad}); err == nil {
+		if _, err := config.ParseFelixEnv([]string{"FELIX_HEALTHTIMEOUTOVERRIDES=" + bad}); err == nil {
 			t.Errorf("FELIX_HEALTHTIMEOUTOVERRIDES=%s accepted", bad)
 		}
 	}

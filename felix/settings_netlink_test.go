@@ -7,6 +7,7 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
@@ -19,7 +20,7 @@ func TestConfigNetlinkTimeoutAgentLive(t *testing.T) {
 	nstest.NeedKernel(t, "iptables-restore", "ip6tables-restore", "ipset")
 	n := nstest.NewNS(t)
 	e := storetest.StartEtcd(t)
-	a := newAgent(Config{NodeName: "n1", LibDir: t.TempDir()}, e.Client(t), false)
+	a := newAgent(config.Config{NodeName: "n1", LibDir: t.TempDir()}, e.Client(t), false)
 	defer a.dp.Close()
 	ctx := context.Background()
 	step := func(name, value string, want time.Duration) {

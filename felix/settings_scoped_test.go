@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
@@ -25,8 +26,8 @@ func nodeWithLabels(name string, labels map[string]string) calc.Update {
 // still wins over all; one without a selector, or another node's, applies
 // to no node.
 func TestSettingsNodeSelectorScoped(t *testing.T) {
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{LogSeveritySys: "Error"}),
+	a := &agent{cfg: config.Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+		metrics: metrics.New("n1", ""), settings: config.NewLoader("n1", spec{LogSeveritySys: "Error"}),
 		bgpState: peering.NewState("n1", ""), tunnels: node.NewTunnelAddrs(nil, "n1")}
 	a.foldSettings()
 	scoped := func(name, sel, created, field, value string) *api.FelixConfiguration {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 )
 
@@ -70,11 +71,10 @@ func TestSettingsLogSyslogLive(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "log")
 	srv := newSyslogServer(t, sock)
-	logs, h := newLogOutputs(&syncBuffer{}, "")
-	logs.syslog.path = sock
+	logs, h := config.NewLogOutputs(&syncBuffer{}, "", sock)
 	log := slog.New(h)
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs}
+	a := &agent{cfg: config.Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+		metrics: metrics.New("n1", ""), settings: config.NewLoader("n1", spec{}), logs: logs}
 	a.foldSettings()
 
 	log.Debug("debug one")
@@ -99,15 +99,15 @@ func TestSettingsLogSyslogLive(t *testing.T) {
 	}
 
 	// FELIX_LOGSEVERITYSYS=none: nothing, whatever the datastore says.
-	env, err := parseFelixEnv([]string{"FELIX_LOGSEVERITYSYS=none"})
+	env, err := config.ParseFelixEnv([]string{"FELIX_LOGSEVERITYSYS=none"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.settings = newSettingsLoader("n1", env)
+	a.settings = config.NewLoader("n1", env)
 	a.fold(felixUpdate(f, false))
 	log.Error("error four")
 	f.Spec.LogSeveritySys = "Info"
-	a.settings = newSettingsLoader("n1", spec{})
+	a.settings = config.NewLoader("n1", spec{})
 	a.fold(felixUpdate(f, false))
 	log.Info("info five")
 	if got := srv.until("info five"); len(got) != 1 {
@@ -117,13 +117,12 @@ func TestSettingsLogSyslogLive(t *testing.T) {
 	// No socket: one warning on the screen, nothing sent, no error.
 	missing := filepath.Join(dir, "missing")
 	screen := &syncBuffer{}
-	logs2, h2 := newLogOutputs(screen, "")
-	logs2.syslog.path = missing
+	logs2, h2 := config.NewLogOutputs(screen, "", missing)
 	prev := slog.Default()
 	slog.SetDefault(slog.New(h2))
 	t.Cleanup(func() { slog.SetDefault(prev) })
-	b := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
-		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{}), logs: logs2}
+	b := &agent{cfg: config.Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"),
+		metrics: metrics.New("n1", ""), settings: config.NewLoader("n1", spec{}), logs: logs2}
 	b.foldSettings()
 	b.fold(felixUpdate(fc(t, "default", "logSeverityScreen", `"Info"`), false))
 	slog.Info("while missing")

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/health"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/internal/nstest"
@@ -75,12 +76,12 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := &agent{cfg: Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: health.New(time.Minute),
-		metrics: metrics.New("n1", ""), settings: newSettingsLoader("n1", spec{})}
+	a := &agent{cfg: config.Config{NodeName: "n1"}, state: calc.NewState("n1"), overlay: calc.NewOverlay("n1"), health: health.New(time.Minute),
+		metrics: metrics.New("n1", ""), settings: config.NewLoader("n1", spec{})}
 	if err := n.Do(func(ns.NetNS) error { return a.startServers(ctx) }); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { a.healthSrv.close(); a.metricsSrv.close() }()
+	defer func() { a.healthSrv.Close(); a.metricsSrv.Close() }()
 	const addr = "127.0.0.1:9091"
 	plain := func(what string, wantOK bool) {
 		t.Helper()
@@ -124,13 +125,13 @@ func TestSettingsMetricsTLSLive(t *testing.T) {
 	plain("TLS", false)
 
 	// The environment can leave a partial set in effect: nothing is served.
-	a.settings = newSettingsLoader("n1", spec{PrometheusMetricsCAFile: filepath.Join(t.TempDir(), "missing.crt")})
+	a.settings = config.NewLoader("n1", spec{PrometheusMetricsCAFile: filepath.Join(t.TempDir(), "missing.crt")})
 	f2 := fc(t, "default", "prometheusMetricsCertFile", `"`+serverCert+`"`)
 	fold(f2)
 	secure("partial set (no key file)", &client, false)
 	plain("partial set (no key file)", false)
 
-	a.settings = newSettingsLoader("n1", spec{})
+	a.settings = config.NewLoader("n1", spec{})
 	fold(f)
 	secure("TLS again", &client, true)
 	fold(fc(t, "default", "prometheusMetricsEnabled", `true`))

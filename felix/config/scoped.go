@@ -1,6 +1,3 @@
-// Package config holds the agent's configuration sources that need no
-// agent state: for now, which selector-scoped FelixConfiguration applies
-// to a node (issue #23 moves the rest of the settings here).
 package config
 
 import (

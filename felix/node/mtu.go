@@ -19,8 +19,6 @@ import (
 // node uses encapsulates. Written to <lib-dir>/mtu, where the CNI plugin
 // reads it when its netconf has no mtu (cni/mtu.go).
 const (
-	// DefaultMTUIfacePattern is Felix's default mtuIfacePattern.
-	DefaultMTUIfacePattern = `^((en|wl|ww|sl|ib)[Pcopsvx].*|(eth|wlan|wwan).*)`
 	// fallbackHostMTU is Felix's host MTU when no interface matches: the
 	// smallest among common cloud providers.
 	fallbackHostMTU = 1460
@@ -31,7 +29,7 @@ const (
 )
 
 // MTUSettings are the MTU settings: --mtu, and the effective
-// mtuIfacePattern, ipipMTU, vxlanMTU and vxlanMTUV6 (felix/settings.go: env over
+// mtuIfacePattern, ipipMTU, vxlanMTU and vxlanMTUV6 (felix/config/settings.go: env over
 // FelixConfiguration node.<name> over default); zero values are unset.
 type MTUSettings struct {
 	Override   int    // --mtu / FELIX_MTU: the pod MTU, no detection
@@ -53,15 +51,6 @@ func MTUFromSpec(override int, s api.FelixConfigurationSpec) MTUSettings {
 		}
 	}
 	return m
-}
-
-// ParseMTUEnv checks --mtu / FELIX_MTU; the other MTU variables are
-// settings (felix/settings.go).
-func ParseMTUEnv(_ func(string) string, s *MTUSettings) error {
-	if s.Override < 0 || s.Override > 65535 || (s.Override > 0 && s.Override < 68) {
-		return fmt.Errorf("--mtu/FELIX_MTU=%d: not an MTU (68-65535, or 0 to detect it)", s.Override)
-	}
-	return nil
 }
 
 // LinkMTU is one host interface as MTU detection sees it.

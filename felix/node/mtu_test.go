@@ -4,11 +4,12 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
 func TestPodMTU(t *testing.T) {
-	def := regexp.MustCompile(DefaultMTUIfacePattern)
+	def := regexp.MustCompile(config.DefaultMTUIfacePattern)
 	links := []LinkMTU{
 		{"lo", 65536, true}, {"eth0", 1500, true}, {"ens5", 9001, true}, {"enp0s3", 1450, true},
 		{"eth9", 1200, false}, // down: not counted

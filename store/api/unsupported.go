@@ -96,7 +96,7 @@ var refusals = map[string][]refusal{
 	// DiffServ marking (qos.projectcalico.org/dscp): the rest of
 	// qosControls is honoured (docs/QOS.md).
 	"WorkloadEndpoint": {calicoOnly("spec.qosControls.dscp")},
-	// Every other field is honoured (felix/settings.go,
+	// Every other field is honoured (felix/config/settings.go,
 	// docs/CONFIGURATION.md). These need what the agent does not have
 	// (nftables, WireGuard, eBPF, XDP, flow logs): a value other than
 	// Calico's default is refused.

@@ -94,7 +94,7 @@ var felixCalicoOnly = []refusal{
 	calicoOnly("spec.nftablesRefreshInterval", "90s"),
 	calicoOnly("spec.openstackRegion"),
 	calicoOnly("spec.policySyncPathPrefix"),
-	// What the agent's metrics TLS does (felix/settings_servers.go).
+	// What the agent's metrics TLS does (felix/config/servers.go).
 	calicoOnly("spec.prometheusMetricsClientAuth", "RequireAndVerifyClientCert"),
 	calicoOnly("spec.prometheusWireGuardMetricsEnabled", "true"),
 	calicoOnly("spec.requireMTUFile", "false"),

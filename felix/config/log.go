@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"fmt"
@@ -40,11 +40,11 @@ func logLevelAlias(s string) string {
 	return s
 }
 
-// logOutputs are the agent's log destinations: the screen (stderr) at
+// LogOutputs are the agent's log destinations: the screen (stderr) at
 // logSeverityScreen, when logFilePath is set a file at logSeverityFile,
-// and the local syslog socket at logSeveritySys (settings_syslog.go). All
+// and the local syslog socket at logSeveritySys (syslog.go). All
 // change while the agent runs.
-type logOutputs struct {
+type LogOutputs struct {
 	screen, file, sys *slog.LevelVar
 	sink              *fileSink
 	syslog            *syslogSink
@@ -53,20 +53,19 @@ type logOutputs struct {
 // levelOff is above every level: the file is off.
 const levelOff = slog.Level(1 << 20)
 
-// installLogger makes the default logger write text to stderr at
+// InstallLogger makes the default logger write text to stderr at
 // severity and to the file the settings name.
-func installLogger(severity string) *logOutputs {
-	o, h := newLogOutputs(os.Stderr, severity)
-	o.syslog.path = defaultSyslogSocket
+func InstallLogger(severity string) *LogOutputs {
+	o, h := NewLogOutputs(os.Stderr, severity, defaultSyslogSocket)
 	slog.SetDefault(slog.New(h))
 	return o
 }
 
-// newLogOutputs makes the outputs and the handler writing to them. The
-// syslog output has no socket (o.syslog.path) until the caller sets one.
-func newLogOutputs(screen io.Writer, severity string) (*logOutputs, slog.Handler) {
-	o := &logOutputs{screen: new(slog.LevelVar), file: new(slog.LevelVar), sys: new(slog.LevelVar),
-		sink: &fileSink{}, syslog: &syslogSink{}}
+// NewLogOutputs makes the outputs and the handler writing to them;
+// syslogSocket is the local syslog socket ("": no syslog output).
+func NewLogOutputs(screen io.Writer, severity, syslogSocket string) (*LogOutputs, slog.Handler) {
+	o := &LogOutputs{screen: new(slog.LevelVar), file: new(slog.LevelVar), sys: new(slog.LevelVar),
+		sink: &fileSink{}, syslog: &syslogSink{path: syslogSocket}}
 	o.screen.Set(slogLevel(severity))
 	o.file.Set(levelOff)
 	o.sys.Set(levelOff)
@@ -78,7 +77,7 @@ func newLogOutputs(screen io.Writer, severity string) (*logOutputs, slog.Handler
 
 // applySyslog sets the syslog level; a socket that cannot be reached is
 // reported once (until it works again) and leaves the output silent.
-func (o *logOutputs) applySyslog(s *spec) {
+func (o *LogOutputs) applySyslog(s *spec) {
 	lvl := sysLevel(s.LogSeveritySys)
 	if lvl == levelOff || o.syslog.path == "" {
 		o.sys.Set(levelOff)
@@ -96,9 +95,9 @@ func (o *logOutputs) applySyslog(s *spec) {
 	}
 }
 
-// apply sets the levels and the file from the effective configuration.
+// Apply sets the levels and the file from the effective configuration.
 // A file that cannot be opened is reported and the file output stays off.
-func (o *logOutputs) apply(s *spec) {
+func (o *LogOutputs) Apply(s *spec) {
 	o.screen.Set(slogLevel(s.LogSeverityScreen))
 	o.applySyslog(s)
 	path := s.LogFilePath

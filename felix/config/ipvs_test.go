@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 // Calico's comma-separated ports and min:max ranges; a bad range, a port
 // out of range or a port name is a start-up error naming the variable.
 func TestSettingsKubeNodePortRangesEnv(t *testing.T) {
-	env, err := parseFelixEnv([]string{"FELIX_KUBENODEPORTRANGES=30000:30100, 31000"})
+	env, err := ParseFelixEnv([]string{"FELIX_KUBENODEPORTRANGES=30000:30100, 31000"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +17,7 @@ func TestSettingsKubeNodePortRangesEnv(t *testing.T) {
 		t.Fatalf("parsed %+v", r)
 	}
 	for _, bad := range []string{"9:1", "http", "30000:70000", "30000,", "0"} {
-		_, err := parseFelixEnv([]string{"FELIX_KUBENODEPORTRANGES=" + bad})
+		_, err := ParseFelixEnv([]string{"FELIX_KUBENODEPORTRANGES=" + bad})
 		if err == nil || !strings.Contains(err.Error(), "FELIX_KUBENODEPORTRANGES") {
 			t.Errorf("FELIX_KUBENODEPORTRANGES=%s: error %v, want one naming the variable", bad, err)
 		}

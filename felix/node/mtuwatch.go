@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/felix/config"
-	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -17,27 +16,29 @@ import (
 // mtuRecheck: host interfaces are re-read this often, as Felix does.
 const mtuRecheck = 30 * time.Second
 
-// mtuWatch keeps <lib-dir>/mtu equal to the pod MTU as pools, this node's
+// MTUWatch keeps <lib-dir>/mtu equal to the pod MTU as pools, this node's
 // labels, FelixConfiguration and the host interfaces change.
-type mtuWatch struct {
+type MTUWatch struct {
 	c        *store.Client
 	node     string
 	libDir   string
-	override int  // --mtu
-	env      spec // the FELIX_* layer
-	links    func() ([]node.LinkMTU, error)
+	override int                        // --mtu
+	env      api.FelixConfigurationSpec // the FELIX_* layer
+	links    func() ([]LinkMTU, error)
 	last     int
 }
 
-func newMTUWatch(c *store.Client, name, libDir string, override int, env spec) *mtuWatch {
-	return &mtuWatch{c: c, node: name, libDir: libDir, override: override, env: env, links: node.HostLinks}
+// NewMTUWatch watches for the node named name, writing <libDir>/mtu;
+// override is --mtu (0: detect), env the FELIX_* layer of the settings.
+func NewMTUWatch(c *store.Client, name, libDir string, override int, env api.FelixConfigurationSpec) *MTUWatch {
+	return &MTUWatch{c: c, node: name, libDir: libDir, override: override, env: env, links: HostLinks}
 }
 
 // inputs reads what the pod MTU depends on. The environment wins over
 // FelixConfiguration node.<name>, which wins over the selector-scoped one
 // matching the node (felix/config/scoped.go), which wins over default, as in Felix.
-func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
-	var in node.MTUInputs
+func (m *MTUWatch) inputs(ctx context.Context) (MTUInputs, error) {
+	var in MTUInputs
 	pk, _ := api.LookupKind("IPPool")
 	objs, _, err := m.c.ListResources(ctx, pk, "")
 	if err != nil {
@@ -55,8 +56,8 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 	case !errors.Is(err, store.ErrNotFound):
 		return in, fmt.Errorf("reading node %s: %w", m.node, err)
 	}
-	in.Encaps = node.PoolEncaps(pools, labels)
-	// The same merge as the agent's settings (settings.go), so the pod
+	in.Encaps = PoolEncaps(pools, labels)
+	// The same merge as the agent's settings (felix/config/settings.go), so the pod
 	// MTU and the VXLAN device agree.
 	fk, _ := api.LookupKind("FelixConfiguration")
 	objs, _, err = m.c.ListResources(ctx, fk, "")
@@ -75,17 +76,17 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 		}
 		all = append(all, f)
 	}
-	scoped, _ := config.ScopedFor(labels, all)       // the agent's loader warns about several
-	eff, _ := effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
-	in.Settings = node.MTUFromSpec(m.override, eff)
+	scoped, _ := config.ScopedFor(labels, all)              // the agent's loader warns about several
+	eff, _ := config.Effective(m.env, host, scoped, global) // bad values: the agent's loader logs them
+	in.Settings = MTUFromSpec(m.override, eff)
 	if in.Settings.Pattern == "" {
-		in.Settings.Pattern = node.DefaultMTUIfacePattern
+		in.Settings.Pattern = config.DefaultMTUIfacePattern
 	}
 	if in.Pattern, err = regexp.Compile(in.Settings.Pattern); err != nil {
 		// Validation refuses a bad pattern at write; another writer's
 		// is logged and the default used.
 		slog.Warn("mtuIfacePattern is not a regular expression; using the default", "pattern", in.Settings.Pattern, "err", err)
-		in.Pattern = regexp.MustCompile(node.DefaultMTUIfacePattern)
+		in.Pattern = regexp.MustCompile(config.DefaultMTUIfacePattern)
 	}
 	if m.override == 0 {
 		if in.Links, err = m.links(); err != nil {
@@ -95,28 +96,28 @@ func (m *mtuWatch) inputs(ctx context.Context) (node.MTUInputs, error) {
 	return in, nil
 }
 
-// update computes the pod MTU and writes it when it changed.
-func (m *mtuWatch) update(ctx context.Context) (int, error) {
+// Update computes the pod MTU and writes it when it changed.
+func (m *MTUWatch) Update(ctx context.Context) (int, error) {
 	in, err := m.inputs(ctx)
 	if err != nil {
 		return 0, err
 	}
-	mtu := node.PodMTU(in)
+	mtu := PodMTU(in)
 	if mtu == m.last {
 		return mtu, nil
 	}
-	if err := node.WriteMTUFile(m.libDir, mtu); err != nil {
+	if err := WriteMTUFile(m.libDir, mtu); err != nil {
 		return 0, err
 	}
-	slog.Info("pod MTU", "mtu", mtu, "node.HostMTU", node.HostMTU(in.Links, in.Pattern), "override", in.Settings.Override,
+	slog.Info("pod MTU", "mtu", mtu, "node.HostMTU", HostMTU(in.Links, in.Pattern), "override", in.Settings.Override,
 		"ipip", in.Encaps.IPIP, "vxlan", in.Encaps.VXLAN, "vxlanV6", in.Encaps.VXLANV6, "pattern", in.Settings.Pattern)
 	m.last = mtu
 	return mtu, nil
 }
 
-// run re-computes the MTU whenever a pool, this node or a
+// Run re-computes the MTU whenever a pool, this node or a
 // FelixConfiguration changes, and every mtuRecheck for the interfaces.
-func (m *mtuWatch) run(ctx context.Context) {
+func (m *MTUWatch) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	poke := func(store.Event) {
 		select {
@@ -146,7 +147,7 @@ func (m *mtuWatch) run(ctx context.Context) {
 		case <-kick:
 		case <-t.C:
 		}
-		if _, err := m.update(ctx); err != nil && ctx.Err() == nil {
+		if _, err := m.Update(ctx); err != nil && ctx.Err() == nil {
 			slog.Warn("pod MTU not updated", "err", err)
 		}
 	}

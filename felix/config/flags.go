@@ -1,11 +1,7 @@
-// Package felix is the node agent, calico-node: it keeps this node's kernel
-// state (routes, neighbours, iptables, ipsets) equal to what the datastore
-// says, and runs the embedded datastore when no etcd is configured.
-package felix
+package config
 
 import (
 	"fmt"
-	"github.com/calico-aio/calico-aio/felix/config"
 	"net/netip"
 	"os"
 	"strconv"
@@ -14,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/store"
@@ -39,11 +34,11 @@ type Config struct {
 	IPAutodetectionMethod   string
 	IP6AutodetectionMethod  string
 	ASNumber                uint32
-	MTU                     int
+	MTU                     int    // --mtu, FELIX_MTU: the pod MTU, 0 detects it (felix/node/mtu.go)
 	LibDir, RunDir          string // /var/lib/calico, /var/run/calico
-	HealthAddr, MetricsAddr string // "" disables, when set (settings_servers.go)
-	// healthAddrSet and metricsAddrSet: the flag or its variable was given.
-	healthAddrSet, metricsAddrSet bool
+	HealthAddr, MetricsAddr string // "" disables, when set (servers.go)
+	// HealthAddrSet and MetricsAddrSet: the flag or its variable was given.
+	HealthAddrSet, MetricsAddrSet bool
 	ResyncInterval                time.Duration
 	BGP                           bool // run the embedded BGP speaker
 	BGPPort                       int
@@ -64,17 +59,16 @@ type Config struct {
 	// which lets the controller remove it once the Kubernetes node is gone.
 	K8sNodeRef string
 	// DefaultPools are created at start when their family has no pool
-	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: bootstrap.go).
+	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: pools.go).
+	// felix/node/pools.go creates them.
 	DefaultPools []*api.IPPool
-	// mtu is --mtu with the Felix MTU variables (felix/node/mtu.go).
-	mtu node.MTUSettings
-	// felixEnv is the FELIX_* layer of the effective configuration
+	// FelixEnv is the FELIX_* layer of the effective configuration
 	// (settings.go), with --log-level as logSeverityScreen.
-	felixEnv spec
-	// logs are the installed logger's outputs, which logSeverityScreen,
-	// logFilePath and logSeverityFile change live (settings_log.go); nil
+	FelixEnv spec
+	// Logs are the installed logger's outputs, which logSeverityScreen,
+	// logFilePath and logSeverityFile change live (log.go); nil
 	// when Main did not install one.
-	logs *logOutputs
+	Logs *LogOutputs
 }
 
 // StoreConfig is how the agent's datastore client connects.
@@ -84,7 +78,7 @@ func (c Config) StoreConfig() store.Config {
 
 // ParseFlags reads the agent's flags; every flag has an environment
 // variable used when the flag is not given. FELIX_* settings are looked up
-// by their upper-case names; Main passes the whole environment instead, so
+// by their upper-case names; Main passes the whole environment to Parse, so
 // any case works there.
 func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 	var environ []string
@@ -93,10 +87,12 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 			environ = append(environ, st.env+"="+v)
 		}
 	}
-	return parseFlags(args, getenv, environ)
+	return Parse(args, getenv, environ)
 }
 
-func parseFlags(args []string, getenv func(string) string, environ []string) (Config, error) {
+// Parse reads the agent's flags as ParseFlags does, with the FELIX_*
+// settings taken from environ (KEY=value lines) in any case.
+func Parse(args []string, getenv func(string) string, environ []string) (Config, error) {
 	var c Config
 	var endpoints string
 	fs := pflag.NewFlagSet("calico-node", pflag.ContinueOnError)
@@ -147,33 +143,32 @@ func parseFlags(args []string, getenv func(string) string, environ []string) (Co
 	if _, err := peering.RouterID(c.BGPRouterID, "", netip.IPv4Unspecified()); err != nil {
 		return c, err
 	}
-	c.healthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
-	c.metricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
+	c.HealthAddrSet = fs.Changed("health-addr") || getenv("FELIX_HEALTHADDR") != ""
+	c.MetricsAddrSet = fs.Changed("metrics-addr") || getenv("FELIX_METRICSADDR") != ""
 	var err error
-	if c.DefaultPools, err = node.ParseDefaultPools(getenv); err != nil {
+	if c.DefaultPools, err = ParseDefaultPools(getenv); err != nil {
 		return c, err
 	}
-	c.mtu.Override = c.MTU
-	if err := node.ParseMTUEnv(getenv, &c.mtu); err != nil {
+	if err := checkMTU(c.MTU); err != nil {
 		return c, err
 	}
-	if c.felixEnv, err = parseFelixEnv(environ); err != nil {
+	if c.FelixEnv, err = ParseFelixEnv(environ); err != nil {
 		return c, err
 	}
 	if c.ResyncInterval > 0 {
 		d := &api.Duration{Duration: c.ResyncInterval}
-		for _, p := range []**api.Duration{&c.felixEnv.IptablesRefreshInterval, &c.felixEnv.RouteRefreshInterval, &c.felixEnv.IpsetsRefreshInterval, &c.felixEnv.InterfaceRefreshInterval} {
+		for _, p := range []**api.Duration{&c.FelixEnv.IptablesRefreshInterval, &c.FelixEnv.RouteRefreshInterval, &c.FelixEnv.IpsetsRefreshInterval, &c.FelixEnv.InterfaceRefreshInterval} {
 			if *p == nil {
 				*p = d
 			}
 		}
 	}
 	if c.LogLevel != "" {
-		lvl, err := config.OneOf(config.LogLevelNames...)(logLevelAlias(c.LogLevel))
+		lvl, err := OneOf(LogLevelNames...)(logLevelAlias(c.LogLevel))
 		if err != nil {
 			return c, fmt.Errorf("--log-level=%q: %w", c.LogLevel, err)
 		}
-		c.felixEnv.LogSeverityScreen = lvl
+		c.FelixEnv.LogSeverityScreen = lvl
 	}
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {

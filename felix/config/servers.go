@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // says (healthEnabled/healthHost/healthPort, prometheusMetricsEnabled/
 // prometheusMetricsHost/prometheusMetricsPort); a change moves the
 // listener while the agent runs. prometheusMetricsCertFile/KeyFile/CAFile
-// make the metrics server HTTPS (tlsFiles below), also live. --health-addr and --metrics-addr
+// make the metrics server HTTPS (TLSFiles below), also live. --health-addr and --metrics-addr
 // (FELIX_HEALTHADDR, FELIX_METRICSADDR), when given, win over all of it.
 
 // Defaults: Calico's hosts and ports. Both servers are on unless turned
@@ -30,8 +30,8 @@ const (
 	defaultMetricsPort = 9091
 )
 
-// healthAddr is where the health server listens under s ("" = off).
-func healthAddr(s *spec) string {
+// HealthAddr is where the health server listens under s ("" = off).
+func HealthAddr(s *spec) string {
 	if s.HealthEnabled != nil && !*s.HealthEnabled {
 		return ""
 	}
@@ -45,8 +45,8 @@ func healthAddr(s *spec) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
-// metricsAddr is where the metrics server listens under s ("" = off).
-func metricsAddr(s *spec) string {
+// MetricsAddr is where the metrics server listens under s ("" = off).
+func MetricsAddr(s *spec) string {
 	if s.PrometheusMetricsEnabled != nil && !*s.PrometheusMetricsEnabled {
 		return ""
 	}
@@ -57,23 +57,23 @@ func metricsAddr(s *spec) string {
 	return net.JoinHostPort(s.PrometheusMetricsHost, strconv.Itoa(port))
 }
 
-// tlsFiles are the PEM files a server serves HTTPS with. As in Calico
+// TLSFiles are the PEM files a server serves HTTPS with. As in Calico
 // (libcalico-go security.ServePrometheusMetrics) TLS needs all three, and
 // then only clients with a certificate from the CA are served; none set
 // is plain HTTP. Each FelixConfiguration is refused at write unless it
 // sets all three or none; a partial set can still arise by mixing
 // FELIX_ variables with the datastore, and then the server stays off
 // (Calico would fall back to HTTP) rather than serve in the clear.
-type tlsFiles struct{ cert, key, ca string }
+type TLSFiles struct{ cert, key, ca string }
 
-// metricsTLS is the TLS of the metrics server under s.
-func metricsTLS(s *spec) tlsFiles {
-	return tlsFiles{cert: s.PrometheusMetricsCertFile, key: s.PrometheusMetricsKeyFile, ca: s.PrometheusMetricsCAFile}
+// MetricsTLS is the TLS of the metrics server under s.
+func MetricsTLS(s *spec) TLSFiles {
+	return TLSFiles{cert: s.PrometheusMetricsCertFile, key: s.PrometheusMetricsKeyFile, ca: s.PrometheusMetricsCAFile}
 }
 
 // config loads the files (nil, nil: plain HTTP).
-func (f tlsFiles) config() (*tls.Config, error) {
-	if f == (tlsFiles{}) {
+func (f TLSFiles) config() (*tls.Config, error) {
+	if f == (TLSFiles{}) {
 		return nil, nil
 	}
 	if f.cert == "" || f.key == "" || f.ca == "" {
@@ -95,21 +95,21 @@ func (f tlsFiles) config() (*tls.Config, error) {
 		ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// serverSlot is one HTTP server whose address and TLS can change.
-type serverSlot struct {
-	name    string
-	handler http.Handler
+// Server is one HTTP server whose address and TLS can change.
+type Server struct {
+	Name    string
+	Handler http.Handler
 	addr    string
-	files   tlsFiles
+	files   TLSFiles
 	srv     *http.Server
 }
 
-// set makes the server listen on addr ("" stops it), over TLS when files
+// Set makes the server listen on addr ("" stops it), over TLS when files
 // say so. The old listener is closed before the new one opens, so a move
 // to another host on the same port works. Files are read here: a change
 // of their content is picked up when the settings change (or at restart,
 // as in Calico).
-func (s *serverSlot) set(addr string, files tlsFiles) error {
+func (s *Server) Set(addr string, files TLSFiles) error {
 	if s.srv != nil && addr == s.addr && files == s.files {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (s *serverSlot) set(addr string, files tlsFiles) error {
 		_ = s.srv.Shutdown(ctx)
 		cancel()
 		s.srv = nil
-		slog.Info("stopped serving", "server", s.name, "addr", s.addr)
+		slog.Info("stopped serving", "server", s.Name, "addr", s.addr)
 	}
 	s.addr, s.files = addr, files
 	if addr == "" {
@@ -126,13 +126,13 @@ func (s *serverSlot) set(addr string, files tlsFiles) error {
 	}
 	cfg, err := files.config()
 	if err != nil {
-		return fmt.Errorf("%s server on %s: %w", s.name, addr, err)
+		return fmt.Errorf("%s server on %s: %w", s.Name, addr, err)
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%s server on %s: %w", s.name, addr, err)
+		return fmt.Errorf("%s server on %s: %w", s.Name, addr, err)
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second, TLSConfig: cfg}
+	srv := &http.Server{Handler: s.Handler, ReadHeaderTimeout: 5 * time.Second, TLSConfig: cfg}
 	s.srv = srv
 	go func() {
 		serve := srv.Serve
@@ -140,15 +140,15 @@ func (s *serverSlot) set(addr string, files tlsFiles) error {
 			serve = func(l net.Listener) error { return srv.ServeTLS(l, "", "") }
 		}
 		if err := serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("server stopped", "server", s.name, "err", err)
+			slog.Error("server stopped", "server", s.Name, "err", err)
 		}
 	}()
-	slog.Info("serving", "server", s.name, "addr", l.Addr().String(), "tls", cfg != nil)
+	slog.Info("serving", "server", s.Name, "addr", l.Addr().String(), "tls", cfg != nil)
 	return nil
 }
 
-// close stops the server.
-func (s *serverSlot) close() { _ = s.set("", tlsFiles{}) }
+// Close stops the server.
+func (s *Server) Close() { _ = s.Set("", TLSFiles{}) }
 
 // parsePath takes a file name as given (Calico checks nothing more).
 func parsePath(s string) (string, error) { return s, nil }

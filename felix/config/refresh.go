@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"time"
@@ -12,12 +12,12 @@ import (
 // ipsetsRefreshInterval, interfaceRefreshInterval; Calico's default 90 s,
 // 0 turns the refresh off). A changed interval applies at once.
 
-// refresh is one periodic re-read.
-type refresh struct {
-	name     string // the setting
-	interval func(s *spec) time.Duration
+// Refresh is one periodic re-read.
+type Refresh struct {
+	Name     string // the setting
+	Interval func(s *spec) time.Duration
 	do       func(d *dataplane.Dataplane)
-	last     time.Time
+	Last     time.Time // when it last ran
 }
 
 const defaultRefresh = 90 * time.Second
@@ -31,9 +31,9 @@ func refreshInterval(get func(s *spec) *durationPtr) func(s *spec) time.Duration
 	}
 }
 
-// newRefreshes lists the refreshes, all last done at now.
-func newRefreshes(now time.Time) []*refresh {
-	return []*refresh{
+// NewRefreshes lists the refreshes, all last done at now.
+func NewRefreshes(now time.Time) []*Refresh {
+	return []*Refresh{
 		{"iptablesRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IptablesRefreshInterval }), (*dataplane.Dataplane).ResyncIPTables, now},
 		{"routeRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.RouteRefreshInterval }), (*dataplane.Dataplane).ResyncRoutes, now},
 		{"ipsetsRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IpsetsRefreshInterval }), (*dataplane.Dataplane).ResyncIPSets, now},
@@ -41,22 +41,22 @@ func newRefreshes(now time.Time) []*refresh {
 	}
 }
 
-// dueRefreshes runs the refreshes due at now and returns them and how long
+// DueRefreshes runs the refreshes due at now and returns them and how long
 // until the next one is due (0: none is on).
-func dueRefreshes(rs []*refresh, s *spec, d *dataplane.Dataplane, now time.Time) (ran []string, next time.Duration) {
+func DueRefreshes(rs []*Refresh, s *spec, d *dataplane.Dataplane, now time.Time) (ran []string, next time.Duration) {
 	for _, r := range rs {
-		iv := r.interval(s)
+		iv := r.Interval(s)
 		if iv <= 0 {
 			continue
 		}
-		if !now.Before(r.last.Add(iv)) {
+		if !now.Before(r.Last.Add(iv)) {
 			if d != nil {
 				r.do(d)
 			}
-			r.last = now
-			ran = append(ran, r.name)
+			r.Last = now
+			ran = append(ran, r.Name)
 		}
-		if wait := r.last.Add(iv).Sub(now); next == 0 || wait < next {
+		if wait := r.Last.Add(iv).Sub(now); next == 0 || wait < next {
 			next = wait
 		}
 	}

@@ -1,4 +1,4 @@
-package felix
+package config
 
 import (
 	"fmt"

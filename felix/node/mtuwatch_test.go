@@ -1,4 +1,4 @@
-package felix
+package node
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
-	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -61,9 +60,9 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mw := newMTUWatch(cl, "n1", dir, 0, spec{})
-	mw.links = func() (out []node.LinkMTU, err error) {
-		err = n.Do(func(ns.NetNS) error { out, err = node.HostLinks(); return err })
+	mw := NewMTUWatch(cl, "n1", dir, 0, api.FelixConfigurationSpec{})
+	mw.links = func() (out []LinkMTU, err error) {
+		err = n.Do(func(ns.NetNS) error { out, err = HostLinks(); return err })
 		return out, err
 	}
 	file := func() string {
@@ -72,11 +71,11 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 	}
 	// eth1 (1400) is the smallest up link the default pattern matches: not
 	// the down eth3, not cali1.
-	if mtu, err := mw.update(ctx); err != nil || mtu != 1400 || file() != "1400" {
+	if mtu, err := mw.Update(ctx); err != nil || mtu != 1400 || file() != "1400" {
 		t.Fatalf("default pattern: mtu %d (file %q), %v; want 1400", mtu, file(), err)
 	}
 
-	go mw.run(ctx)
+	go mw.Run(ctx)
 	waitFile := func(want, why string) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)

@@ -1,21 +1,20 @@
-package felix
+package config
 
 import (
 	"log/slog"
 	"strings"
 
-	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // scopedNow is the loader's selector-scoped configuration, warning once
 // per set of conflicting matches.
-func (l *settingsLoader) scopedNow() *api.FelixConfiguration {
+func (l *Loader) scopedNow() *api.FelixConfiguration {
 	cfgs := make([]*api.FelixConfiguration, 0, len(l.scoped))
 	for _, f := range l.scoped {
 		cfgs = append(cfgs, f)
 	}
-	pick, ignored := config.ScopedFor(l.labels, cfgs)
+	pick, ignored := ScopedFor(l.labels, cfgs)
 	if len(ignored) > 0 {
 		key := "scoped:" + pick.Metadata.Name + ":" + strings.Join(ignored, ",")
 		if !l.loggedProblems[key] {

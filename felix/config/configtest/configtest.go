@@ -1,0 +1,34 @@
+// Package configtest builds FelixConfiguration objects, and the syncer's
+// updates for them, for the tests of the settings and of the agent.
+package configtest
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/calico-aio/calico-aio/felix/calc"
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// Object decodes a FelixConfiguration whose spec has one field set to
+// value (JSON).
+func Object(t testing.TB, name, field, value string) *api.FelixConfiguration {
+	t.Helper()
+	var f api.FelixConfiguration
+	doc := `{"kind":"FelixConfiguration","apiVersion":"projectcalico.org/v3","metadata":{"name":"` + name + `"},"spec":{"` + field + `":` + value + `}}`
+	if err := json.Unmarshal([]byte(doc), &f); err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	return &f
+}
+
+// Update is the syncer's update for a FelixConfiguration.
+func Update(f *api.FelixConfiguration, deleted bool) calc.Update {
+	k, _ := api.LookupKind("FelixConfiguration")
+	u := calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", f.Metadata.Name), Deleted: deleted}
+	if !deleted {
+		u.Resource = f
+	}
+	return u
+}
