@@ -15,13 +15,9 @@ import (
 	"net/http"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 	"github.com/calico-aio/calico-aio/store/storetest"
@@ -29,44 +25,19 @@ import (
 
 const (
 	crdsPath     = "k8s/crds.yaml"
-	crdsAPI      = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	kddObjects   = "testdata/kdd-objects-v3.32.1.json"
 	calicoCRDAPI = "/apis/crd.projectcalico.org/v1"
 )
 
-// loadCRDs reads the CRDs as data.
-func loadCRDs(t *testing.T) []obj {
-	t.Helper()
-	b, err := os.ReadFile(crdsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []obj
-	for i, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-		var m obj
-		if err := yaml.Unmarshal([]byte(part), &m); err != nil {
-			t.Fatalf("%s document %d: %v", crdsPath, i, err)
-		}
-		if len(m) > 0 {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func TestCRDsInKubeAPIServer(t *testing.T) {
 	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
-	crds := loadCRDs(t)
+	crds := kapi.InstallCRDs(t, crdsPath)
 	if len(crds) != 23 {
 		t.Fatalf("%s has %d CRDs, want Calico v3.32.1's 23", crdsPath, len(crds))
 	}
 	plurals := map[string]string{} // kind -> plural
 	for _, crd := range crds {
-		create(t, kapi, crdsAPI, crd)
 		plurals[str(crd, "spec", "names", "kind")] = str(crd, "spec", "names", "plural")
-	}
-	for _, crd := range crds {
-		waitEstablished(t, kapi, str(crd, "metadata", "name"))
 	}
 	create(t, kapi, "/api/v1/namespaces", obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": "shop"}})
 
@@ -133,42 +104,6 @@ func checkCalicoRules(t *testing.T, kapi *kubeapi.Server) {
 		if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), c.message) {
 			t.Errorf("%s: %d %s, want 422 with Calico's %q", c.what, code, body, c.message)
 		}
-	}
-}
-
-// waitEstablished waits until the CRD's names are accepted and it is
-// Established, and checks that no condition reports a problem.
-func waitEstablished(t *testing.T, kapi *kubeapi.Server, name string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := kapi.Do(t, http.MethodGet, crdsAPI+"/"+name, nil)
-		if code != http.StatusOK {
-			t.Fatalf("GET CRD %s: %d %s", name, code, body)
-		}
-		var crd struct {
-			Status struct {
-				Conditions []struct{ Type, Status, Reason, Message string }
-			}
-		}
-		if err := json.Unmarshal(body, &crd); err != nil {
-			t.Fatalf("CRD %s: %v", name, err)
-		}
-		conds := map[string]string{}
-		for _, c := range crd.Status.Conditions {
-			conds[c.Type] = c.Status
-			if bad := c.Type == "NonStructuralSchema" || c.Type == "Terminating" ||
-				c.Type == "KubernetesAPIApprovalPolicyConformant" && c.Status != "True"; bad {
-				t.Fatalf("CRD %s: condition %s=%s: %s %s", name, c.Type, c.Status, c.Reason, c.Message)
-			}
-		}
-		if conds["Established"] == "True" && conds["NamesAccepted"] == "True" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not Established after 30 s: %v", name, conds)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

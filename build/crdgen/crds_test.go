@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 )
 
 // The checked-in CRDs and the recorded field list (the fact), read
@@ -44,21 +43,11 @@ type obj = map[string]any
 // loadCRDs parses the checked-in YAML stream.
 func loadCRDs(t *testing.T) []obj {
 	t.Helper()
-	b, err := os.ReadFile(crdsFile)
+	crds, err := kubeapi.ReadManifest(crdsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []obj
-	for i, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-		var m obj
-		if err := yaml.Unmarshal([]byte(part), &m); err != nil {
-			t.Fatalf("%s document %d: %v", crdsFile, i, err)
-		}
-		if len(m) > 0 {
-			out = append(out, m)
-		}
-	}
-	return out
+	return crds
 }
 
 func TestCRDsMatchFieldList(t *testing.T) {
