@@ -27,7 +27,7 @@ spec:
 // A config file, when there is one, is the whole configuration: the
 // environment is not read (Calico's calicoctl); the flags still override.
 func TestFromCalicoctlFile(t *testing.T) {
-	env := map[string]string{"DATASTORE_TYPE": "etcdv3", "KUBECONFIG": "/env/kubeconfig", "ETCD_ENDPOINTS": "http://env:2379"}
+	env := map[string]string{"DATASTORE_TYPE": "etcdv3", "KUBECONFIG": "/env/kubeconfig", "ETCD_ENDPOINTS": "http://env:2379", "ETCD_CA_CERT_FILE": "/env/ca"}
 	files := map[string]string{DefaultConfigPath: fullFile}
 	cfg, err := FromCalicoctl(fakeHost(env, files), "", EtcdFlags{})
 	if err != nil {
@@ -35,7 +35,7 @@ func TestFromCalicoctlFile(t *testing.T) {
 	}
 	want := Kube{Kubeconfig: "/file/kubeconfig", APIEndpoint: "https://10.0.0.9:6443", Token: "tok", CertFile: "/file/cert",
 		KeyFile: "/file/key", CAFile: "/file/ca", InsecureSkipTLSVerify: true, CurrentContext: "prod", QPS: 40}
-	if cfg.Type != Kubernetes || cfg.Kube != want || cfg.Etcd.Endpoints[0] != "http://10.0.0.1:2379" {
+	if cfg.Type != Kubernetes || cfg.Kube != want || cfg.Etcd.Endpoints[0] != "http://10.0.0.1:2379" || cfg.Etcd.CAFile != "" {
 		t.Errorf("type %s etcd %v kube %+v\nwant kubernetes %+v", cfg.Type, cfg.Etcd.Endpoints, cfg.Kube, want)
 	}
 	if got := cfg.Source(KeyDatastoreType); got != DefaultConfigPath+" spec.datastoreType" {
