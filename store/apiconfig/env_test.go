@@ -115,6 +115,21 @@ func TestFromEnvSettings(t *testing.T) {
 	}
 }
 
+// With nothing naming the API, the Kubernetes datastore uses $HOME's
+// kubeconfig when there is one, and says so.
+func TestFromEnvHomeKubeconfig(t *testing.T) {
+	h := fakeHost(map[string]string{"DATASTORE_TYPE": "kubernetes", "HOME": "/root"}, map[string]string{"/root/.kube/config": "x"})
+	cfg, err := FromEnv(h, EtcdFlags{})
+	if err != nil || cfg.Kube.Kubeconfig != "/root/.kube/config" || cfg.Source(KeyKubeconfig) != SourceHomeKubeconfig {
+		t.Errorf("%+v from %q: %v", cfg.Kube, cfg.Source(KeyKubeconfig), err)
+	}
+	// An endpoint names the API: no default kubeconfig then.
+	h = fakeHost(map[string]string{"DATASTORE_TYPE": "kubernetes", "HOME": "/root", "K8S_API_ENDPOINT": "https://api:6443"}, map[string]string{"/root/.kube/config": "x"})
+	if cfg, err = FromEnv(h, EtcdFlags{}); err != nil || cfg.Kube.Kubeconfig != "" {
+		t.Errorf("with an endpoint: %+v %v", cfg.Kube, err)
+	}
+}
+
 // With no endpoints, etcd is the embedded member's URL and says so.
 func TestFromEnvEmbeddedEtcd(t *testing.T) {
 	cfg, err := FromEnv(fakeHost(nil, nil), EtcdFlags{})

@@ -75,7 +75,7 @@ func parseConfigFile(path string, data []byte) (layer, error) {
 		{KeyK8sAPIToken, s.K8sAPIToken}, {KeyK8sCurrentContext, s.K8sCurrentContext},
 		{KeyCalicoAPIGroup, s.CalicoAPIGroup},
 		{KeyK8sInsecure, boolText(s.K8sInsecureSkipTLSVerify)},
-		{KeyK8sDisableNodePol, boolText(s.K8sDisableNodePoll)},
+		{KeyK8sDisableNodePoll, boolText(s.K8sDisableNodePoll)},
 		{KeyUsePodCIDR, boolText(s.UsePodCIDR)},
 		{KeyK8sClientQPS, qpsText(s.K8sClientQPS)},
 	} {

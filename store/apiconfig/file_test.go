@@ -12,6 +12,7 @@ spec:
   datastoreType: kubernetes
   etcdEndpoints: http://10.0.0.1:2379
   kubeconfig: /file/kubeconfig
+  kubeconfigInline: "apiVersion: v1"
   k8sAPIEndpoint: https://10.0.0.9:6443
   k8sCertFile: /file/cert
   k8sKeyFile: /file/key
@@ -33,7 +34,7 @@ func TestFromCalicoctlFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Kube{Kubeconfig: "/file/kubeconfig", APIEndpoint: "https://10.0.0.9:6443", Token: "tok", CertFile: "/file/cert",
+	want := Kube{Kubeconfig: "/file/kubeconfig", KubeconfigInline: "apiVersion: v1", APIEndpoint: "https://10.0.0.9:6443", Token: "tok", CertFile: "/file/cert",
 		KeyFile: "/file/key", CAFile: "/file/ca", InsecureSkipTLSVerify: true, CurrentContext: "prod", QPS: 40}
 	if cfg.Type != Kubernetes || cfg.Kube != want || cfg.Etcd.Endpoints[0] != "http://10.0.0.1:2379" || cfg.Etcd.CAFile != "" {
 		t.Errorf("type %s etcd %v kube %+v\nwant kubernetes %+v", cfg.Type, cfg.Etcd.Endpoints, cfg.Kube, want)

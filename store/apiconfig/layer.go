@@ -59,7 +59,7 @@ var envVars = []envVar{
 	{key: KeyK8sCertFile, name: "K8S_CERT_FILE"},
 	{key: KeyK8sCAFile, name: "K8S_CA_FILE"},
 	{key: KeyK8sInsecure, name: "K8S_INSECURE_SKIP_TLS_VERIFY"},
-	{key: KeyK8sDisableNodePol, name: "K8S_DISABLE_NODE_POLL"},
+	{key: KeyK8sDisableNodePoll, name: "K8S_DISABLE_NODE_POLL"},
 	{key: KeyUsePodCIDR, name: "USE_POD_CIDR"},
 	{key: KeyK8sCurrentContext, name: "K8S_CURRENT_CONTEXT"},
 	{key: KeyCalicoAPIGroup, name: "CALICO_API_GROUP"},

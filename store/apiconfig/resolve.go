@@ -90,7 +90,7 @@ func checkRefused(l layer) error {
 			return fmt.Errorf("%s: %s", v.src, r.why)
 		}
 	}
-	for _, k := range []Key{KeyK8sDisableNodePol, KeyUsePodCIDR} {
+	for _, k := range []Key{KeyK8sDisableNodePoll, KeyUsePodCIDR} {
 		on, err := boolSetting(l, k)
 		if err != nil {
 			return err
