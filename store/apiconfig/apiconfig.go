@@ -13,6 +13,7 @@
 package apiconfig
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 
@@ -80,8 +81,11 @@ const (
 // value came from.
 type Config struct {
 	Type Type
-	// Etcd's Endpoints are store.DefaultEndpoint (the embedded etcd) when
-	// none was set: Source(KeyEtcdEndpoints) is then SourceDefault.
+	// Etcd's Endpoints are those listed, or found by DNS SRV records
+	// (Source(KeyEtcdDiscoverySrv) then says where the domain came from),
+	// or store.DefaultEndpoint (the embedded etcd) when neither was set:
+	// Source(KeyEtcdEndpoints) and Source(KeyEtcdDiscoverySrv) are then
+	// both SourceDefault.
 	Etcd store.Config
 	Kube Kube
 	// InPod: the process runs in a Kubernetes pod (KUBERNETES_SERVICE_HOST
@@ -140,11 +144,13 @@ type Host struct {
 	ReadFile func(string) ([]byte, error)
 	// ServiceAccountDir holds "token" and "ca.crt" in a pod.
 	ServiceAccountDir string
+	// LookupSRV finds etcd by DNS when ETCD_DISCOVERY_SRV is set.
+	LookupSRV LookupSRV
 }
 
 // OSHost is the process's own environment and filesystem.
 func OSHost() Host {
-	return Host{Getenv: os.Getenv, ReadFile: os.ReadFile, ServiceAccountDir: DefaultServiceAccountDir}
+	return Host{Getenv: os.Getenv, ReadFile: os.ReadFile, ServiceAccountDir: DefaultServiceAccountDir, LookupSRV: net.LookupSRV}
 }
 
 func (h Host) tokenPath() string { return filepath.Join(h.ServiceAccountDir, "token") }

@@ -158,7 +158,7 @@ func TestFromEnvRefusals(t *testing.T) {
 		{map[string]string{"ETCD_KEY_FILE": "/k"}, nil, "ETCD_KEY_FILE is set but no etcd client certificate is"},
 		{map[string]string{"ETCD_USERNAME": "u"}, nil, "ETCD_USERNAME: etcd user/password authentication is not supported"},
 		{map[string]string{"CALICO_ETCD_PASSWORD": "p"}, nil, "CALICO_ETCD_PASSWORD: etcd user/password authentication is not supported"},
-		{map[string]string{"ETCD_DISCOVERY_SRV": "example.com"}, nil, "ETCD_DISCOVERY_SRV: etcd endpoint discovery by DNS SRV records is not supported"},
+		{map[string]string{"ETCD_DISCOVERY_SRV": "example.com", "ETCD_ENDPOINTS": "http://a:2379"}, nil, `ETCD_ENDPOINTS and ETCD_DISCOVERY_SRV: multiple discovery or bootstrap options specified, use either "etcdEndpoints" or "etcdDiscoverySrv"`},
 		{map[string]string{"USE_POD_CIDR": "true"}, nil, "USE_POD_CIDR=true: not supported"},
 		{map[string]string{"K8S_DISABLE_NODE_POLL": "1"}, nil, "K8S_DISABLE_NODE_POLL=true: not supported"},
 		{map[string]string{"USE_POD_CIDR": "maybe"}, nil, `USE_POD_CIDR="maybe": not a boolean`},

@@ -55,7 +55,7 @@ func TestFromNetConfRefusals(t *testing.T) {
 		{NetConf{DatastoreType: "etcd3"}, `netconf datastore_type="etcd3": unknown datastore type`},
 		{NetConf{EtcdEndpoints: "http://a:2379,nope"}, `netconf etcd_endpoints: "nope" is not an http(s) URL`},
 		{NetConf{EtcdKeyFile: "/k"}, "netconf etcd_key_file is set but no etcd client certificate is"},
-		{NetConf{EtcdDiscoverySrv: "example.com"}, "netconf etcd_discovery_srv: etcd endpoint discovery"},
+		{NetConf{EtcdDiscoverySrv: "example.com"}, "netconf etcd_discovery_srv: no DNS resolver"},
 		{NetConf{DatastoreType: "kubernetes"}, "datastore type kubernetes (netconf datastore_type) but no Kubernetes API to reach: set kubernetes.kubeconfig or kubernetes.k8s_api_root in the netconf"},
 	} {
 		_, err := FromNetConf(fakeHost(nil, nil), c.n)

@@ -16,7 +16,6 @@ var refused = []struct {
 	key Key
 	why string
 }{
-	{KeyEtcdDiscoverySrv, "etcd endpoint discovery by DNS SRV records is not supported; list the endpoints in etcdEndpoints (ETCD_ENDPOINTS)"},
 	{KeyEtcdUsername, "etcd user/password authentication is not supported; use client certificates (etcdCertFile, etcdKeyFile)"},
 	{KeyEtcdPassword, "etcd user/password authentication is not supported; use client certificates (etcdCertFile, etcdKeyFile)"},
 	{KeyEtcdKey, "inline etcd certificates are not supported; put the key in a file and name it in etcdKeyFile"},
@@ -44,7 +43,7 @@ func resolve(l layer, h Host, kubeHint string) (*Config, error) {
 	}
 	c.Type = t.text
 	c.Sources[KeyDatastoreType] = t.src
-	if c.Etcd, err = etcdConfig(l); err != nil {
+	if c.Etcd, err = etcdConfig(l, h); err != nil {
 		return nil, err
 	}
 	if c.Kube, err = kubeSettings(l); err != nil {
@@ -75,7 +74,8 @@ func datastoreType(l layer, inPod bool) (typed, error) {
 		}
 		return typed{}, fmt.Errorf("%s=%q: unknown datastore type, must be %s or %s", v.src, v.text, EtcdV3, Kubernetes)
 	}
-	if _, ok := l[KeyEtcdEndpoints]; ok {
+	_, listed := l[KeyEtcdEndpoints]
+	if _, discover := l[KeyEtcdDiscoverySrv]; listed || discover {
 		return typed{EtcdV3, SourceDefaultEtcdSet}, nil
 	}
 	if inPod {
@@ -118,23 +118,35 @@ func boolSetting(l layer, k Key) (bool, error) {
 	return b, nil
 }
 
-// etcdConfig is the etcd client's config; with no endpoints, the embedded
-// etcd's URL.
-func etcdConfig(l layer) (store.Config, error) {
+// etcdConfig is the etcd client's config: the endpoints listed or
+// discovered; with neither, the embedded etcd's URL.
+func etcdConfig(l layer, h Host) (store.Config, error) {
 	cfg := store.Config{
 		CAFile:   l[KeyEtcdCACertFile].text,
 		CertFile: l[KeyEtcdCertFile].text,
 		KeyFile:  l[KeyEtcdKeyFile].text,
 	}
-	eps := l[KeyEtcdEndpoints]
-	for _, e := range strings.Split(eps.text, ",") {
-		if e = strings.TrimSpace(e); e == "" {
-			continue
+	eps, listed := l[KeyEtcdEndpoints]
+	srv, discover := l[KeyEtcdDiscoverySrv]
+	switch {
+	case listed && discover:
+		return store.Config{}, fmt.Errorf("%s and %s: multiple discovery or bootstrap options specified, use either \"etcdEndpoints\" or \"etcdDiscoverySrv\"", eps.src, srv.src)
+	case discover:
+		found, err := discoverEtcd(h.LookupSRV, srv)
+		if err != nil {
+			return store.Config{}, err
 		}
-		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return store.Config{}, fmt.Errorf("%s: %q is not an http(s) URL", eps.src, e)
+		cfg.Endpoints = found
+	case listed:
+		for _, e := range strings.Split(eps.text, ",") {
+			if e = strings.TrimSpace(e); e == "" {
+				continue
+			}
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return store.Config{}, fmt.Errorf("%s: %q is not an http(s) URL", eps.src, e)
+			}
+			cfg.Endpoints = append(cfg.Endpoints, e)
 		}
-		cfg.Endpoints = append(cfg.Endpoints, e)
 	}
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []string{store.DefaultEndpoint}
@@ -204,7 +216,7 @@ func (c *Config) kubeDefaults(h Host, typeSrc Source, kubeHint string) error {
 // unusedEtcd names the etcd settings a Kubernetes datastore does not use.
 func unusedEtcd(l layer) []string {
 	var out []string
-	for _, k := range []Key{KeyEtcdEndpoints, KeyEtcdKeyFile, KeyEtcdCertFile, KeyEtcdCACertFile} {
+	for _, k := range []Key{KeyEtcdEndpoints, KeyEtcdDiscoverySrv, KeyEtcdKeyFile, KeyEtcdCertFile, KeyEtcdCACertFile} {
 		if v, ok := l[k]; ok {
 			out = append(out, fmt.Sprintf("%s is set but the datastore is kubernetes: etcd settings are not used", v.src))
 		}
