@@ -98,10 +98,26 @@ func (f EtcdFlags) layer() layer {
 	return l
 }
 
-// FromEnv resolves calico-node's datastore (and any process configured by
-// the environment alone): Calico's variables, then the flags.
+// FromEnv resolves calico-node's datastore: Calico's variables, Felix's
+// own over them (felixLayer), then the flags.
 func FromEnv(h Host, flags EtcdFlags) (*Config, error) {
-	return resolve(envLayer(h.Getenv).over(flags.layer()), h, "KUBECONFIG or K8S_API_ENDPOINT")
+	var warn []string
+	felix, err := felixLayer(h.Getenv, &warn)
+	if err != nil {
+		return nil, err
+	}
+	env := envLayer(h.Getenv)
+	if eps, ok := felix[KeyEtcdEndpoints]; ok {
+		if err := felixEtcdVsKube(eps, env); err != nil {
+			return nil, err
+		}
+	}
+	c, err := resolve(env.over(felix).over(flags.layer()), h, "KUBECONFIG or K8S_API_ENDPOINT")
+	if err != nil {
+		return nil, err
+	}
+	c.Warnings = append(warn, c.Warnings...)
+	return c, nil
 }
 
 // NetConf is the datastore part of a CNI netconf, as the CNI package has
