@@ -43,7 +43,7 @@ func resolve(l layer, h Host, kubeHint string) (*Config, error) {
 	}
 	c.Type = t.text
 	c.Sources[KeyDatastoreType] = t.src
-	if c.Etcd, err = etcdConfig(l, h); err != nil {
+	if c.Etcd, err = etcdConfig(l, h, c.Type); err != nil {
 		return nil, err
 	}
 	if c.Kube, err = kubeSettings(l); err != nil {
@@ -119,8 +119,9 @@ func boolSetting(l layer, k Key) (bool, error) {
 }
 
 // etcdConfig is the etcd client's config: the endpoints listed or
-// discovered; with neither, the embedded etcd's URL.
-func etcdConfig(l layer, h Host) (store.Config, error) {
+// discovered (only when etcd is the datastore: DNS is not asked for an
+// unused etcd); with neither, the embedded etcd's URL.
+func etcdConfig(l layer, h Host, t Type) (store.Config, error) {
 	cfg := store.Config{
 		CAFile:   l[KeyEtcdCACertFile].text,
 		CertFile: l[KeyEtcdCertFile].text,
@@ -131,7 +132,7 @@ func etcdConfig(l layer, h Host) (store.Config, error) {
 	switch {
 	case listed && discover:
 		return store.Config{}, fmt.Errorf("%s and %s: multiple discovery or bootstrap options specified, use either \"etcdEndpoints\" or \"etcdDiscoverySrv\"", eps.src, srv.src)
-	case discover:
+	case discover && t == EtcdV3:
 		found, err := discoverEtcd(h.LookupSRV, srv)
 		if err != nil {
 			return store.Config{}, err

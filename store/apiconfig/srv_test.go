@@ -44,6 +44,12 @@ func TestEtcdDiscoverySrv(t *testing.T) {
 	if _, err := FromEnv(h, EtcdFlags{}); !errors.As(err, &dnsErr) || !strings.Contains(err.Error(), `ETCD_DISCOVERY_SRV="nowhere.com": no etcd found by DNS SRV records`) {
 		t.Errorf("no records: %v", err)
 	}
+	// Unused in Kubernetes mode: no lookup, a warning.
+	h = fakeHost(map[string]string{"DATASTORE_TYPE": "kubernetes", "KUBECONFIG": "/k", "ETCD_DISCOVERY_SRV": "nowhere.com"}, nil)
+	h.LookupSRV = dns
+	if cfg, err := FromEnv(h, EtcdFlags{}); err != nil || len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0], "ETCD_DISCOVERY_SRV is set") {
+		t.Errorf("kubernetes with a discovery domain: %v %v", cfg, err)
+	}
 	h = fakeHost(nil, nil)
 	h.LookupSRV = dns
 	if _, err := FromNetConf(h, NetConf{EtcdDiscoverySrv: "empty.com"}); err == nil || !strings.Contains(err.Error(), `netconf etcd_discovery_srv="empty.com": the DNS SRV records name no etcd`) {
