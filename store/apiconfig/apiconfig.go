@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/calico-aio/calico-aio/store"
 )
@@ -170,4 +171,33 @@ func (h Host) inPod() bool {
 func (h Host) exists(path string) bool {
 	_, err := h.ReadFile(path)
 	return err == nil
+}
+
+// LogAttrs are slog key/value pairs saying which datastore was chosen and
+// how it is reached, with where each came from; never a token.
+func (c *Config) LogAttrs() []any {
+	attrs := []any{"datastore", string(c.Type), "datastoreFrom", string(c.Source(KeyDatastoreType))}
+	if c.Type == EtcdV3 {
+		return append(attrs, "etcdEndpoints", strings.Join(c.Etcd.Endpoints, ","), "etcdEndpointsFrom", string(c.etcdSource()))
+	}
+	switch {
+	case c.Kube.KubeconfigInline != "":
+		attrs = append(attrs, "kubeconfig", "(inline)", "kubeconfigFrom", string(c.Source(KeyKubeconfigInline)))
+	case c.Kube.Kubeconfig != "":
+		attrs = append(attrs, "kubeconfig", c.Kube.Kubeconfig, "kubeconfigFrom", string(c.Source(KeyKubeconfig)))
+	case c.Kube.APIEndpoint != "":
+		attrs = append(attrs, "k8sAPIEndpoint", c.Kube.APIEndpoint, "k8sAPIEndpointFrom", string(c.Source(KeyK8sAPIEndpoint)))
+	default:
+		attrs = append(attrs, "kubeconfig", "(in-cluster service account)")
+	}
+	return attrs
+}
+
+// etcdSource is where the etcd endpoints came from: listed, discovered, or
+// the default.
+func (c *Config) etcdSource() Source {
+	if s, ok := c.Sources[KeyEtcdDiscoverySrv]; ok {
+		return s
+	}
+	return c.Source(KeyEtcdEndpoints)
 }

@@ -1,6 +1,7 @@
 package apiconfig
 
 import (
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -170,6 +171,29 @@ func TestFromEnvRefusals(t *testing.T) {
 		_, err := FromEnv(fakeHost(c.env, c.files), EtcdFlags{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v %v: error %v, want one containing %q", c.env, c.files, err, c.want)
+		}
+	}
+}
+
+// The log line names the datastore, how it is reached and where each came
+// from, and never the token.
+func TestLogAttrs(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "[datastore etcdv3 datastoreFrom " + string(SourceDefaultNotInPod) + " etcdEndpoints http://127.0.0.1:2379 etcdEndpointsFrom default]"},
+		{map[string]string{"ETCD_ENDPOINTS": "http://a:2379,http://b:2379"}, "[datastore etcdv3 datastoreFrom " + string(SourceDefaultEtcdSet) + " etcdEndpoints http://a:2379,http://b:2379 etcdEndpointsFrom ETCD_ENDPOINTS]"},
+		{map[string]string{"DATASTORE_TYPE": "kubernetes", "KUBECONFIG": "/k", "CALICO_K8SAPITOKEN": "secret"}, "[datastore kubernetes datastoreFrom DATASTORE_TYPE kubeconfig /k kubeconfigFrom KUBECONFIG]"},
+		{map[string]string{"DATASTORE_TYPE": "kubernetes", "K8S_API_ENDPOINT": "https://api:6443", "CALICO_K8SAPITOKEN": "secret"}, "[datastore kubernetes datastoreFrom DATASTORE_TYPE k8sAPIEndpoint https://api:6443 k8sAPIEndpointFrom K8S_API_ENDPOINT]"},
+		{inPodEnv, "[datastore kubernetes datastoreFrom " + string(SourceDefaultInPod) + " kubeconfig (in-cluster service account)]"},
+	} {
+		cfg, err := FromEnv(fakeHost(c.env, nil), EtcdFlags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(cfg.LogAttrs()); got != c.want {
+			t.Errorf("%v:\n got %s\nwant %s", c.env, got, c.want)
 		}
 	}
 }
