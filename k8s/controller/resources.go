@@ -155,7 +155,7 @@ func normalized(r api.Resource) (map[string]any, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	om := r.GetObjectMeta()
+	om := c.GetObjectMeta() // with the labels defaulting adds (the tier label)
 	m["metadata"] = map[string]any{"name": om.Name, "namespace": om.Namespace, "labels": nonEmpty(om.Labels), "annotations": nonEmpty(om.Annotations)}
 	return m, nil
 }

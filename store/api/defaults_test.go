@@ -80,6 +80,28 @@ func TestPolicyDefaults(t *testing.T) {
 	}
 }
 
+// Calico v3.32.1's calicoctl labels every tiered policy it writes with its
+// tier (recorded: `projectcalico.org/tier: security` beside the user's
+// labels, `default` for a policy that names no tier), replacing a label the
+// user gave.
+func TestPolicyTierLabel(t *testing.T) {
+	for _, r := range []struct {
+		res  Resource
+		want string
+	}{
+		{&NetworkPolicy{Metadata: ObjectMeta{Labels: map[string]string{"team": "platform", TierLabel: "forged"}}}, "default"},
+		{&GlobalNetworkPolicy{Spec: GlobalNetworkPolicySpec{Tier: "security"}}, "security"},
+		{&StagedNetworkPolicy{Spec: StagedNetworkPolicySpec{NetworkPolicySpec: NetworkPolicySpec{Tier: "security"}}}, "security"},
+		{&StagedGlobalNetworkPolicy{}, "default"},
+	} {
+		r.res.Default()
+		labels := r.res.GetObjectMeta().Labels
+		if labels[TierLabel] != r.want {
+			t.Errorf("%T: labels %v, want %s=%s", r.res, labels, TierLabel, r.want)
+		}
+	}
+}
+
 func TestWorkloadEndpointDefaultLabels(t *testing.T) {
 	w := &WorkloadEndpoint{
 		Metadata: ObjectMeta{Name: "n-cni-x-eth0", Namespace: "testns", Labels: map[string]string{"app": "web"}},

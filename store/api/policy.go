@@ -106,24 +106,43 @@ func DefaultPolicyTypes(ingress, egress []Rule) []PolicyType {
 	return t
 }
 
-// Default sets the tier to "default" and fills in types.
+// Default sets the tier to "default", labels the policy with its tier and
+// fills in types.
 func (p *NetworkPolicy) Default() {
 	if p.Spec.Tier == "" {
 		p.Spec.Tier = DefaultTierName
 	}
+	setTierLabel(&p.Metadata, p.Spec.Tier)
 	if len(p.Spec.Types) == 0 {
 		p.Spec.Types = DefaultPolicyTypes(p.Spec.Ingress, p.Spec.Egress)
 	}
 }
 
-// Default sets the tier to "default" and fills in types.
+// Default sets the tier to "default", labels the policy with its tier and
+// fills in types.
 func (p *GlobalNetworkPolicy) Default() {
 	if p.Spec.Tier == "" {
 		p.Spec.Tier = DefaultTierName
 	}
+	setTierLabel(&p.Metadata, p.Spec.Tier)
 	if len(p.Spec.Types) == 0 {
 		p.Spec.Types = DefaultPolicyTypes(p.Spec.Ingress, p.Spec.Egress)
 	}
+}
+
+// TierLabel is the label Calico puts on every tiered policy on write: the
+// name of its tier, so policies can be listed by tier.
+const TierLabel = "projectcalico.org/tier"
+
+// setTierLabel sets the tier label, replacing any value the writer gave.
+func setTierLabel(m *ObjectMeta, tier string) {
+	if tier == "" {
+		return
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[TierLabel] = tier
 }
 
 // Default does nothing: Calico fills no Profile fields on write.

@@ -84,7 +84,8 @@ func (p *StagedNetworkPolicy) GetObjectMeta() *ObjectMeta           { return &p.
 func (p *StagedGlobalNetworkPolicy) GetObjectMeta() *ObjectMeta     { return &p.Metadata }
 func (p *StagedKubernetesNetworkPolicy) GetObjectMeta() *ObjectMeta { return &p.Metadata }
 
-// Default sets stagedAction Set and, for a staged Set, the policy defaults.
+// Default sets stagedAction Set and, for a staged Set, the policy defaults;
+// it labels the policy with its tier.
 func (p *StagedNetworkPolicy) Default() {
 	if p.Spec.StagedAction == "" {
 		p.Spec.StagedAction = StagedActionSet
@@ -94,9 +95,11 @@ func (p *StagedNetworkPolicy) Default() {
 		np.Default()
 		p.Spec.NetworkPolicySpec = np.Spec
 	}
+	setTierLabel(&p.Metadata, p.Spec.Tier)
 }
 
-// Default sets stagedAction Set and, for a staged Set, the policy defaults.
+// Default sets stagedAction Set and, for a staged Set, the policy defaults;
+// it labels the policy with its tier.
 func (p *StagedGlobalNetworkPolicy) Default() {
 	if p.Spec.StagedAction == "" {
 		p.Spec.StagedAction = StagedActionSet
@@ -106,6 +109,7 @@ func (p *StagedGlobalNetworkPolicy) Default() {
 		gnp.Default()
 		p.Spec.GlobalNetworkPolicySpec = gnp.Spec
 	}
+	setTierLabel(&p.Metadata, p.Spec.Tier)
 }
 
 // Default sets stagedAction Set.
