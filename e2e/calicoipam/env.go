@@ -19,8 +19,7 @@ func (d *Double) checkReady(ctx context.Context) error {
 	err := d.conn.get(ctx, clusterInformationPath(), &ci)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("error getting ClusterInformation: resource does not exist: ClusterInformation(default) with error: %s: %w",
-			apiErr.Message, ErrNotFound)
+		return textError{"error getting ClusterInformation: resource does not exist: ClusterInformation(default) with error: " + apiErr.Message, err}
 	}
 	if err != nil {
 		return fmt.Errorf("error getting ClusterInformation: %w", err)
@@ -31,6 +30,16 @@ func (d *Double) checkReady(ctx context.Context) error {
 	}
 	return nil
 }
+
+// textError is an error with Calico's exact text that still unwraps to
+// its cause.
+type textError struct {
+	text  string
+	cause error
+}
+
+func (e textError) Error() string { return e.text }
+func (e textError) Unwrap() error { return e.cause }
 
 // readPod reads the pod and its namespace twice, as the CNI plugin and then
 // calico-ipam do. It returns nil when the pod does not exist.
