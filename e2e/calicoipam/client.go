@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Paths of the API groups the double speaks to.
@@ -65,19 +67,54 @@ type request struct {
 	body                      any
 }
 
-// do sends r and decodes a 2xx answer into out (when out is not nil).
+// do sends r and decodes a 2xx answer into out (when out is not nil). A
+// 429 (an apiserver starting a resource's storage, or its priority and
+// fairness) is retried after its Retry-After, as client-go does.
 func (c Conn) do(ctx context.Context, r request, out any) error {
-	var body io.Reader
+	var body []byte
 	if r.body != nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", r.method, r.path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, strings.TrimSuffix(c.URL, "/")+r.path, body)
+	for tries := 1; ; tries++ {
+		code, retryAfter, answer, err := c.send(ctx, r, body)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", r.method, r.path, err)
+		}
+		if code == http.StatusTooManyRequests && tries < maxAttempts {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(retryAfter):
+			}
+			continue
+		}
+		if code/100 != 2 {
+			return statusError(r, code, answer)
+		}
+		if out == nil {
+			return nil
+		}
+		if err := json.Unmarshal(answer, out); err != nil {
+			return fmt.Errorf("%s %s: decoding the answer: %w", r.method, r.path, err)
+		}
+		return nil
+	}
+}
+
+// send makes one HTTP request and returns the status, the Retry-After
+// (default one second) and the body of the answer.
+func (c Conn) send(ctx context.Context, r request, body []byte) (int, time.Duration, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, strings.TrimSuffix(c.URL, "/")+r.path, rd)
 	if err != nil {
-		return err
+		return 0, 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "application/json")
@@ -90,28 +127,25 @@ func (c Conn) do(ctx context.Context, r request, out any) error {
 	}
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", r.method, r.path, err)
+		return 0, 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", r.method, r.path, err)
+	answer, err := io.ReadAll(resp.Body)
+	retryAfter := time.Second
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 && s < 10 {
+		retryAfter = time.Duration(s) * time.Second
 	}
-	if resp.StatusCode/100 != 2 {
-		var st struct{ Reason, Message string }
-		_ = json.Unmarshal(b, &st)
-		if st.Message == "" {
-			st.Message = string(bytes.TrimSpace(b))
-		}
-		return &APIError{Method: r.method, Path: r.path, Code: resp.StatusCode, Reason: st.Reason, Message: st.Message}
+	return resp.StatusCode, retryAfter, answer, err
+}
+
+// statusError is the APIError of a non-2xx answer.
+func statusError(r request, code int, answer []byte) error {
+	var st struct{ Reason, Message string }
+	_ = json.Unmarshal(answer, &st)
+	if st.Message == "" {
+		st.Message = string(bytes.TrimSpace(answer))
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: decoding the answer: %w", r.method, r.path, err)
-	}
-	return nil
+	return &APIError{Method: r.method, Path: r.path, Code: code, Reason: st.Reason, Message: st.Message}
 }
 
 func (c Conn) get(ctx context.Context, path string, out any) error {

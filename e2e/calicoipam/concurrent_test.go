@@ -1,0 +1,250 @@
+package calicoipam_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/calico-aio/calico-aio/e2e/calicoipam"
+	"github.com/calico-aio/calico-aio/e2e/kubeapi"
+	"github.com/calico-aio/calico-aio/store/kdd"
+)
+
+// TestTwoDoublesTwentyPods: two doubles (two "hosts", each with its own
+// per-node lock) assign 20 pods on two nodes all at once, both starting
+// their block search at the same block, so claims and block writes
+// collide. No address is handed out twice or lies in a reservation, and
+// the blocks, affinities, handles and pod annotations agree. Then all are
+// released at once (and again): no handle and no allocation is left.
+func TestTwoDoublesTwentyPods(t *testing.T) {
+	kapi := startAPIServer(t)
+	objects := loadObjects(t)
+	mustDo(t, kapi, http.MethodPost, "/api/v1/namespaces",
+		obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": "shop"}}, http.StatusCreated)
+	crd := "/apis/crd.projectcalico.org/v1/"
+	for key, coll := range map[string]string{"ClusterInformation/default": crd + "clusterinformations",
+		"IPPool/pool-v4": crd + "ippools", "IPReservation/reserved-tail": crd + "ipreservations"} {
+		mustDo(t, kapi, http.MethodPost, coll, forCreate(t, objects[key][0].Object), http.StatusCreated)
+	}
+	nodes := []string{"node1", "node2"}
+	for _, n := range nodes {
+		mustDo(t, kapi, http.MethodPost, "/api/v1/nodes", obj{"apiVersion": "v1", "kind": "Node",
+			"metadata": obj{"name": n, "labels": obj{"kubernetes.io/os": "linux"}}}, http.StatusCreated)
+	}
+	doubles := []*calicoipam.Double{newDouble(kapi, nil), newDouble(kapi, nil)}
+	var pods []calicoipam.Pod
+	for i := range 20 {
+		p := calicoipam.Pod{Node: nodes[i%2], Namespace: "shop", Name: fmt.Sprintf("pod-%02d", i), ContainerID: fmt.Sprintf("%064x", i+1)}
+		mustDo(t, kapi, http.MethodPost, "/api/v1/namespaces/shop/pods", obj{"apiVersion": "v1", "kind": "Pod",
+			"metadata": obj{"name": p.Name}, "spec": obj{"nodeName": p.Node,
+				"containers": []any{obj{"name": "c", "image": "busybox"}}}}, http.StatusCreated)
+		pods = append(pods, p)
+	}
+	double := func(i int) *calicoipam.Double { return doubles[(i/2)%2] } // each double: 5 pods per node
+
+	addrs := make([]netip.Addr, len(pods))
+	each(t, len(pods), func(i int) error {
+		a, err := double(i).Assign(context.Background(), pods[i])
+		addrs[i] = a
+		return err
+	})
+	t.Logf("conflicts met: %d and %d", doubles[0].Conflicts(), doubles[1].Conflicts())
+	if n := len(slices.Compact(slices.SortedFunc(slices.Values(addrs), netip.Addr.Compare))); n != len(addrs) {
+		t.Errorf("%d distinct addresses handed out for %d pods: %v", n, len(addrs), addrs)
+	}
+	want := map[string]netip.Addr{}
+	for i, p := range pods {
+		want[doubles[0].HandleID(p)] = addrs[i]
+		if got := podAnnotation(t, kapi, p, "podIP"); got != addrs[i].String()+"/32" {
+			t.Errorf("%s: podIP annotation %q, assigned %v", p.Name, got, addrs[i])
+		}
+	}
+	checkIPAM(t, kapi, pods, want)
+
+	for round := range 2 { // the second round finds nothing to release
+		each(t, len(pods), func(i int) error { return double(i+round).Release(context.Background(), pods[i]) })
+		checkIPAM(t, kapi, pods, map[string]netip.Addr{})
+	}
+	for _, p := range pods {
+		if got := podAnnotation(t, kapi, p, "podIP"); got != "" {
+			t.Errorf("%s: podIP annotation %q after the release", p.Name, got)
+		}
+	}
+}
+
+// each runs f(0..n-1) concurrently and fails the test on any error.
+func each(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+}
+
+func podAnnotation(t *testing.T, kapi *kubeapi.Server, p calicoipam.Pod, name string) string {
+	t.Helper()
+	var pod struct {
+		Metadata struct{ Annotations map[string]string }
+	}
+	body := mustDo(t, kapi, http.MethodGet, "/api/v1/namespaces/"+p.Namespace+"/pods/"+p.Name, nil, http.StatusOK)
+	if err := json.Unmarshal(body, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod.Metadata.Annotations["cni.projectcalico.org/"+name]
+}
+
+// What checkIPAM reads of the stored IPAM objects.
+type (
+	storedBlock struct {
+		Metadata struct{ Name string }
+		Spec     struct {
+			Affinity    *string
+			Allocations []*int
+			Attributes  []struct {
+				HandleID  string `json:"handle_id"`
+				Secondary map[string]string
+			}
+			CIDR        string
+			Unallocated []int
+		}
+	}
+	storedAffinity struct {
+		Metadata struct {
+			Name   string
+			Labels map[string]string
+		}
+		Spec struct{ CIDR, Node, State, Deleted string }
+	}
+	storedHandle struct {
+		Spec struct {
+			Block    map[string]int
+			Deleted  bool
+			HandleID string
+		}
+	}
+)
+
+func listItems[T any](t *testing.T, kapi *kubeapi.Server, plural string) []T {
+	t.Helper()
+	var list struct{ Items []T }
+	body := mustDo(t, kapi, http.MethodGet, "/apis/crd.projectcalico.org/v1/"+plural, nil, http.StatusOK)
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// checkIPAM checks the stored IPAM objects against want (handle ID ->
+// address): every address held exactly once, by the right handle, in a
+// block confirmed for the pod's node; blocks whole (every ordinal either
+// free once or allocated, every attribute used); handles counting exactly
+// their block's allocations; no reserved address handed out.
+func checkIPAM(t *testing.T, kapi *kubeapi.Server, pods []calicoipam.Pod, want map[string]netip.Addr) {
+	t.Helper()
+	podOf := map[string]calicoipam.Pod{}
+	for _, p := range pods {
+		podOf[calicoipam.DefaultNetwork+"."+p.ContainerID] = p
+	}
+	affinities := map[string]storedAffinity{}
+	for _, a := range listItems[storedAffinity](t, kapi, "blockaffinities") {
+		affinities[a.Metadata.Name] = a
+	}
+	held := map[string]map[string]int{} // handle -> block -> count
+	seen := map[netip.Addr]string{}
+	for _, b := range listItems[storedBlock](t, kapi, "ipamblocks") {
+		cidr := netip.MustParsePrefix(b.Spec.CIDR)
+		checkBlockWhole(t, b)
+		if b.Spec.Affinity == nil || !strings.HasPrefix(*b.Spec.Affinity, "host:") {
+			t.Errorf("block %s: affinity %v", b.Spec.CIDR, b.Spec.Affinity)
+			continue
+		}
+		node := strings.TrimPrefix(*b.Spec.Affinity, "host:")
+		a, ok := affinities[kdd.AffinityName(node, cidr)]
+		if !ok || a.Spec.State != "confirmed" || a.Spec.Deleted != "false" || a.Spec.Node != node ||
+			a.Metadata.Labels[kdd.LabelHostnameHash] != kdd.HostnameHash(node) {
+			t.Errorf("block %s of %s: affinity %+v (found %v)", b.Spec.CIDR, node, a, ok)
+		}
+		for o, idx := range b.Spec.Allocations {
+			if idx == nil || *idx >= len(b.Spec.Attributes) {
+				continue
+			}
+			attr := b.Spec.Attributes[*idx]
+			addr := ordinal(cidr, o)
+			if prev, dup := seen[addr]; dup {
+				t.Errorf("%v handed out twice: %s and %s", addr, prev, attr.HandleID)
+			}
+			seen[addr] = attr.HandleID
+			p := podOf[attr.HandleID]
+			if want[attr.HandleID] != addr || p.Node != node || attr.Secondary["pod"] != p.Name || attr.Secondary["node"] != node {
+				t.Errorf("%v in %s (of %s) is held by %s %v, want %v for pod %+v", addr, b.Spec.CIDR, node, attr.HandleID, attr.Secondary, want[attr.HandleID], p)
+			}
+			if addr == netip.MustParseAddr("10.244.0.10") || netip.MustParsePrefix("10.244.255.0/24").Contains(addr) {
+				t.Errorf("%v is reserved (IPReservation reserved-tail) but was handed out", addr)
+			}
+			if held[attr.HandleID] == nil {
+				held[attr.HandleID] = map[string]int{}
+			}
+			held[attr.HandleID][b.Spec.CIDR]++
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d addresses allocated, want %d", len(seen), len(want))
+	}
+	handles := listItems[storedHandle](t, kapi, "ipamhandles")
+	for _, h := range handles {
+		if h.Spec.Deleted || !maps.Equal(h.Spec.Block, held[h.Spec.HandleID]) {
+			t.Errorf("handle %s: deleted %v, block %v; the blocks hold %v", h.Spec.HandleID, h.Spec.Deleted, h.Spec.Block, held[h.Spec.HandleID])
+		}
+	}
+	if len(handles) != len(want) {
+		t.Errorf("%d handles stored, want %d", len(handles), len(want))
+	}
+}
+
+// checkBlockWhole: every ordinal is either free (once, in unallocated) or
+// allocated, and every attribute is referred to.
+func checkBlockWhole(t *testing.T, b storedBlock) {
+	t.Helper()
+	if len(b.Spec.Allocations) != 64 {
+		t.Errorf("block %s: %d allocations, want 64", b.Spec.CIDR, len(b.Spec.Allocations))
+	}
+	free := slices.Sorted(slices.Values(b.Spec.Unallocated))
+	used := map[int]bool{}
+	var allocated []int
+	for o, idx := range b.Spec.Allocations {
+		if idx != nil {
+			allocated = append(allocated, o)
+			used[*idx] = true
+		}
+	}
+	all := slices.Sorted(slices.Values(append(slices.Clone(free), allocated...)))
+	for i, o := range all {
+		if o != i {
+			t.Errorf("block %s: free %v and allocated %v do not cover each ordinal once", b.Spec.CIDR, free, allocated)
+			break
+		}
+	}
+	if len(used) != len(b.Spec.Attributes) {
+		t.Errorf("block %s: %d attributes, %d in use", b.Spec.CIDR, len(b.Spec.Attributes), len(used))
+	}
+}
+
+func ordinal(cidr netip.Prefix, o int) netip.Addr {
+	b := cidr.Addr().As4()
+	n := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(o)
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+}
