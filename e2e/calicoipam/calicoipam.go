@@ -56,8 +56,8 @@ const DefaultNetwork = "k8s-pod-network"
 const maxAttempts = 50
 
 // ErrNotReady is the refusal while ClusterInformation says the datastore is
-// not ready (Calico's exact text, which scripts match).
-var ErrNotReady = errors.New("Calico is currently not ready to process requests") //nolint:staticcheck // Calico's text
+// not ready: Calico's exact text (capitalised), which scripts match.
+var ErrNotReady = errors.New("Calico is currently not ready to process requests")
 
 // Pod is one CNI call's workload: where it runs and its container ID.
 type Pod struct {

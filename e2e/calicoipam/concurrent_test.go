@@ -26,13 +26,8 @@ import (
 func TestTwoDoublesTwentyPods(t *testing.T) {
 	kapi := startAPIServer(t)
 	objects := loadObjects(t)
-	mustDo(t, kapi, http.MethodPost, "/api/v1/namespaces",
-		obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": "shop"}}, http.StatusCreated)
-	crd := "/apis/crd.projectcalico.org/v1/"
-	for key, coll := range map[string]string{"ClusterInformation/default": crd + "clusterinformations",
-		"IPPool/pool-v4": crd + "ippools", "IPReservation/reserved-tail": crd + "ipreservations"} {
-		mustDo(t, kapi, http.MethodPost, coll, forCreate(t, objects[key][0].Object), http.StatusCreated)
-	}
+	createNamespace(t, kapi, "shop")
+	createRecorded(t, kapi, objects, "ClusterInformation/default", "IPPool/pool-v4", "IPReservation/reserved-tail")
 	nodes := []string{"node1", "node2"}
 	for _, n := range nodes {
 		mustDo(t, kapi, http.MethodPost, "/api/v1/nodes", obj{"apiVersion": "v1", "kind": "Node",

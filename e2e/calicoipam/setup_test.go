@@ -200,28 +200,45 @@ func forCreate(t *testing.T, raw json.RawMessage) obj {
 	return o
 }
 
+// collection is where an objects.json key's object is created.
+func collection(key string) string {
+	kind, name, _ := strings.Cut(key, "/")
+	switch kind {
+	case "Node":
+		return "/api/v1/nodes"
+	case "Pod":
+		ns, _, _ := strings.Cut(name, "/")
+		return "/api/v1/namespaces/" + ns + "/pods"
+	}
+	return "/apis/crd.projectcalico.org/v1/" + strings.ToLower(kind) + "s"
+}
+
+// createRecorded creates the first recorded version of each key (a pod
+// without its annotations: web-3 is recorded first after its ADD).
+func createRecorded(t *testing.T, kapi *kubeapi.Server, objects map[string][]recordedVersion, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		o := forCreate(t, objects[key][0].Object)
+		if strings.HasPrefix(key, "Pod/") {
+			delete(o["metadata"].(obj), "annotations")
+		}
+		mustDo(t, kapi, http.MethodPost, collection(key), o, http.StatusCreated)
+	}
+}
+
+// createNamespace creates the namespace ns.
+func createNamespace(t *testing.T, kapi *kubeapi.Server, ns string) {
+	t.Helper()
+	mustDo(t, kapi, http.MethodPost, "/api/v1/namespaces",
+		obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": ns}}, http.StatusCreated)
+}
+
 // seed creates, as recorded before the first CNI call, the namespace shop,
-// the node node1, the pools, the reservation, ClusterInformation and the
+// ClusterInformation, the pools, the reservation, the node node1 and the
 // pods web-1, web-2 and web-3.
 func seed(t *testing.T, kapi *kubeapi.Server, objects map[string][]recordedVersion) {
 	t.Helper()
-	mustDo(t, kapi, http.MethodPost, "/api/v1/namespaces",
-		obj{"apiVersion": "v1", "kind": "Namespace", "metadata": obj{"name": "shop"}}, http.StatusCreated)
-	crd := "/apis/crd.projectcalico.org/v1/"
-	for key, coll := range map[string]string{
-		"ClusterInformation/default":  crd + "clusterinformations",
-		"IPPool/pool-v4":              crd + "ippools",
-		"IPPool/pool-v6":              crd + "ippools",
-		"IPReservation/reserved-tail": crd + "ipreservations",
-		"Node/node1":                  "/api/v1/nodes",
-		"Pod/shop/web-1":              "/api/v1/namespaces/shop/pods",
-		"Pod/shop/web-2":              "/api/v1/namespaces/shop/pods",
-		"Pod/shop/web-3":              "/api/v1/namespaces/shop/pods",
-	} {
-		o := forCreate(t, objects[key][0].Object)
-		if strings.HasPrefix(key, "Pod/") {
-			delete(o["metadata"].(obj), "annotations") // web-3 is recorded first after its ADD
-		}
-		mustDo(t, kapi, http.MethodPost, coll, o, http.StatusCreated)
-	}
+	createNamespace(t, kapi, "shop")
+	createRecorded(t, kapi, objects, "ClusterInformation/default", "IPPool/pool-v4", "IPPool/pool-v6",
+		"IPReservation/reserved-tail", "Node/node1", "Pod/shop/web-1", "Pod/shop/web-2", "Pod/shop/web-3")
 }
