@@ -161,19 +161,19 @@ func checkAnswer(t *testing.T, op operation, got answer) {
 	}
 }
 
+// callLines are the calls as "verb path code".
+func callLines(calls []call) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = fmt.Sprintf("%s %d", c, c.Code)
+	}
+	return out
+}
+
 // checkCalls compares verb, path and status code of each request.
 func checkCalls(t *testing.T, want, got []call) {
 	t.Helper()
-	line := func(c call) string { return fmt.Sprintf("%s %d", c, c.Code) }
-	w, g := make([]string, len(want)), make([]string, len(got))
-	for i, c := range want {
-		w[i] = line(c)
-	}
-	for i, c := range got {
-		g[i] = line(c)
-	}
-	// The requests the double does not make: the CNI plugin's own, outside IPAM, are all in.
-	if !slices.Equal(w, g) {
+	if w, g := callLines(want), callLines(got); !slices.Equal(w, g) {
 		t.Errorf("requests differ from the recording:\n got:\n  %s\nwant:\n  %s", strings.Join(g, "\n  "), strings.Join(w, "\n  "))
 	}
 }

@@ -56,6 +56,7 @@ func (c call) String() string { return c.Verb + " " + c.Path }
 // recorder is an http.RoundTripper that notes every request it passes on.
 type recorder struct {
 	next  http.RoundTripper
+	hook  func(*http.Request) // called before each request is passed on (may be nil)
 	mu    sync.Mutex
 	calls []call
 }
@@ -70,6 +71,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		body = b
 		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	if r.hook != nil {
+		r.hook(req)
 	}
 	resp, err := r.next.RoundTrip(req)
 	if err != nil {
