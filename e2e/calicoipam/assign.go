@@ -10,7 +10,7 @@ import (
 	"github.com/calico-aio/calico-aio/store/kdd/derive"
 )
 
-// errNoRoom says a block has no free address left.
+// errNoRoom says a block has no free address left (or is gone).
 var errNoRoom = errors.New("no free address in the block")
 
 // Assign allocates one IPv4 address for the pod on its node, with Calico's
@@ -110,11 +110,15 @@ func (d *Double) allocateIn(ctx context.Context, p Pod, e env, cidr netip.Prefix
 	for range maxAttempts {
 		if block == nil {
 			block = &ipamBlock{}
-			if err := d.conn.get(ctx, blockPath(cidr), block); err != nil {
+			err := d.conn.get(ctx, blockPath(cidr), block)
+			if errors.Is(err, ErrNotFound) {
+				return netip.Addr{}, errNoRoom // an affinity left without its block
+			}
+			if err != nil {
 				return netip.Addr{}, err
 			}
 		}
-		sec := secondary{Namespace: p.Namespace, Node: p.Node, Pod: p.Name, Timestamp: time.Now().UTC().String()}
+		sec := secondary{"namespace": p.Namespace, "node": p.Node, "pod": p.Name, "timestamp": time.Now().UTC().String()}
 		addr, ok, err := block.Spec.allocate(id, sec, e.isReserved)
 		if err != nil {
 			return netip.Addr{}, err

@@ -24,7 +24,7 @@ func TestBlockBookkeeping(t *testing.T) {
 	reserved := func(a netip.Addr) bool { return a == netip.MustParseAddr("10.244.0.1") }
 	var got []netip.Addr
 	for _, h := range []string{"a", "b", "c"} {
-		a, ok, err := s.allocate(h, secondary{Pod: h}, reserved)
+		a, ok, err := s.allocate(h, secondary{"pod": h}, reserved)
 		if err != nil || !ok {
 			t.Fatalf("allocate %s: %v %v", h, ok, err)
 		}

@@ -93,13 +93,10 @@ func newAffinity(node string, cidr netip.Prefix, state string) blockAffinity {
 	}
 }
 
-// secondary are an allocation's attributes as the CNI plugin sets them.
-type secondary struct {
-	Namespace string `json:"namespace"`
-	Node      string `json:"node"`
-	Pod       string `json:"pod"`
-	Timestamp string `json:"timestamp"`
-}
+// secondary are an allocation's attributes: the CNI plugin sets namespace,
+// node, pod and timestamp. A map, so a block written back keeps the keys
+// other writers set (type, say).
+type secondary map[string]string
 
 type allocationAttribute struct {
 	HandleID  string    `json:"handle_id"`
