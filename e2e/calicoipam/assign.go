@@ -77,6 +77,10 @@ func (d *Double) assign(ctx context.Context, p Pod, e env, affinities []blockAff
 	if !cfg.AutoAllocateBlocks {
 		return netip.Addr{}, errors.New("the node's blocks are full and IPAMConfig default has autoAllocateBlocks false")
 	}
+	if cfg.MaxBlocksPerHost > 0 && len(affinities) >= cfg.MaxBlocksPerHost {
+		return netip.Addr{}, fmt.Errorf("the node's %d blocks are full and IPAMConfig default has maxBlocksPerHost %d",
+			len(affinities), cfg.MaxBlocksPerHost)
+	}
 	mine := map[netip.Prefix]bool{}
 	for _, a := range affinities {
 		if cidr, err := parseCIDR(a.Spec.CIDR); err == nil {
