@@ -316,3 +316,45 @@ func ordinal(cidr netip.Prefix, o int) netip.Addr {
 	n := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(o)
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 }
+
+// TestIPAMConfigLimits: IPAMConfig's maxBlocksPerHost and
+// autoAllocateBlocks stop a node from claiming another block once its
+// blocks are full (here /30 blocks of four addresses); lifted, the next
+// assign claims one.
+func TestIPAMConfigLimits(t *testing.T) {
+	kapi := startAPIServer(t)
+	createRecorded(t, kapi, loadObjects(t), "ClusterInformation/default")
+	crd := "/apis/crd.projectcalico.org/v1/"
+	mustDo(t, kapi, http.MethodPost, crd+"ippools", obj{"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPool",
+		"metadata": obj{"name": "small"}, "spec": obj{"cidr": "10.9.0.0/24", "blockSize": 30, "nodeSelector": "all()"}}, http.StatusCreated)
+	mustDo(t, kapi, http.MethodPost, crd+"ipamconfigs", obj{"apiVersion": "crd.projectcalico.org/v1", "kind": "IPAMConfig",
+		"metadata": obj{"name": "default"}, "spec": obj{"autoAllocateBlocks": true, "strictAffinity": false, "maxBlocksPerHost": 1}}, http.StatusCreated)
+	d := newDouble(kapi, nil)
+	ctx := context.Background()
+	pod := func(i int) calicoipam.Pod {
+		return calicoipam.Pod{Node: "node1", Namespace: "shop", Name: fmt.Sprintf("p%d", i), ContainerID: fmt.Sprintf("c%d", i)}
+	}
+	for i := range 4 {
+		if _, err := d.Assign(ctx, pod(i)); err != nil {
+			t.Fatalf("assign %d of the block's 4: %v", i, err)
+		}
+	}
+	setConfig := func(field string, v any) {
+		c := decodeExact(t, mustDo(t, kapi, http.MethodGet, crd+"ipamconfigs/default", nil, http.StatusOK))
+		c["spec"].(obj)[field] = v
+		mustDo(t, kapi, http.MethodPut, crd+"ipamconfigs/default", c, http.StatusOK)
+	}
+	if a, err := d.Assign(ctx, pod(4)); err == nil || !strings.Contains(err.Error(), "maxBlocksPerHost 1") {
+		t.Errorf("fifth assign with maxBlocksPerHost 1: %v %v, want refused naming maxBlocksPerHost", a, err)
+	}
+	setConfig("maxBlocksPerHost", 0)
+	setConfig("autoAllocateBlocks", false)
+	if a, err := d.Assign(ctx, pod(4)); err == nil || !strings.Contains(err.Error(), "autoAllocateBlocks false") {
+		t.Errorf("fifth assign with autoAllocateBlocks false: %v %v, want refused naming autoAllocateBlocks", a, err)
+	}
+	setConfig("autoAllocateBlocks", true)
+	a, err := d.Assign(ctx, pod(4))
+	if err != nil || !netip.MustParsePrefix("10.9.0.4/30").Contains(a) {
+		t.Errorf("fifth assign with the limits lifted: %v %v, want the next block's first address", a, err)
+	}
+}
