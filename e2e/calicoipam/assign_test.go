@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/calico-aio/calico-aio/e2e/calicoipam"
 	"github.com/calico-aio/calico-aio/e2e/kubeapi"
-	"github.com/calico-aio/calico-aio/store/kdd"
 )
 
 // TestTwoDoublesTwentyPods: two doubles (two "hosts", each with its own
@@ -61,11 +59,11 @@ func TestTwoDoublesTwentyPods(t *testing.T) {
 			t.Errorf("%s: podIP annotation %q, assigned %v", p.Name, got, addrs[i])
 		}
 	}
-	checkIPAM(t, kapi, pods, want)
+	checkIPAM(t, doubles[0], pods, want)
 
 	for round := range 2 { // the second round finds nothing to release
 		each(t, len(pods), func(i int) error { return double(i+round).Release(context.Background(), pods[i]) })
-		checkIPAM(t, kapi, pods, map[string]netip.Addr{})
+		checkIPAM(t, doubles[0], pods, map[string]netip.Addr{})
 	}
 	for _, p := range pods {
 		if got := podAnnotation(t, kapi, p, "podIP"); got != "" {
@@ -134,12 +132,12 @@ func TestBlockConflictRetried(t *testing.T) {
 	if at < 0 || len(got)-at < len(want) || !slices.Equal(got[at:at+len(want)], want) {
 		t.Errorf("requests after the conflict:\n got %q\nwant %q", got, want)
 	}
-	checkIPAM(t, kapi, pods, map[string]netip.Addr{
+	checkIPAM(t, other, pods, map[string]netip.Addr{
 		"k8s-pod-network.c1": first, "k8s-pod-network.c2": racer, "k8s-pod-network.c3": otherAddr})
 
 	// No Pod objects here: the releases skip the pod status patch.
 	each(t, len(pods), func(i int) error { return other.Release(ctx, pods[i]) })
-	checkIPAM(t, kapi, pods, map[string]netip.Addr{})
+	checkIPAM(t, other, pods, map[string]netip.Addr{})
 }
 
 // distinct is true when no address is there twice.
@@ -175,146 +173,35 @@ func podAnnotation(t *testing.T, kapi *kubeapi.Server, p calicoipam.Pod, name st
 	return pod.Metadata.Annotations["cni.projectcalico.org/"+name]
 }
 
-// What checkIPAM reads of the stored IPAM objects.
-type (
-	storedBlock struct {
-		Metadata struct{ Name string }
-		Spec     struct {
-			Affinity    *string
-			Allocations []*int
-			Attributes  []struct {
-				HandleID  string `json:"handle_id"`
-				Secondary map[string]string
-			}
-			CIDR        string
-			Unallocated []int
-		}
-	}
-	storedAffinity struct {
-		Metadata struct {
-			Name   string
-			Labels map[string]string
-		}
-		Spec struct{ CIDR, Node, State, Deleted string }
-	}
-	storedHandle struct {
-		Spec struct {
-			Block    map[string]int
-			Deleted  bool
-			HandleID string
-		}
-	}
-)
-
-func listItems[T any](t *testing.T, kapi *kubeapi.Server, plural string) []T {
+// checkIPAM audits the stored IPAM objects (no problem) and checks they
+// hold exactly want (handle ID -> address), each address for its pod on
+// its node, none of them reserved.
+func checkIPAM(t *testing.T, d *calicoipam.Double, pods []calicoipam.Pod, want map[string]netip.Addr) {
 	t.Helper()
-	var list struct{ Items []T }
-	body := mustDo(t, kapi, http.MethodGet, "/apis/crd.projectcalico.org/v1/"+plural, nil, http.StatusOK)
-	if err := json.Unmarshal(body, &list); err != nil {
+	a, err := d.Audit(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
-}
-
-// checkIPAM checks the stored IPAM objects against want (handle ID ->
-// address): every address held exactly once, by the right handle, in a
-// block confirmed for the pod's node; blocks whole (every ordinal either
-// free once or allocated, every attribute used); handles counting exactly
-// their block's allocations; no reserved address handed out.
-func checkIPAM(t *testing.T, kapi *kubeapi.Server, pods []calicoipam.Pod, want map[string]netip.Addr) {
-	t.Helper()
+	for _, p := range a.Problems {
+		t.Errorf("IPAM audit: %s", p)
+	}
 	podOf := map[string]calicoipam.Pod{}
 	for _, p := range pods {
-		podOf[calicoipam.DefaultNetwork+"."+p.ContainerID] = p
+		podOf[d.HandleID(p)] = p
 	}
-	affinities := map[string]storedAffinity{}
-	for _, a := range listItems[storedAffinity](t, kapi, "blockaffinities") {
-		affinities[a.Metadata.Name] = a
-	}
-	held := map[string]map[string]int{} // handle -> block -> count
-	seen := map[netip.Addr]string{}
-	for _, b := range listItems[storedBlock](t, kapi, "ipamblocks") {
-		cidr := netip.MustParsePrefix(b.Spec.CIDR)
-		checkBlockWhole(t, b)
-		if b.Spec.Affinity == nil || !strings.HasPrefix(*b.Spec.Affinity, "host:") {
-			t.Errorf("block %s: affinity %v", b.Spec.CIDR, b.Spec.Affinity)
-			continue
+	reserved := []netip.Prefix{netip.MustParsePrefix("10.244.0.10/32"), netip.MustParsePrefix("10.244.255.0/24")}
+	for _, al := range a.Allocations {
+		p := podOf[al.Handle]
+		if want[al.Handle] != al.Addr || al.Attrs["pod"] != p.Name || al.Attrs["node"] != p.Node || al.Attrs["namespace"] != p.Namespace {
+			t.Errorf("%v in %s is held by %s %v, want %v for pod %+v", al.Addr, al.Block, al.Handle, al.Attrs, want[al.Handle], p)
 		}
-		node := strings.TrimPrefix(*b.Spec.Affinity, "host:")
-		a, ok := affinities[kdd.AffinityName(node, cidr)]
-		if !ok || a.Spec.State != "confirmed" || a.Spec.Deleted != "false" || a.Spec.Node != node ||
-			a.Metadata.Labels[kdd.LabelHostnameHash] != kdd.HostnameHash(node) {
-			t.Errorf("block %s of %s: affinity %+v (found %v)", b.Spec.CIDR, node, a, ok)
-		}
-		for o, idx := range b.Spec.Allocations {
-			if idx == nil || *idx >= len(b.Spec.Attributes) {
-				continue
-			}
-			attr := b.Spec.Attributes[*idx]
-			addr := ordinal(cidr, o)
-			if prev, dup := seen[addr]; dup {
-				t.Errorf("%v handed out twice: %s and %s", addr, prev, attr.HandleID)
-			}
-			seen[addr] = attr.HandleID
-			p := podOf[attr.HandleID]
-			if want[attr.HandleID] != addr || p.Node != node || attr.Secondary["pod"] != p.Name || attr.Secondary["node"] != node {
-				t.Errorf("%v in %s (of %s) is held by %s %v, want %v for pod %+v", addr, b.Spec.CIDR, node, attr.HandleID, attr.Secondary, want[attr.HandleID], p)
-			}
-			if addr == netip.MustParseAddr("10.244.0.10") || netip.MustParsePrefix("10.244.255.0/24").Contains(addr) {
-				t.Errorf("%v is reserved (IPReservation reserved-tail) but was handed out", addr)
-			}
-			if held[attr.HandleID] == nil {
-				held[attr.HandleID] = map[string]int{}
-			}
-			held[attr.HandleID][b.Spec.CIDR]++
+		if slices.ContainsFunc(reserved, func(r netip.Prefix) bool { return r.Contains(al.Addr) }) {
+			t.Errorf("%v is reserved (IPReservation reserved-tail) but was handed out", al.Addr)
 		}
 	}
-	if len(seen) != len(want) {
-		t.Errorf("%d addresses allocated, want %d", len(seen), len(want))
+	if len(a.Allocations) != len(want) {
+		t.Errorf("%d addresses allocated, want %d: %+v", len(a.Allocations), len(want), a.Allocations)
 	}
-	handles := listItems[storedHandle](t, kapi, "ipamhandles")
-	for _, h := range handles {
-		if h.Spec.Deleted || !maps.Equal(h.Spec.Block, held[h.Spec.HandleID]) {
-			t.Errorf("handle %s: deleted %v, block %v; the blocks hold %v", h.Spec.HandleID, h.Spec.Deleted, h.Spec.Block, held[h.Spec.HandleID])
-		}
-	}
-	if len(handles) != len(want) {
-		t.Errorf("%d handles stored, want %d", len(handles), len(want))
-	}
-}
-
-// checkBlockWhole: every ordinal is either free (once, in unallocated) or
-// allocated, and every attribute is referred to.
-func checkBlockWhole(t *testing.T, b storedBlock) {
-	t.Helper()
-	if len(b.Spec.Allocations) != 64 {
-		t.Errorf("block %s: %d allocations, want 64", b.Spec.CIDR, len(b.Spec.Allocations))
-	}
-	free := slices.Sorted(slices.Values(b.Spec.Unallocated))
-	used := map[int]bool{}
-	var allocated []int
-	for o, idx := range b.Spec.Allocations {
-		if idx != nil {
-			allocated = append(allocated, o)
-			used[*idx] = true
-		}
-	}
-	all := slices.Sorted(slices.Values(append(slices.Clone(free), allocated...)))
-	for i, o := range all {
-		if o != i {
-			t.Errorf("block %s: free %v and allocated %v do not cover each ordinal once", b.Spec.CIDR, free, allocated)
-			break
-		}
-	}
-	if len(used) != len(b.Spec.Attributes) {
-		t.Errorf("block %s: %d attributes, %d in use", b.Spec.CIDR, len(b.Spec.Attributes), len(used))
-	}
-}
-
-func ordinal(cidr netip.Prefix, o int) netip.Addr {
-	b := cidr.Addr().As4()
-	n := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + uint32(o)
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 }
 
 // TestIPAMConfigLimits: IPAMConfig's maxBlocksPerHost and

@@ -33,6 +33,11 @@
 //	after a release: GET node, LIST ippools
 //	GET ipamhandles/<namespace>.<pod> (the old handle form; released alike)
 //
+// Audit reads every block, affinity and handle, whoever wrote them, and
+// names each inconsistency (an address held twice, a block not whole, a
+// handle whose counts are not what the blocks hold, a leaked address), so
+// interop tests can check the shared state from Calico's side.
+//
 // Where the double differs from Calico: Calico starts its search for a free
 // block at a place derived from the node name; the double takes the pool's
 // blocks in order from its first one (or from WithStartBlock). It serves
