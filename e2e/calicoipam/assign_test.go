@@ -207,7 +207,7 @@ func checkIPAM(t *testing.T, d *calicoipam.Double, pods []calicoipam.Pod, want m
 // TestIPAMConfigLimits: IPAMConfig's maxBlocksPerHost and
 // autoAllocateBlocks stop a node from claiming another block once its
 // blocks are full (here /30 blocks of four addresses); lifted, the next
-// assign claims one.
+// assign claims one, skipping a reservation listed on the second page.
 func TestIPAMConfigLimits(t *testing.T) {
 	kapi := startAPIServer(t)
 	createRecorded(t, kapi, loadObjects(t), "ClusterInformation/default")
@@ -240,8 +240,20 @@ func TestIPAMConfigLimits(t *testing.T) {
 		t.Errorf("fifth assign with autoAllocateBlocks false: %v %v, want refused naming autoAllocateBlocks", a, err)
 	}
 	setConfig("autoAllocateBlocks", true)
-	a, err := d.Assign(ctx, pod(4))
-	if err != nil || !netip.MustParsePrefix("10.9.0.4/30").Contains(a) {
-		t.Errorf("fifth assign with the limits lifted: %v %v, want the next block's first address", a, err)
+	// 501 reservations: the one that matters, last by name, comes on the
+	// second page of the list.
+	for i := range 500 {
+		reserve(t, kapi, fmt.Sprintf("r%03d", i), fmt.Sprintf("10.10.%d.%d/32", i/250, i%250))
 	}
+	reserve(t, kapi, "zz-last", "10.9.0.4/32")
+	a, err := d.Assign(ctx, pod(4))
+	if err != nil || a != netip.MustParseAddr("10.9.0.5") {
+		t.Errorf("fifth assign with the limits lifted: %v %v, want 10.9.0.5 (the next block's first address is reserved)", a, err)
+	}
+}
+
+func reserve(t *testing.T, kapi *kubeapi.Server, name, cidr string) {
+	t.Helper()
+	mustDo(t, kapi, http.MethodPost, "/apis/crd.projectcalico.org/v1/ipreservations", obj{"apiVersion": "crd.projectcalico.org/v1",
+		"kind": "IPReservation", "metadata": obj{"name": name}, "spec": obj{"reservedCIDRs": []string{cidr}}}, http.StatusCreated)
 }

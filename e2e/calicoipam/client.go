@@ -152,13 +152,39 @@ func (c Conn) get(ctx context.Context, path string, out any) error {
 	return c.do(ctx, request{method: http.MethodGet, path: path}, out)
 }
 
-// list reads a collection the way Calico's clients do: in pages of 500.
+// list reads a collection the way Calico's clients do: in pages of 500,
+// following the continue token. out is decoded from {"items": [...]}.
 func (c Conn) list(ctx context.Context, path string, query url.Values, out any) error {
 	if query == nil {
 		query = url.Values{}
 	}
 	query.Set("limit", "500")
-	return c.get(ctx, path+"?"+query.Encode(), out)
+	var items []json.RawMessage
+	for {
+		var page struct {
+			Metadata struct{ Continue string }
+			Items    []json.RawMessage
+		}
+		if err := c.get(ctx, path+"?"+query.Encode(), &page); err != nil {
+			return err
+		}
+		items = append(items, page.Items...)
+		if page.Metadata.Continue == "" {
+			break
+		}
+		query.Set("continue", page.Metadata.Continue)
+	}
+	if out == nil {
+		return nil
+	}
+	b, err := json.Marshal(map[string]any{"items": items})
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("GET %s: decoding the items: %w", path, err)
+	}
+	return nil
 }
 
 func (c Conn) create(ctx context.Context, collection string, obj, out any) error {
