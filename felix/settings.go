@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/calico-aio/calico-aio/felix/config"
 	"log/slog"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/calico-aio/calico-aio/felix/config"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/node"
@@ -350,7 +351,7 @@ func (l *settingsLoader) effectiveUpdate() calc.Update {
 	k, _ := api.LookupKind("FelixConfiguration")
 	f := &api.FelixConfiguration{TypeMeta: api.TypeMeta{Kind: "FelixConfiguration", APIVersion: api.APIVersion},
 		Metadata: api.ObjectMeta{Name: "default"}, Spec: l.cur}
-	return calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", "default"), Resource: f}
+	return calc.Update{Kind: k.Plural, Key: updateKey(k, "default"), Resource: f}
 }
 
 // boolOr is *b, or def when the setting is unset.
@@ -359,4 +360,10 @@ func boolOr(b *bool, def bool) bool {
 		return def
 	}
 	return *b
+}
+
+// updateKey is the calculation's key of a cluster-scoped object.
+func updateKey(k api.KindInfo, name string) string {
+	key, _ := calc.UpdateKey(store.ResourceKey(k, "", name))
+	return key
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -15,7 +14,7 @@ func nodeWithLabels(name string, labels map[string]string) calc.Update {
 	nk, _ := api.LookupKind("Node")
 	n := nk.NewObject().(*api.Node)
 	n.Metadata.Name, n.Metadata.Labels = name, labels
-	return calc.Update{Kind: nk.Plural, Key: store.ResourceKey(nk, "", name), Resource: n}
+	return calc.Update{Kind: nk.Plural, Key: updateKey(nk, name), Resource: n}
 }
 
 // TestSettingsNodeSelectorScoped: a FelixConfiguration with a nodeSelector

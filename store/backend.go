@@ -10,6 +10,7 @@ type (
 	Revision    = model.Revision
 	Object      = model.Object
 	ListOptions = model.ListOptions
+	Read        = model.Read
 	Op          = model.Op
 	Write       = model.Write
 	Event       = model.Event

@@ -23,32 +23,49 @@ func (c *Backend) Get(ctx context.Context, k model.Key) (model.Object, error) {
 	return model.Object{Key: k, Value: kv.Value, Revision: FormatRevision(kv.Revision)}, nil
 }
 
-// GetMany reads keys in one transaction; absent ones are left out.
-func (c *Backend) GetMany(ctx context.Context, keys []model.Key) ([]model.Object, error) {
-	if len(keys) == 0 {
+// ReadMany makes the reads in one transaction.
+func (c *Backend) ReadMany(ctx context.Context, reads []model.Read) ([][]model.Object, error) {
+	if len(reads) == 0 {
 		return nil, nil
 	}
-	ops := make([]clientv3.Op, len(keys))
-	for i, k := range keys {
-		ekey, err := EtcdKey(k)
+	ops := make([]clientv3.Op, len(reads))
+	lists := make([]*model.ListOptions, len(reads))
+	for i, r := range reads {
+		op, err := readOp(r)
 		if err != nil {
 			return nil, err
 		}
-		ops[i] = clientv3.OpGet(ekey)
+		ops[i], lists[i] = op, r.List
 	}
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	resp, err := c.etcd.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
-		return nil, unreachable("get", fmt.Sprint(keys), err)
+		return nil, unreachable("read", fmt.Sprint(reads), err)
 	}
-	var out []model.Object
+	out := make([][]model.Object, len(reads))
 	for i, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().GetKvs() {
-			out = append(out, model.Object{Key: keys[i], Value: kv.Value, Revision: FormatRevision(kv.ModRevision)})
+			k := reads[i].Key
+			if lists[i] != nil {
+				var ok bool
+				if k, ok = selects(*lists[i], string(kv.Key)); !ok {
+					continue
+				}
+			}
+			out[i] = append(out[i], model.Object{Key: k, Value: kv.Value, Revision: FormatRevision(kv.ModRevision)})
 		}
 	}
 	return out, nil
+}
+
+func readOp(r model.Read) (clientv3.Op, error) {
+	if r.List != nil {
+		prefix, err := listPrefix(*r.List)
+		return clientv3.OpGet(prefix, clientv3.WithPrefix()), err
+	}
+	ekey, err := EtcdKey(r.Key)
+	return clientv3.OpGet(ekey), err
 }
 
 // List reads every object opts selects.

@@ -55,6 +55,13 @@ type ListOptions struct {
 	Family    int
 }
 
+// Read is one part of a ReadMany: the object Key names, or (List set) what
+// the ListOptions select.
+type Read struct {
+	Key  Key
+	List *ListOptions
+}
+
 // Op is what a Write does.
 type Op uint8
 
@@ -79,10 +86,12 @@ type Write struct {
 type Backend interface {
 	// Get reads one object.
 	Get(ctx context.Context, k Key) (Object, error)
-	// GetMany reads several objects, in one request where the backend can
-	// (etcd: one transaction); those that do not exist are left out. IPAM
-	// reads a node's affine blocks with it.
-	GetMany(ctx context.Context, keys []Key) ([]Object, error)
+	// ReadMany makes several reads at one point, in one request where the
+	// backend can (etcd: one transaction), and returns one result per read:
+	// the object a Key read names (none when it does not exist) or what a
+	// List read selects. IPAM's hot path reads its pools, config, node,
+	// affinities and handle with it in one round trip.
+	ReadMany(ctx context.Context, reads []Read) ([][]Object, error)
 	// List reads every object opts selects, and the revision the list was
 	// taken at (a Watch from it misses nothing).
 	List(ctx context.Context, opts ListOptions) ([]Object, Revision, error)

@@ -25,7 +25,7 @@ func RunBackendConformance(t *testing.T, newSubject func(t *testing.T) Subject) 
 	t.Run("CreateGetUpdateDelete", func(t *testing.T) { forEachSample(t, newSubject(t).Backend, checkLifecycle) })
 	t.Run("TypedErrorsNameTheKey", func(t *testing.T) { forEachSample(t, newSubject(t).Backend, checkTypedErrors) })
 	t.Run("ListSelects", func(t *testing.T) { checkList(t, newSubject(t).Backend) })
-	t.Run("GetMany", func(t *testing.T) { checkGetMany(t, newSubject(t).Backend) })
+	t.Run("ReadMany", func(t *testing.T) { checkReadMany(t, newSubject(t).Backend) })
 	t.Run("WatchListsThenFollows", func(t *testing.T) { checkWatch(t, newSubject(t).Backend) })
 	t.Run("WatchResumesAfterRestart", func(t *testing.T) {
 		s := newSubject(t)

@@ -73,27 +73,39 @@ func checkList(t *testing.T, b store.Backend) {
 	}
 }
 
-func checkGetMany(t *testing.T, b store.Backend) {
+func checkReadMany(t *testing.T, b store.Backend) {
 	storeAll(t, b)
 	all := samples()
 	missing := store.Key{Kind: store.KindIPAMBlock, Name: "10.65.1.0/26"}
-	keys := []store.Key{all[0].key, missing, all[len(all)-1].key, all[3].key}
-	objs, err := b.GetMany(context.Background(), keys)
+	reads := []store.Read{{Key: all[0].key}, {Key: missing}}
+	for _, c := range listCases {
+		reads = append(reads, store.Read{List: &c.opts})
+	}
+	reads = append(reads, store.Read{Key: all[3].key})
+	got, err := b.ReadMany(context.Background(), reads)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{all[0].key.String(), all[len(all)-1].key.String(), all[3].key.String()}
-	sort.Strings(want)
-	if got := keysOf(objs); !slices.Equal(got, want) {
-		t.Errorf("GetMany = %v, want %v (the missing block left out)", got, want)
+	if len(got) != len(reads) {
+		t.Fatalf("ReadMany gave %d results for %d reads", len(got), len(reads))
 	}
-	for _, o := range objs {
-		cur, err := b.Get(context.Background(), o.Key)
-		if err != nil || cur.Revision != o.Revision {
-			t.Errorf("GetMany %s at %q; Get says %q (%v)", o.Key, o.Revision, cur.Revision, err)
+	want := [][]string{{all[0].key.String()}, {}}
+	for _, c := range listCases {
+		want = append(want, c.want)
+	}
+	want = append(want, []string{all[3].key.String()})
+	for i := range reads {
+		if k := keysOf(got[i]); !slices.Equal(k, want[i]) {
+			t.Errorf("ReadMany read %d (%+v) = %v, want %v", i, reads[i], k, want[i])
+		}
+		for _, o := range got[i] {
+			cur, err := b.Get(context.Background(), o.Key)
+			if err != nil || cur.Revision != o.Revision {
+				t.Errorf("ReadMany %s at %q; Get says %q (%v)", o.Key, o.Revision, cur.Revision, err)
+			}
 		}
 	}
-	if objs, err := b.GetMany(context.Background(), nil); err != nil || len(objs) != 0 {
-		t.Errorf("GetMany of nothing = %v, %v", objs, err)
+	if got, err := b.ReadMany(context.Background(), nil); err != nil || len(got) != 0 {
+		t.Errorf("ReadMany of nothing = %v, %v", got, err)
 	}
 }
