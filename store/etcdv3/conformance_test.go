@@ -13,3 +13,12 @@ func TestBackendConformance(t *testing.T) {
 		return storetest.Subject{Backend: e.Client(t).Backend, Restart: func(t testing.TB) { e.Stop(); e.Restart(t) }}
 	})
 }
+
+// The conformance suite's non-atomic branch: writes one at a time, as the
+// Kubernetes backend commits them, over the etcd backend.
+func TestNonAtomicCommitConformance(t *testing.T) {
+	storetest.RunBackendConformance(t, func(t *testing.T) storetest.Subject {
+		e := storetest.StartEtcd(t)
+		return storetest.Subject{Backend: &storetest.NonAtomic{Backend: e.Client(t).Backend}}
+	})
+}
