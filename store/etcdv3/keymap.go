@@ -39,8 +39,10 @@ func EtcdKey(k model.Key) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !validSegment(k.Name) || (ki.Namespaced && !validSegment(k.Namespace)) {
-		return "", fmt.Errorf("%s: a %s needs a name%s without '/'", k, ki.Kind, map[bool]string{true: " and a namespace"}[ki.Namespaced])
+	// An empty namespace names nothing stored (a read finds nothing, as
+	// Calico's); resource validation refuses writing one.
+	if !validSegment(k.Name) || strings.Contains(k.Namespace, "/") {
+		return "", fmt.Errorf("%s: a %s needs a name, and a namespace if namespaced, without '/'", k, ki.Kind)
 	}
 	return ResourceKey(ki, k.Namespace, k.Name), nil
 }

@@ -81,8 +81,9 @@ type Write struct {
 
 // Backend is a datastore holding Calico's model. Every method honours ctx
 // and the backend's own request timeout. Errors match ErrNotFound,
-// ErrAlreadyExists, ErrConflict and ErrRevisionGone (errors.Is); anything else
-// is the datastore being unreachable or refusing.
+// ErrAlreadyExists, ErrConflict, ErrRevisionGone and ErrInvalidRevision
+// (errors.Is); anything else is the datastore being unreachable or
+// refusing.
 type Backend interface {
 	// Get reads one object.
 	Get(ctx context.Context, k Key) (Object, error)
@@ -112,8 +113,9 @@ type Backend interface {
 	Watch(ctx context.Context, opts ListOptions, h func(Event)) error
 	// Commit applies writes of IPAM objects (blocks, handles, affinities) as
 	// one step of Calico's IPAM protocol (and calicoctl's IP pool split) and
-	// returns how many were applied;
-	// a lost revision precondition is ErrConflict. The etcd backend commits
+	// returns how many were applied; a lost revision precondition (a create
+	// of an object that exists, an update or delete of one changed or gone)
+	// is a *ConflictError naming the write that lost. The etcd backend commits
 	// them in one transaction (all or nothing: 0 or len(writes)); the
 	// Kubernetes backend applies them one object at a time in the order
 	// given, which callers choose as Calico's (handle before block on
