@@ -42,11 +42,6 @@ func ResourceKey(k api.KindInfo, ns, name string) Key {
 	return Key{Kind: k.Kind, Namespace: ns, Name: name}
 }
 
-// KeyOf is the model key of r.
-func KeyOf(r api.Resource) (Key, error) {
-	_, key, err := keyOf(r)
-	return key, err
-}
 
 func kindOf(r api.Resource) (api.KindInfo, error) {
 	k, ok := api.LookupKind(r.GetTypeMeta().Kind)
