@@ -42,7 +42,6 @@ func ResourceKey(k api.KindInfo, ns, name string) Key {
 	return Key{Kind: k.Kind, Namespace: ns, Name: name}
 }
 
-
 func kindOf(r api.Resource) (api.KindInfo, error) {
 	k, ok := api.LookupKind(r.GetTypeMeta().Kind)
 	if !ok {
