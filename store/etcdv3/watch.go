@@ -116,13 +116,20 @@ func (c *Backend) resync(ctx context.Context, prefix string, known map[string]in
 func (c *Backend) follow(ctx context.Context, prefix string, rev int64, known map[string]int64, h func(RawEvent)) (int64, error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	wch := c.etcd.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	wch := c.etcd.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
 	for resp := range wch {
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			return rev, &model.RevisionGoneError{Revision: FormatRevision(rev)}
 		}
 		if err := resp.Err(); err != nil {
 			return rev, err
+		}
+		if resp.IsProgressNotify() {
+			// Everything up to the header's revision has been sent: a
+			// quiet watch resumes from there, not from a revision that
+			// compaction may since have removed.
+			rev = max(rev, resp.Header.Revision)
+			continue
 		}
 		for _, ev := range resp.Events {
 			rev = max(rev, ev.Kv.ModRevision)
