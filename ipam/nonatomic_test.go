@@ -70,3 +70,26 @@ func TestNonAtomicAssignUndoesHandleIncrement(t *testing.T) {
 		t.Errorf("addresses of net.b = %v, %v; want the one assigned", addrs, err)
 	}
 }
+
+// A claim that finds its pending affinity already written (an earlier
+// claim of this node stopped after that step) finishes it: the block is
+// created and the affinity confirmed by compare-and-swap on what is stored.
+func TestClaimFinishesAnEarlierPendingAffinity(t *testing.T) {
+	e := newEnv(t)
+	e.pool("p4", "10.10.0.0/26")
+	aff := store.Key{Kind: store.KindBlockAffinity, Node: "node1", Name: "10.10.0.0/26"}
+	if _, err := e.c.Create(ctx, aff, []byte(`{"state":"pending","deleted":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := e.mustAssign("node1", "net.a", 1, 0)
+	if len(got.IPv4) != 1 || !got.IPv4[0].Addr().Is4() {
+		t.Fatalf("assigned %v", got)
+	}
+	o, err := e.c.Get(ctx, aff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(o.Value) != `{"state":"confirmed","deleted":false}` {
+		t.Errorf("affinity = %s, want confirmed", o.Value)
+	}
+}
