@@ -3,12 +3,13 @@ package ctl_test
 import (
 	"bytes"
 	"compress/gzip"
-	"github.com/calico-aio/calico-aio/internal/golden"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/internal/golden"
 
 	"github.com/calico-aio/calico-aio/ctl"
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/calico-aio/calico-aio/ctl"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -46,7 +47,7 @@ func (h *harness) mustRun(stdin string, args ...string) string {
 
 // resourceKeys lists every key under the v3 resource prefix.
 func (h *harness) resourceKeys() []string {
-	kvs, _, err := h.cli.List(context.Background(), store.ResourcePrefix)
+	kvs, _, err := storetest.Raw(h.t, h.cli).ListPrefix(context.Background(), etcdv3.ResourcePrefix)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestApplyGetDeleteEveryKind(t *testing.T) {
 		"/calico/resources/v3/projectcalico.org/clusterinformations/default":                       "ClusterInformation",
 	}
 	for key, kind := range want {
-		kv, err := h.cli.Get(context.Background(), key)
+		kv, err := storetest.Raw(t, h.cli).GetKey(context.Background(), key)
 		if err != nil {
 			t.Errorf("%s: %v", key, err)
 			continue

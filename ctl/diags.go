@@ -21,6 +21,7 @@ import (
 	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // diagCommands are the kernel state dumps of a diags bundle: file name,
@@ -231,15 +232,15 @@ func addDatastore(ctx context.Context, o IO, ds *datastoreFlags, b *bundle, node
 		}
 		b.add(sel.file, y)
 	}
-	affs, _, err := c.List(ctx, "/calico/ipam/v2/host/"+node+"/")
+	affs, err := dumpObjects(ctx, c, store.ListOptions{Kind: store.KindBlockAffinity, Node: node})
 	if err != nil {
 		return datastoreError(c, err)
 	}
-	blocks, _, err := c.List(ctx, "/calico/ipam/v2/assignment/")
+	blocks, err := dumpObjects(ctx, c, store.ListOptions{Kind: store.KindIPAMBlock})
 	if err != nil {
 		return datastoreError(c, err)
 	}
-	var mine []store.KV
+	var mine []dumped
 	for _, kv := range blocks {
 		var blk struct {
 			Affinity *string `json:"affinity"`
@@ -250,7 +251,7 @@ func addDatastore(ctx context.Context, o IO, ds *datastoreFlags, b *bundle, node
 	}
 	for _, part := range []struct {
 		file string
-		kvs  []store.KV
+		kvs  []dumped
 	}{{"datastore/ipam-affinities.yaml", affs}, {"datastore/ipam-blocks.yaml", mine}} {
 		y, err := kvsYAML(part.kvs)
 		if err != nil {
@@ -261,8 +262,35 @@ func addDatastore(ctx context.Context, o IO, ds *datastoreFlags, b *bundle, node
 	return nil
 }
 
-// kvsYAML renders etcd keys and their JSON values as a YAML list.
-func kvsYAML(kvs []store.KV) ([]byte, error) {
+// dumped is one stored object as diags shows it: its key in the datastore
+// (Calico's etcd key on etcd) and its JSON value.
+type dumped struct {
+	Key   string
+	Value []byte
+}
+
+// dumpObjects reads what opts selects, named as the datastore names it.
+func dumpObjects(ctx context.Context, c *store.Client, opts store.ListOptions) ([]dumped, error) {
+	objs, _, err := c.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	_, onEtcd := etcdv3.Of(c.Backend)
+	out := make([]dumped, 0, len(objs))
+	for _, o := range objs {
+		name := o.Key.String()
+		if onEtcd {
+			if name, err = etcdv3.EtcdKey(o.Key); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, dumped{Key: name, Value: o.Value})
+	}
+	return out, nil
+}
+
+// kvsYAML renders stored keys and their JSON values as a YAML list.
+func kvsYAML(kvs []dumped) ([]byte, error) {
 	items := make([]map[string]any, 0, len(kvs))
 	for _, kv := range kvs {
 		items = append(items, map[string]any{"key": kv.Key, "value": json.RawMessage(kv.Value)})

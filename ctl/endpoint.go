@@ -10,6 +10,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // runEndpoint is classic "calicoctl endpoint show": the workload endpoints
@@ -103,8 +104,13 @@ const felixStatusPrefix = "/calico/felix/v2/no-region/host/"
 // epStates are the endpoint statuses calico-node reported, by key.
 type epStates map[string]string
 
+// They live in etcd only, as Calico's; another datastore has none.
 func endpointStates(ctx context.Context, c *store.Client) epStates {
-	kvs, _, err := c.List(ctx, felixStatusPrefix)
+	raw, ok := etcdv3.Of(c.Backend)
+	if !ok {
+		return nil
+	}
+	kvs, _, err := raw.ListPrefix(ctx, felixStatusPrefix)
 	if err != nil {
 		return nil
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -48,7 +48,7 @@ func runGet(o IO, args []string) error {
 	defer c.Close()
 
 	var objs []api.Resource
-	var listRev int64
+	var listRev store.Revision
 	names := rest[1:]
 	if len(names) == 0 {
 		if objs, listRev, err = c.ListResources(ctx, k, namespace); err != nil {
@@ -111,14 +111,14 @@ func encodeObjects(objs []api.Resource) ([]json.RawMessage, error) {
 }
 
 // listObject is the <Kind>List wrapper calicoctl prints for several objects.
-func listObject(k api.KindInfo, objs []json.RawMessage, rev int64) map[string]any {
+func listObject(k api.KindInfo, objs []json.RawMessage, rev store.Revision) map[string]any {
 	items := make([]any, len(objs))
 	for i, r := range objs {
 		items[i] = r
 	}
 	meta := map[string]any{}
-	if rev != 0 {
-		meta["resourceVersion"] = strconv.FormatInt(rev, 10)
+	if rev != "" {
+		meta["resourceVersion"] = string(rev)
 	}
 	return map[string]any{
 		"apiVersion": api.APIVersion,

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -294,7 +295,7 @@ func checkIPAM(st *ipamState, w io.Writer, showAll, showProblems bool) ipamRepor
 	for _, h := range st.handles {
 		exists[h.ID] = true
 		if len(handleIPs[h.ID]) == 0 {
-			r.HandlesWithoutIPs = append(r.HandlesWithoutIPs, orphanHandle{Handle: h.ID, Revision: h.Revision, Blocks: h.Handle.Block})
+			r.HandlesWithoutIPs = append(r.HandlesWithoutIPs, orphanHandle{Handle: h.ID, Revision: revisionNumber(h.Revision), Blocks: h.Handle.Block})
 		}
 	}
 	fmt.Fprintf(w, "Found %d handles with no matching IPs (and %d handles with matching IPs).\n",
@@ -390,4 +391,11 @@ func runIPAMCheck(o IO, args []string) error {
 	}
 	fmt.Fprintf(o.Stdout, "Check complete; found %d problems.\n", r.Problems)
 	return nil
+}
+
+// revisionNumber is a revision as the report's number (etcd's mod
+// revision; 0 when the datastore's revisions are not numbers).
+func revisionNumber(rev store.Revision) int64 {
+	n, _ := strconv.ParseInt(string(rev), 10, 64)
+	return n
 }

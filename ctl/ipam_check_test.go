@@ -87,7 +87,7 @@ func (h *harness) wep(name, node string, ips ...string) {
 func (h *harness) deleteWEP(name string) {
 	h.t.Helper()
 	k, _ := api.LookupKind("WorkloadEndpoint")
-	if _, err := h.cli.DeleteResource(bg, k, "default", name, 0); err != nil {
+	if _, err := h.cli.DeleteResource(bg, k, "default", name, ""); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -125,11 +125,11 @@ func TestIPAMCheckAndReleaseFromReport(t *testing.T) {
 	tunGone := autoAssign(t, al, ipam.AutoAssignArgs{HandleID: "vxlan-tunnel-addr-node-gone", Node: "node-gone",
 		Attrs: map[string]string{ipam.AttrType: "vxlanTunnelAddress"}, Use: api.IPPoolAllowedUseTunnel})
 	c6 := pod("c6", "node1")
-	if err := h.cli.Delete(bg, store.HandleKey("k8s-pod-network.c6"), 0); err != nil {
+	if err := h.cli.Delete(bg, store.Key{Kind: store.KindIPAMHandle, Name: "k8s-pod-network.c6"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	// A handle that holds nothing, and endpoints whose addresses IPAM never gave out.
-	if _, err := h.cli.Create(bg, store.HandleKey("k8s-pod-network.orphan"), []byte(`{"block":{"10.60.0.0/26":1},"deleted":false}`)); err != nil {
+	if _, err := h.cli.Create(bg, store.Key{Kind: store.KindIPAMHandle, Name: "k8s-pod-network.orphan"}, []byte(`{"block":{"10.60.0.0/26":1},"deleted":false}`)); err != nil {
 		t.Fatal(err)
 	}
 	h.wep("c7", "node1", "10.60.250.77/32")
@@ -207,7 +207,7 @@ func TestIPAMCheckAndReleaseFromReport(t *testing.T) {
 			t.Errorf("in-use %s holds %v, want %s", hd, got, a)
 		}
 	}
-	if _, err := h.cli.Get(bg, store.HandleKey("k8s-pod-network.orphan")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.cli.Get(bg, store.Key{Kind: store.KindIPAMHandle, Name: "k8s-pod-network.orphan"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("orphan handle: %v, want not found", err)
 	}
 	affs, err := al.ListAffinities(bg)

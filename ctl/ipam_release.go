@@ -150,11 +150,11 @@ func deleteOrphanHandles(ctx context.Context, c *store.Client, al *ipam.Allocato
 		}
 	}
 	for _, h := range handles {
-		if used[h.Handle] || h.Revision <= 0 { // revision 0 would delete unconditionally
+		if used[h.Handle] || h.Revision <= 0 { // no revision would delete unconditionally
 			kept++
 			continue
 		}
-		err := c.Delete(ctx, store.HandleKey(h.Handle), h.Revision)
+		err := c.Delete(ctx, store.Key{Kind: store.KindIPAMHandle, Name: h.Handle}, store.Revision(strconv.FormatInt(h.Revision, 10)))
 		switch {
 		case err == nil:
 			deleted++

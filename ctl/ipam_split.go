@@ -2,14 +2,13 @@ package ctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"math/bits"
 	"net/netip"
 	"strconv"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -144,31 +143,30 @@ func splitPool(old *api.IPPool, n int) ([]*api.IPPool, error) {
 	return out, nil
 }
 
-// swapPools writes the new pools and deletes the old one in one
-// transaction, only if the old one is unchanged and no new name is taken.
+// swapPools writes the new pools and deletes the old one in one commit,
+// only if the old one is unchanged and no new name is taken (the new pools
+// first: a backend that commits one write at a time and stops at a lost
+// one never drops the old pool before its replacements are in).
 func swapPools(ctx context.Context, c *store.Client, old *api.IPPool, children []*api.IPPool) error {
 	k, _ := api.LookupKind("IPPool")
-	oldKey := store.ResourceKey(k, "", old.Metadata.Name)
-	rev, err := strconv.ParseInt(old.Metadata.ResourceVersion, 10, 64)
-	if err != nil {
-		return fmt.Errorf("IP pool %s: metadata.resourceVersion %q: %w", old.Metadata.Name, old.Metadata.ResourceVersion, err)
-	}
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(oldKey), "=", rev)}
-	ops := []clientv3.Op{clientv3.OpDelete(oldKey)}
+	var writes []store.Write
 	for _, ch := range children {
-		key := store.ResourceKey(k, "", ch.Metadata.Name)
 		val, err := store.Encode(ch)
 		if err != nil {
 			return err
 		}
-		cmps = append(cmps, clientv3.Compare(clientv3.Version(key), "=", 0))
-		ops = append(ops, clientv3.OpPut(key, string(val)))
+		writes = append(writes, store.Write{Op: store.OpPut, Key: store.ResourceKey(k, "", ch.Metadata.Name), Value: val})
 	}
-	resp, err := c.Etcd().Txn(ctx).If(cmps...).Then(ops...).Commit()
-	if err != nil {
+	writes = append(writes, store.Write{Op: store.OpDelete, Key: store.ResourceKey(k, "", old.Metadata.Name),
+		Revision: store.Revision(old.Metadata.ResourceVersion)})
+	_, err := c.Commit(ctx, writes)
+	if errors.Is(err, store.ErrInvalidRevision) {
+		return fmt.Errorf("IP pool %s: metadata.resourceVersion: %w", old.Metadata.Name, err)
+	}
+	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("splitting IP pool %s: %w", old.Metadata.Name, err)
 	}
-	if !resp.Succeeded {
+	if err != nil {
 		return fmt.Errorf("splitting IP pool %s: the pool changed or a split-%s-N pool already exists; nothing was written", old.Metadata.Name, old.Metadata.Name)
 	}
 	return nil

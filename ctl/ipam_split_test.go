@@ -1,10 +1,11 @@
 package ctl_test
 
 import (
-	"github.com/calico-aio/calico-aio/internal/golden"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/internal/golden"
 
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store/api"

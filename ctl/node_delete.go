@@ -81,7 +81,7 @@ func deleteNode(ctx context.Context, c *store.Client, n *api.Node) error {
 	}
 	for _, kind := range []string{"FelixConfiguration", "BGPConfiguration"} {
 		k, _ := api.LookupKind(kind)
-		if _, err := c.DeleteResource(ctx, k, "", "node."+name, 0); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if _, err := c.DeleteResource(ctx, k, "", "node."+name, ""); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("node %s: deleting %s(node.%s): %w", name, kind, name, err)
 		}
 	}

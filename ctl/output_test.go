@@ -1,11 +1,12 @@
 package ctl_test
 
 import (
-	"github.com/calico-aio/calico-aio/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/internal/golden"
 
 	"github.com/calico-aio/calico-aio/store/storetest"
 	"github.com/calico-aio/calico-aio/store/storetest/compat"

@@ -2,9 +2,10 @@ package ctl_test
 
 import (
 	"fmt"
-	"github.com/calico-aio/calico-aio/internal/golden"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/internal/golden"
 
 	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/storetest"

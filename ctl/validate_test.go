@@ -1,9 +1,10 @@
 package ctl_test
 
 import (
-	"github.com/calico-aio/calico-aio/internal/golden"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/internal/golden"
 )
 
 func TestValidateOffline(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 // pod is a workload created through the CNI plugin.
@@ -46,7 +47,7 @@ func (e *cniEnv) apply(r api.Resource) {
 func (e *cniEnv) remove(kind, ns, name string) {
 	e.t.Helper()
 	k, _ := api.LookupKind(kind)
-	if _, err := e.cl.DeleteResource(context.Background(), k, ns, name, 0); err != nil {
+	if _, err := e.cl.DeleteResource(context.Background(), k, ns, name, ""); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -120,10 +121,10 @@ func TestAgentStartupHealthMetricsStatus(t *testing.T) {
 		}
 		return nil
 	})
-	if kv, err := e.cl.Get(context.Background(), "/calico/felix/v2/no-region/host/node1/status"); err != nil || !strings.Contains(string(kv.Value), `"uptime"`) {
+	if kv, err := storetest.Raw(e.t, e.cl).GetKey(context.Background(), "/calico/felix/v2/no-region/host/node1/status"); err != nil || !strings.Contains(string(kv.Value), `"uptime"`) {
 		t.Errorf("agent status: %s, %v", kv.Value, err)
 	}
-	if kv, err := e.cl.Get(context.Background(), key); err == nil {
+	if kv, err := storetest.Raw(e.t, e.cl).GetKey(context.Background(), key); err == nil {
 		t.Errorf("endpoint status written with endpointReportingEnabled unset: %s", kv.Value)
 	}
 	// Turned on live, it appears under Calico's felix status keys.
@@ -136,7 +137,7 @@ func TestAgentStartupHealthMetricsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "endpoint status reported", func() error {
-		kv, err := e.cl.Get(context.Background(), key)
+		kv, err := storetest.Raw(e.t, e.cl).GetKey(context.Background(), key)
 		if err != nil {
 			return err
 		}
@@ -154,7 +155,7 @@ func TestAgentStartupHealthMetricsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "endpoint status removed", func() error {
-		if _, err := e.cl.Get(context.Background(), key); err == nil {
+		if _, err := storetest.Raw(e.t, e.cl).GetKey(context.Background(), key); err == nil {
 			return fmt.Errorf("still there")
 		}
 		return nil

@@ -83,11 +83,11 @@ func TestHostEndpointFailsafeTraffic(t *testing.T) {
 	expectTraffic(t, "allow policy ahead of deny-all opens the port",
 		allow("peer->node:8080", probe(8080)), allow("peer->node:22", probe(22)))
 	// The agent still reaches etcd (failsafe out 2379) and applies changes.
-	if _, err := c.cl.DeleteResource(ctxBG, kindOf("GlobalNetworkPolicy"), "", "allow-8080", 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, kindOf("GlobalNetworkPolicy"), "", "allow-8080", ""); err != nil {
 		t.Fatal(err)
 	}
 	expectTraffic(t, "allow policy deleted", deny("peer->node:8080", probe(8080)), allow("peer->node:22", probe(22)))
-	if _, err := c.cl.DeleteResource(ctxBG, kindOf("HostEndpoint"), "", "node1-eth0", 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, kindOf("HostEndpoint"), "", "node1-eth0", ""); err != nil {
 		t.Fatal(err)
 	}
 	expectTraffic(t, "host endpoint deleted: not policed", allow("peer->node:8080", probe(8080)))

@@ -95,7 +95,7 @@ func TestClusterNodeLeaves(t *testing.T) {
 	mustNS(t, n3.ns, "ip", "link", "set", "eth0", "down")
 	start := time.Now()
 	k, _ := api.LookupKind("Node")
-	if _, err := c.cl.DeleteResource(ctxBG, k, "", "node3", 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, k, "", "node3", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, nd := range []*clusterNode{n1, n2} {

@@ -49,7 +49,7 @@ func TestClusterCrossNodeTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "cross-node deny", unreachable(pods[0].ns, pods[2].ip))
-	if _, err := c.cl.DeleteResource(ctxBG, k, "", "deny-all-ingress", 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, k, "", "deny-all-ingress", ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "deny removed", reachable(pods[0].ns, pods[2].ip))

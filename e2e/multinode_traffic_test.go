@@ -53,7 +53,7 @@ func TestClusterTCPAcrossNodes(t *testing.T) {
 			{"node1 pod -> node2 pod :8080", false, tcpProbe(p1.ns, p2.ip+":8080")},
 			{"node2 pod -> node1 pod :8080", false, tcpProbe(p2.ns, p1.ip+":8080")},
 		})
-	if _, err := c.cl.DeleteResource(ctxBG, k, "", "deny-8080", 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, k, "", "deny-8080", ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "port 8080 again after the policy is gone", tcpProbe(p1.ns, p2.ip+":8080"))

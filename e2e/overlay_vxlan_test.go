@@ -129,7 +129,7 @@ func TestOverlayVXLANTwoSubnets(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "deny across the tunnel", unreachable(pods[0].ns, pods[2].ip))
-	if _, err := c.cl.DeleteResource(ctxBG, k, "", gnp.Metadata.Name, 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, k, "", gnp.Metadata.Name, ""); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "allowed again across the tunnel", reachable(pods[0].ns, pods[2].ip))

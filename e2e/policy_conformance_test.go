@@ -55,7 +55,7 @@ func (c *pcCluster) apply(r api.Resource) {
 
 func (c *pcCluster) remove(kind, namespace, name string) {
 	c.t.Helper()
-	if _, err := c.cl.DeleteResource(ctxBG, kindOf(kind), namespace, name, 0); err != nil {
+	if _, err := c.cl.DeleteResource(ctxBG, kindOf(kind), namespace, name, ""); err != nil {
 		c.t.Fatalf("deleting %s %s: %v", kind, name, err)
 	}
 }
@@ -396,7 +396,7 @@ func TestPolicyConformance(t *testing.T) {
 			c.apply(moved)
 		}, tiered},
 		{"deleting tier t2 is refused while policies name it", true, func() {
-			_, err := c.cl.DeleteResource(ctxBG, kindOf("Tier"), "", "t2", 0)
+			_, err := c.cl.DeleteResource(ctxBG, kindOf("Tier"), "", "t2", "")
 			var notEmpty *store.TierNotEmptyError
 			if !errors.As(err, &notEmpty) || notEmpty.Tier != "t2" || len(notEmpty.Policies) != 2 {
 				t.Fatalf("deleting tier t2 with two policies: %v, want a TierNotEmptyError naming both", err)

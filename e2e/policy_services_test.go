@@ -14,6 +14,8 @@ import (
 	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 // Rule services matches with real traffic (issue #13): a Service's
@@ -53,19 +55,20 @@ func storeSlices(sls []ServiceSlice) []store.ServiceSlice {
 
 // PublishServiceEndpoints makes the datastore's endpoints of Service
 // namespace/name the given slices, as the Kubernetes controller publishes
-// them (store.ServiceEndpointsKey); no slices withdraws them. A running
+// them (etcdv3.ServiceEndpointsKey); no slices withdraws them. A running
 // controller owns these keys and would undo this: use it where none runs.
 func PublishServiceEndpoints(tb testing.TB, cl *store.Client, namespace, name string, sls ...ServiceSlice) {
 	tb.Helper()
-	key := store.ServiceEndpointsKey(namespace, name)
-	cur, err := cl.Get(ctxBG, key)
+	key := etcdv3.ServiceEndpointsKey(namespace, name)
+	raw := storetest.Raw(tb, cl)
+	cur, err := raw.GetKey(ctxBG, key)
 	exists := err == nil
 	if err != nil && !isNotFound(err) {
 		tb.Fatalf("reading %s: %v", key, err)
 	}
 	if len(sls) == 0 {
 		if exists {
-			if err := cl.Delete(ctxBG, key, cur.Revision); err != nil {
+			if err := raw.DeleteKey(ctxBG, key, cur.Revision); err != nil {
 				tb.Fatalf("withdrawing the endpoints of %s/%s: %v", namespace, name, err)
 			}
 		}
@@ -76,9 +79,9 @@ func PublishServiceEndpoints(tb testing.TB, cl *store.Client, namespace, name st
 		tb.Fatal(err)
 	}
 	if exists {
-		_, err = cl.Update(ctxBG, key, val, cur.Revision)
+		_, err = raw.UpdateKey(ctxBG, key, val, cur.Revision)
 	} else {
-		_, err = cl.Create(ctxBG, key, val)
+		_, err = raw.CreateKey(ctxBG, key, val)
 	}
 	if err != nil {
 		tb.Fatalf("publishing the endpoints of %s/%s: %v", namespace, name, err)
@@ -130,7 +133,11 @@ func DeleteEndpointSlice(tb testing.TB, kapi *kubeapi.Server, namespace, name st
 // PublishServiceEndpoints would write for these slices (none: no key).
 func publishedAs(cl *store.Client, namespace, name string, sls ...ServiceSlice) func() error {
 	return func() error {
-		kv, err := cl.Get(ctxBG, store.ServiceEndpointsKey(namespace, name))
+		raw, ok := etcdv3.Of(cl.Backend)
+		if !ok {
+			return fmt.Errorf("service endpoint copies live in etcd only")
+		}
+		kv, err := raw.GetKey(ctxBG, etcdv3.ServiceEndpointsKey(namespace, name))
 		if len(sls) == 0 {
 			if isNotFound(err) {
 				return nil

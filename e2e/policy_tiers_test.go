@@ -62,7 +62,7 @@ func TestPolicyTiers(t *testing.T) {
 	expectTraffic(t, "second now comes first and allows both",
 		allow("a->server", tcp(a)), allow("b->server", tcp(b)), deny("a ping", ping(a)))
 
-	if _, err := e.cl.DeleteResource(t.Context(), kindOf("Tier"), "", "first", 0); err == nil {
+	if _, err := e.cl.DeleteResource(t.Context(), kindOf("Tier"), "", "first", ""); err == nil {
 		t.Error("deleting tier first, which has a policy, succeeded")
 	}
 }

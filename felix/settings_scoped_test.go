@@ -5,10 +5,10 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/config"
+	"github.com/calico-aio/calico-aio/felix/config/configtest"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -16,7 +16,7 @@ func nodeWithLabels(name string, labels map[string]string) calc.Update {
 	nk, _ := api.LookupKind("Node")
 	n := nk.NewObject().(*api.Node)
 	n.Metadata.Name, n.Metadata.Labels = name, labels
-	return calc.Update{Kind: nk.Plural, Key: store.ResourceKey(nk, "", name), Resource: n}
+	return calc.Update{Kind: nk.Plural, Key: configtest.UpdateKey(nk, name), Resource: n}
 }
 
 // TestSettingsNodeSelectorScoped: a FelixConfiguration with a nodeSelector

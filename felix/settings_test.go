@@ -26,7 +26,6 @@ import (
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/internal/nstest"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -237,7 +236,7 @@ func TestSettingsVXLANEnvReachesDeviceAndPodMTU(t *testing.T) {
 		n.Metadata.Name = "n1"
 		n.Spec.BGP = &api.NodeBGPSpec{IPv4Address: "10.0.1.1/24"}
 		n.Spec.IPv4VXLANTunnelAddr, n.Spec.VXLANTunnelMACAddr = "10.65.0.1", "66:00:00:00:00:01"
-		a.overlay.Apply(calc.Update{Kind: nk.Plural, Key: store.ResourceKey(nk, "", "n1"), Resource: n})
+		a.overlay.Apply(calc.Update{Kind: nk.Plural, Key: configtest.UpdateKey(nk, "n1"), Resource: n})
 		f := fc(t, "default", "vxlanMTU", `1400`)
 		f.Spec.VXLANEnabled = ptr(true)
 		a.fold(felixUpdate(f, false))

@@ -3,8 +3,7 @@ package ipam
 import (
 	"context"
 	"fmt"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"net/netip"
 
 	"github.com/calico-aio/calico-aio/store"
 )
@@ -14,13 +13,13 @@ import (
 // affinity (the addresses stay allocated) and the affinity is deleted.
 // It returns how many affinities were released.
 func (a *Allocator) ReleaseNodeAffinities(ctx context.Context, node string, onlyEmpty bool) (int, error) {
-	affs, err := a.list(ctx, store.HostAffinityPrefix(node, ""))
+	affs, err := a.list(ctx, store.ListOptions{Kind: store.KindBlockAffinity, Node: node})
 	if err != nil {
 		return 0, err
 	}
 	released := 0
-	for _, kv := range affs {
-		ok, err := a.releaseAffinity(ctx, node, kv, onlyEmpty)
+	for _, o := range affs {
+		ok, err := a.releaseAffinity(ctx, node, o, onlyEmpty)
 		if err != nil {
 			return released, err
 		}
@@ -31,21 +30,19 @@ func (a *Allocator) ReleaseNodeAffinities(ctx context.Context, node string, only
 	return released, nil
 }
 
-func (a *Allocator) releaseAffinity(ctx context.Context, node string, akv store.KV, onlyEmpty bool) (bool, error) {
-	seg := akv.Key[len(akv.Key)-len(lastSegment(akv.Key)):]
-	cidr, err := store.ParseCIDRSegment(seg)
+// releaseAffinity writes the affine block (deleted when empty, unaffined
+// when in use) before deleting the affinity, Calico's order.
+func (a *Allocator) releaseAffinity(ctx context.Context, node string, aff store.Object, onlyEmpty bool) (bool, error) {
+	cidr, err := netip.ParsePrefix(aff.Key.Name)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("affinity %s: %w", aff.Key, err)
 	}
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		blocks, err := a.readBlocks(ctx, []string{cidr.String()})
 		if err != nil {
 			return false, err
 		}
-		w := &writeOps{
-			cmps: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(akv.Key), "=", akv.Revision)},
-			ops:  []clientv3.Op{clientv3.OpDelete(akv.Key)},
-		}
+		w := &writeOps{}
 		if bk := blocks[cidr.String()]; bk != nil && bk.block.AffineTo(node) {
 			switch {
 			case bk.block.InUse() == 0:
@@ -62,6 +59,7 @@ func (a *Allocator) releaseAffinity(ctx context.Context, node string, akv store.
 				}
 			}
 		}
+		w.writes = append(w.writes, store.Write{Op: store.OpDelete, Key: aff.Key, Revision: aff.Revision})
 		ok, err := a.commit(ctx, w)
 		if err != nil {
 			return false, err
@@ -70,21 +68,12 @@ func (a *Allocator) releaseAffinity(ctx context.Context, node string, akv store.
 			return true, nil
 		}
 		// The affinity or block changed: re-read the affinity's revision.
-		kv, err := a.get(ctx, akv.Key)
+		o, err := a.get(ctx, aff.Key)
 		if err != nil {
 			return false, nil // gone: someone else released it
 		}
-		akv = kv
+		aff = o
 		backoff(attempt)
 	}
-	return false, fmt.Errorf("releasing affinity %s: gave up after %d conflicting attempts", akv.Key, maxRetries)
-}
-
-func lastSegment(key string) string {
-	for i := len(key) - 1; i >= 0; i-- {
-		if key[i] == '/' {
-			return key[i+1:]
-		}
-	}
-	return key
+	return false, fmt.Errorf("releasing affinity %s: gave up after %d conflicting attempts", aff.Key, maxRetries)
 }

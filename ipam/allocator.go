@@ -3,11 +3,10 @@ package ipam
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/calico-aio/calico-aio/store"
 )
@@ -43,53 +42,34 @@ func (a *Allocator) Stats() Stats {
 
 func (a *Allocator) timestamp() string { return a.now().UTC().Format(time.RFC3339) }
 
-// txn runs one etcd transaction (one round trip) with the client's timeout.
-func (a *Allocator) txn(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+// readMany makes several reads in one round trip (one etcd transaction).
+func (a *Allocator) readMany(ctx context.Context, reads []store.Read) ([][]store.Object, error) {
 	a.roundTrips.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := a.c.Etcd().Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
-	if err != nil {
-		return nil, fmt.Errorf("etcd transaction: %w", err)
-	}
-	return resp, nil
+	return a.c.ReadMany(ctx, reads)
 }
 
-func (a *Allocator) get(ctx context.Context, key string) (store.KV, error) {
+func (a *Allocator) get(ctx context.Context, k store.Key) (store.Object, error) {
 	a.roundTrips.Add(1)
-	return a.c.Get(ctx, key)
+	return a.c.Get(ctx, k)
 }
 
-func (a *Allocator) list(ctx context.Context, prefix string) ([]store.KV, error) {
+func (a *Allocator) list(ctx context.Context, opts store.ListOptions) ([]store.Object, error) {
 	a.roundTrips.Add(1)
-	kvs, _, err := a.c.List(ctx, prefix)
-	return kvs, err
+	objs, _, err := a.c.List(ctx, opts)
+	return objs, err
 }
 
-// kvsOf returns the key-values of the i-th response of a transaction.
-func kvsOf(resp *clientv3.TxnResponse, i int) []store.KV {
-	r := resp.Responses[i].GetResponseRange()
-	if r == nil {
-		return nil
-	}
-	out := make([]store.KV, len(r.Kvs))
-	for j, kv := range r.Kvs {
-		out[j] = store.KV{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision}
-	}
-	return out
-}
-
-// blockKV is a block with the revision it was read at (0: not stored yet).
+// blockKV is a block with the revision it was read at ("": not stored yet).
 type blockKV struct {
 	block *Block
-	rev   int64
+	rev   store.Revision
 	dirty bool
 }
 
-func parseBlock(kv store.KV) (*Block, error) {
+func parseBlock(o store.Object) (*Block, error) {
 	b := &Block{}
-	if err := json.Unmarshal(kv.Value, b); err != nil {
-		return nil, fmt.Errorf("block %s: %w", kv.Key, err)
+	if err := json.Unmarshal(o.Value, b); err != nil {
+		return nil, fmt.Errorf("block %s: %w", o.Key.Name, err)
 	}
 	if b.SequenceNumberForAllocation == nil {
 		b.SequenceNumberForAllocation = map[string]uint64{}
@@ -100,41 +80,45 @@ func parseBlock(kv store.KV) (*Block, error) {
 	return b, nil
 }
 
-// readBlocks reads blocks by CIDR in one transaction; missing ones are
+// readBlocks reads blocks by CIDR in one round trip; missing ones are
 // absent from the result.
 func (a *Allocator) readBlocks(ctx context.Context, cidrs []string) (map[string]*blockKV, error) {
 	out := map[string]*blockKV{}
 	if len(cidrs) == 0 {
 		return out, nil
 	}
-	ops := make([]clientv3.Op, len(cidrs))
+	reads := make([]store.Read, len(cidrs))
 	for i, c := range cidrs {
-		key, err := blockKeyOf(c)
+		k, err := blockKeyOf(c)
 		if err != nil {
 			return nil, err
 		}
-		ops[i] = clientv3.OpGet(key)
+		reads[i] = store.Read{Key: k}
 	}
-	resp, err := a.txn(ctx, nil, ops, nil)
+	got, err := a.readMany(ctx, reads)
 	if err != nil {
 		return nil, err
 	}
-	for i := range cidrs {
-		for _, kv := range kvsOf(resp, i) {
-			b, err := parseBlock(kv)
+	for _, objs := range got {
+		for _, o := range objs {
+			b, err := parseBlock(o)
 			if err != nil {
 				return nil, err
 			}
-			out[b.CIDR] = &blockKV{block: b, rev: kv.Revision}
+			out[b.CIDR] = &blockKV{block: b, rev: o.Revision}
 		}
 	}
 	return out, nil
 }
 
-// writeOps are the compares and puts that commit changed blocks and handles.
+// writeOps are the writes that commit changed blocks, handles and
+// affinities, in Calico's order: the caller adds the handle before the
+// blocks on assign, and the blocks before the handle on release.
 type writeOps struct {
-	cmps []clientv3.Cmp
-	ops  []clientv3.Op
+	writes []store.Write
+	// undo, when set, is what Calico undoes when a write after the handle
+	// loses on a backend whose Commit is not atomic: the handle's increment.
+	undo func(ctx context.Context) error
 }
 
 func (w *writeOps) putBlock(cidr string, bk *blockKV) error {
@@ -146,8 +130,7 @@ func (w *writeOps) putBlock(cidr string, bk *blockKV) error {
 	if err != nil {
 		return err
 	}
-	w.cmps = append(w.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", bk.rev))
-	w.ops = append(w.ops, clientv3.OpPut(key, string(val)))
+	w.writes = append(w.writes, store.Write{Op: store.OpPut, Key: key, Value: val, Revision: bk.rev})
 	return nil
 }
 
@@ -156,33 +139,41 @@ func (w *writeOps) deleteBlock(cidr string, bk *blockKV) error {
 	if err != nil {
 		return err
 	}
-	w.cmps = append(w.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", bk.rev))
-	w.ops = append(w.ops, clientv3.OpDelete(key))
+	w.writes = append(w.writes, store.Write{Op: store.OpDelete, Key: key, Revision: bk.rev})
 	return nil
 }
 
-func (w *writeOps) putHandle(id string, h *Handle, rev int64) {
-	key := store.HandleKey(id)
-	w.cmps = append(w.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", rev))
+// putHandle writes h, or deletes it when it holds nothing (nothing to
+// write when it was never stored).
+func (w *writeOps) putHandle(id string, h *Handle, rev store.Revision) {
+	key := handleKey(id)
 	if h.empty() {
-		w.ops = append(w.ops, clientv3.OpDelete(key))
+		if rev != "" {
+			w.writes = append(w.writes, store.Write{Op: store.OpDelete, Key: key, Revision: rev})
+		}
 		return
 	}
 	val, _ := json.Marshal(h)
-	w.ops = append(w.ops, clientv3.OpPut(key, string(val)))
+	w.writes = append(w.writes, store.Write{Op: store.OpPut, Key: key, Value: val, Revision: rev})
 }
 
-// commit runs the write; false means a compare lost (retry).
+// commit runs the writes in one round trip; false means a revision
+// precondition lost (retry). On a backend that applies writes one at a
+// time, what Calico undoes after a partial write is undone first.
 func (a *Allocator) commit(ctx context.Context, w *writeOps) (bool, error) {
-	if len(w.ops) == 0 {
+	if len(w.writes) == 0 {
 		return true, nil
 	}
-	resp, err := a.txn(ctx, w.cmps, w.ops, nil)
-	if err != nil {
-		return false, err
-	}
-	if !resp.Succeeded {
+	a.roundTrips.Add(1)
+	applied, err := a.c.Commit(ctx, w.writes)
+	if errors.Is(err, store.ErrConflict) {
 		a.conflicts.Add(1)
+		if applied > 0 && w.undo != nil && !a.c.Atomic() {
+			if uerr := w.undo(ctx); uerr != nil {
+				return false, fmt.Errorf("undoing a partial IPAM write: %w", uerr)
+			}
+		}
+		return false, nil
 	}
-	return resp.Succeeded, nil
+	return err == nil, err
 }

@@ -59,18 +59,23 @@ func newTx(snap *snapshot, blocks map[string]*blockKV, id string) *tx {
 	return &tx{snap: snap, blocks: blocks, handle: h, id: id}
 }
 
-func (t *tx) write() (*writeOps, error) {
-	w := &writeOps{}
+// write is the handle (Calico writes it first, so that no address is ever
+// held by a block without its handle counting it), then the changed blocks.
+func (t *tx) write(a *Allocator) (*writeOps, error) {
+	blocks := &writeOps{}
 	for cidr, bk := range t.blocks {
 		if bk.dirty {
-			if err := w.putBlock(cidr, bk); err != nil {
+			if err := blocks.putBlock(cidr, bk); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if len(w.ops) > 0 {
-		w.putHandle(t.id, t.handle, t.snap.handleRev)
+	if len(blocks.writes) == 0 {
+		return blocks, nil
 	}
+	w := &writeOps{undo: func(ctx context.Context) error { return a.undoHandle(ctx, t.id, t.handleDelta()) }}
+	w.putHandle(t.id, t.handle, t.snap.handleRev)
+	w.writes = append(w.writes, blocks.writes...)
 	return w, nil
 }
 
@@ -151,7 +156,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 		if out.IPv6, err = a.assignFamily(ctx, t, false, req.Num6, pools6, affine6, req.Node, attrs); err != nil {
 			return Assigned{}, err
 		}
-		w, err := t.write()
+		w, err := t.write(a)
 		if err != nil {
 			return Assigned{}, err
 		}
@@ -240,7 +245,7 @@ func (a *Allocator) borrow(ctx context.Context, t *tx, pools []pool, node string
 	if len(pools) > 0 && pools[0].prefix.Addr().Is4() {
 		fam = "ipv4"
 	}
-	kvs, err := a.list(ctx, blockFamilyPrefix(fam))
+	kvs, err := a.list(ctx, blocksOf(fam))
 	if err != nil {
 		return nil, err
 	}

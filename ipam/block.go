@@ -252,5 +252,5 @@ func (b *Block) handleOrdinals(handle string) []int {
 
 // ParseBlock decodes a stored block value.
 func ParseBlock(val []byte) (*Block, error) {
-	return parseBlock(store.KV{Key: "block", Value: val})
+	return parseBlock(store.Object{Key: store.Key{Kind: store.KindIPAMBlock}, Value: val})
 }

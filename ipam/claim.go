@@ -8,9 +8,6 @@ import (
 	"hash/fnv"
 	"math/big"
 	"net/netip"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/calico-aio/calico-aio/store"
 )
@@ -71,16 +68,15 @@ func blockAt(p pool, idx *big.Int) netip.Prefix {
 	return netip.PrefixFrom(addr, p.blockBits)
 }
 
-// blockKeys lists the CIDRs of every existing block of a family (keys only).
+// blockKeys lists the CIDRs of every existing block of a family.
 func (a *Allocator) blockKeys(ctx context.Context, fam string) (map[netip.Prefix]struct{}, error) {
-	resp, err := a.txn(ctx, nil, []clientv3.Op{clientv3.OpGet(blockFamilyPrefix(fam), clientv3.WithPrefix(), clientv3.WithKeysOnly())}, nil)
+	objs, err := a.list(ctx, blocksOf(fam))
 	if err != nil {
 		return nil, err
 	}
 	out := map[netip.Prefix]struct{}{}
-	for _, kv := range kvsOf(resp, 0) {
-		seg := kv.Key[len(blockFamilyPrefix(fam)):]
-		if p, err := store.ParseCIDRSegment(seg); err == nil {
+	for _, o := range objs {
+		if p, err := netip.ParsePrefix(o.Key.Name); err == nil {
 			out[p] = struct{}{}
 		}
 	}
@@ -96,9 +92,10 @@ func affinityJSON(state string) []byte {
 // "pending", create the block, affinity "confirmed". It returns nil (and
 // removes its pending affinity) when another node created the block first.
 func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (*blockKV, error) {
-	akey := store.AffinityKey(node, cidr)
+	akey := affinityKey(node, cidr)
 	a.roundTrips.Add(1)
-	if _, err := a.c.Create(ctx, akey, affinityJSON(AffinityPending)); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+	arev, err := a.c.Create(ctx, akey, affinityJSON(AffinityPending))
+	if err != nil && !errors.Is(err, store.ErrAlreadyExists) {
 		return nil, fmt.Errorf("claiming block %s: %w", cidr, err)
 	}
 	b := newBlock(cidr, node, a.timestamp())
@@ -107,7 +104,7 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (
 		return nil, err
 	}
 	a.roundTrips.Add(1)
-	rev, err := a.c.Create(ctx, store.BlockKey(cidr), val)
+	rev, err := a.c.Create(ctx, blockKey(cidr), val)
 	if errors.Is(err, store.ErrAlreadyExists) {
 		existing, gerr := a.readBlocks(ctx, []string{cidr.String()})
 		if gerr != nil {
@@ -116,10 +113,10 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (
 		bk := existing[cidr.String()]
 		if bk != nil && bk.block.AffineTo(node) {
 			// Our own earlier claim got this far; finish it.
-			return bk, a.confirm(ctx, akey)
+			return bk, a.confirm(ctx, akey, arev)
 		}
 		a.roundTrips.Add(1)
-		if derr := a.c.Delete(ctx, akey, 0); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+		if derr := a.c.Delete(ctx, akey, ""); derr != nil && !errors.Is(derr, store.ErrNotFound) {
 			return nil, fmt.Errorf("dropping pending affinity for %s: %w", cidr, derr)
 		}
 		return nil, nil
@@ -127,18 +124,41 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (
 	if err != nil {
 		return nil, fmt.Errorf("creating block %s: %w", cidr, err)
 	}
-	if err := a.confirm(ctx, akey); err != nil {
+	if err := a.confirm(ctx, akey, arev); err != nil {
 		return nil, err
 	}
 	return &blockKV{block: b, rev: rev}, nil
 }
 
-func (a *Allocator) confirm(ctx context.Context, akey string) error {
-	a.roundTrips.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := a.c.Etcd().Put(ctx, akey, string(affinityJSON(AffinityConfirmed))); err != nil {
-		return fmt.Errorf("confirming affinity %s: %w", akey, err)
+// confirm marks the affinity confirmed: a compare-and-swap on the pending
+// affinity this claim wrote (revision arev; "" when an earlier claim wrote
+// it, which is read first), re-created if it vanished meanwhile.
+func (a *Allocator) confirm(ctx context.Context, akey store.Key, arev store.Revision) error {
+	val := affinityJSON(AffinityConfirmed)
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		var err error
+		a.roundTrips.Add(1)
+		switch {
+		case arev == "":
+			var o store.Object
+			if o, err = a.c.Get(ctx, akey); err == nil {
+				arev = o.Revision
+				continue
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				a.roundTrips.Add(1)
+				_, err = a.c.Create(ctx, akey, val)
+			}
+		default:
+			_, err = a.c.Update(ctx, akey, val, arev)
+			arev = ""
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrAlreadyExists) {
+			return fmt.Errorf("confirming affinity %s: %w", akey, err)
+		}
 	}
-	return nil
+	return fmt.Errorf("confirming affinity %s: gave up after %d conflicting attempts", akey, maxRetries)
 }

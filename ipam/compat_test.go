@@ -3,13 +3,14 @@ package ipam_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/calico-aio/calico-aio/store/storetest/compat"
 	"maps"
 	"net/netip"
 	"slices"
 	"testing"
 
-	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
+	"github.com/calico-aio/calico-aio/store/storetest"
+	"github.com/calico-aio/calico-aio/store/storetest/compat"
 )
 
 // loadCalicoDump writes every key of Calico's own etcd dump into the store.
@@ -22,7 +23,7 @@ func loadCalicoDump(t *testing.T, e *env) map[string]string {
 	kv := map[string]string{}
 	for _, d := range dump {
 		kv[d.Key] = d.Value
-		if _, err := e.c.Create(ctx, d.Key, []byte(d.Value)); err != nil {
+		if _, err := storetest.Raw(t, e.c).CreateKey(ctx, d.Key, []byte(d.Value)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +60,7 @@ func TestAllocateFromCalicosStoredState(t *testing.T) {
 	// The rewritten block has exactly Calico's field set.
 	var before, after map[string]any
 	_ = json.Unmarshal([]byte(dump[blockKey]), &before)
-	kv, err := e.c.Get(ctx, blockKey)
+	kv, err := storetest.Raw(t, e.c).GetKey(ctx, blockKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestAllocateFromCalicosStoredState(t *testing.T) {
 			t.Errorf("attribute without handle_id: %v", m)
 		}
 	}
-	if _, err := e.c.Get(ctx, store.HandleKey("refnet.refc000aaaa0000000000000000000000")); err == nil {
+	if _, err := storetest.Raw(t, e.c).GetKey(ctx, etcdv3.HandleKey("refnet.refc000aaaa0000000000000000000000")); err == nil {
 		t.Errorf("released handle still stored")
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/calico-aio/calico-aio/store"
 )
 
-// Config is the cluster IPAM configuration at /calico/ipam/v2/config.
+// Config is the cluster IPAM configuration (IPAMConfig "default"; in etcd
+// /calico/ipam/v2/config).
 type Config struct {
 	StrictAffinity     bool `json:"strict_affinity,omitempty"`
 	AutoAllocateBlocks bool `json:"auto_allocate_blocks"`
@@ -27,14 +28,14 @@ func parseConfig(val []byte) (Config, error) {
 	}
 	var c Config
 	if err := json.Unmarshal(val, &c); err != nil {
-		return c, fmt.Errorf("IPAM config %s: %w", store.IPAMConfigKey, err)
+		return c, fmt.Errorf("IPAM config %s: %w", ipamConfigKey, err)
 	}
 	return c, nil
 }
 
 // GetConfig reads the IPAM config (the default when none is stored).
 func (a *Allocator) GetConfig(ctx context.Context) (Config, error) {
-	kv, err := a.get(ctx, store.IPAMConfigKey)
+	kv, err := a.get(ctx, ipamConfigKey)
 	if errors.Is(err, store.ErrNotFound) {
 		return DefaultConfig(), nil
 	}
@@ -47,7 +48,7 @@ func (a *Allocator) GetConfig(ctx context.Context) (Config, error) {
 // SetConfig writes the IPAM config (compare-and-swap against what was read).
 func (a *Allocator) SetConfig(ctx context.Context, update func(*Config)) (Config, error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		kv, err := a.get(ctx, store.IPAMConfigKey)
+		kv, err := a.get(ctx, ipamConfigKey)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return Config{}, err
 		}
@@ -62,10 +63,10 @@ func (a *Allocator) SetConfig(ctx context.Context, update func(*Config)) (Config
 			return cfg, fmt.Errorf("maxBlocksPerHost: %d is negative", cfg.MaxBlocksPerHost)
 		}
 		val, _ := json.Marshal(cfg)
-		if kv.Revision == 0 {
-			_, err = a.c.Create(ctx, store.IPAMConfigKey, val)
+		if kv.Revision == "" {
+			_, err = a.c.Create(ctx, ipamConfigKey, val)
 		} else {
-			_, err = a.c.Update(ctx, store.IPAMConfigKey, val, kv.Revision)
+			_, err = a.c.Update(ctx, ipamConfigKey, val, kv.Revision)
 		}
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrAlreadyExists) {
 			continue

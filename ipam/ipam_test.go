@@ -11,6 +11,7 @@ import (
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -56,7 +57,7 @@ func (e *env) mustAssign(node, handle string, n4, n6 int) ipam.Assigned {
 
 func (e *env) raw(key string) map[string]any {
 	e.t.Helper()
-	kv, err := e.c.Get(ctx, key)
+	kv, err := storetest.Raw(e.t, e.c).GetKey(ctx, key)
 	if err != nil {
 		e.t.Fatalf("%s: %v", key, err)
 	}
@@ -75,11 +76,11 @@ func TestAutoAssignClaimsBlockInCalicoLayout(t *testing.T) {
 		t.Fatalf("assigned %v", got.IPv4)
 	}
 	block := netip.PrefixFrom(got.IPv4[0].Addr(), 26).Masked()
-	aff := e.raw(store.AffinityKey("node1", block))
+	aff := e.raw(etcdv3.AffinityKey("node1", block))
 	if aff["state"] != "confirmed" || aff["deleted"] != false {
 		t.Errorf("affinity = %v", aff)
 	}
-	b := e.raw(store.BlockKey(block))
+	b := e.raw(etcdv3.BlockKey(block))
 	if b["affinity"] != "host:node1" || b["cidr"] != block.String() {
 		t.Errorf("block = %v", b)
 	}
@@ -90,7 +91,7 @@ func TestAutoAssignClaimsBlockInCalicoLayout(t *testing.T) {
 	if attrs["handle_id"] != "net.c1" || attrs["secondary"].(map[string]any)["node"] != "node1" {
 		t.Errorf("attributes = %v", attrs)
 	}
-	h := e.raw(store.HandleKey("net.c1"))
+	h := e.raw(etcdv3.HandleKey("net.c1"))
 	if h["block"].(map[string]any)[block.String()] != float64(1) {
 		t.Errorf("handle = %v", h)
 	}
@@ -131,7 +132,7 @@ func TestDualStackAndReleaseByHandle(t *testing.T) {
 	if err != nil || len(freed) != 2 {
 		t.Fatalf("release = %v, %v", freed, err)
 	}
-	if _, err := e.c.Get(ctx, store.HandleKey("net.c1")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := storetest.Raw(t, e.c).GetKey(ctx, etcdv3.HandleKey("net.c1")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("handle still there: %v", err)
 	}
 	// Releasing again is a no-op.
@@ -155,7 +156,7 @@ func TestExhaustionNamesThePool(t *testing.T) {
 	if !errors.Is(err, ipam.ErrExhausted) || !strings.Contains(err.Error(), "tiny (10.20.0.0/28)") {
 		t.Fatalf("17th allocation: %v", err)
 	}
-	if _, err := e.c.Get(ctx, store.HandleKey("net.last")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := storetest.Raw(t, e.c).GetKey(ctx, etcdv3.HandleKey("net.last")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("failed allocation left a handle: %v", err)
 	}
 }
@@ -272,7 +273,7 @@ func TestAssignSpecificIP(t *testing.T) {
 	if _, err := e.al.AssignIP(ctx, ipam.AssignIPArgs{Addr: netip.MustParseAddr("192.0.2.1"), HandleID: "net.z", Node: "node1"}); !errors.As(err, &notIn) {
 		t.Errorf("outside pools: %v", err)
 	}
-	if _, err := e.c.Get(ctx, store.HandleKey("net.y")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := storetest.Raw(t, e.c).GetKey(ctx, etcdv3.HandleKey("net.y")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("refused assignment left a handle")
 	}
 }
@@ -311,7 +312,7 @@ func TestStaleReleaseFreesNothing(t *testing.T) {
 	if left, err := e.al.ReleaseIPs(ctx, []ipam.ReleaseOptions{{Addr: first, SequenceNumber: &cur}}); err != nil || len(left) != 0 {
 		t.Fatalf("release: %v %v", left, err)
 	}
-	if _, err := e.c.Get(ctx, store.HandleKey("net.new")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := storetest.Raw(t, e.c).GetKey(ctx, etcdv3.HandleKey("net.new")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("handle not removed: %v", err)
 	}
 }

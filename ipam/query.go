@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/calico-aio/calico-aio/store/api"
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/calico-aio/calico-aio/store/api"
 
 	"github.com/calico-aio/calico-aio/store"
 )
@@ -25,14 +26,14 @@ func (a *Allocator) IPsByHandle(ctx context.Context, handleID string) ([]netip.A
 	return as.Addrs(), nil
 }
 
-// readHandle reads a handle; (nil, 0, nil) when it does not exist.
-func (a *Allocator) readHandle(ctx context.Context, id string) (*Handle, int64, error) {
-	hkv, err := a.get(ctx, store.HandleKey(id))
+// readHandle reads a handle; (nil, "", nil) when it does not exist.
+func (a *Allocator) readHandle(ctx context.Context, id string) (*Handle, store.Revision, error) {
+	hkv, err := a.get(ctx, handleKey(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, 0, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, "", err
 	}
 	h, err := parseHandle(id, hkv.Value)
 	return h, hkv.Revision, err
@@ -42,7 +43,7 @@ func (a *Allocator) readHandle(ctx context.Context, id string) (*Handle, int64, 
 type BlockInfo struct {
 	Prefix   netip.Prefix
 	Block    *Block
-	Revision int64
+	Revision store.Revision
 }
 
 // Allocation is one allocated address of a block.
@@ -73,7 +74,7 @@ func (bi BlockInfo) Allocations() []Allocation {
 
 // ListBlocks reads every block of both families.
 func (a *Allocator) ListBlocks(ctx context.Context) ([]BlockInfo, error) {
-	kvs, err := a.list(ctx, store.BlockPrefix)
+	kvs, err := a.list(ctx, store.ListOptions{Kind: store.KindIPAMBlock})
 	if err != nil {
 		return nil, err
 	}
@@ -96,18 +97,18 @@ func (a *Allocator) ListBlocks(ctx context.Context) ([]BlockInfo, error) {
 type HandleInfo struct {
 	ID       string
 	Handle   *Handle
-	Revision int64
+	Revision store.Revision
 }
 
 // ListHandles reads every handle.
 func (a *Allocator) ListHandles(ctx context.Context) ([]HandleInfo, error) {
-	kvs, err := a.list(ctx, store.HandlePrefix)
+	kvs, err := a.list(ctx, store.ListOptions{Kind: store.KindIPAMHandle})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]HandleInfo, 0, len(kvs))
 	for _, kv := range kvs {
-		id := strings.TrimPrefix(kv.Key, store.HandlePrefix)
+		id := kv.Key.Name
 		h, err := parseHandle(id, kv.Value)
 		if err != nil {
 			return nil, err
@@ -122,30 +123,25 @@ type AffinityInfo struct {
 	Node     string
 	CIDR     netip.Prefix
 	State    string
-	Key      string
-	Revision int64
+	Key      store.Key
+	Revision store.Revision
 }
 
 // ListAffinities reads every node's block affinities.
 func (a *Allocator) ListAffinities(ctx context.Context) ([]AffinityInfo, error) {
-	kvs, err := a.list(ctx, store.HostPrefix)
+	kvs, err := a.list(ctx, store.ListOptions{Kind: store.KindBlockAffinity})
 	if err != nil {
 		return nil, err
 	}
 	var out []AffinityInfo
 	for _, kv := range kvs {
-		// /calico/ipam/v2/host/<node>/<fam>/block/<cidr>
-		parts := strings.Split(strings.TrimPrefix(kv.Key, store.HostPrefix), "/")
-		if len(parts) != 4 {
-			continue
-		}
-		cidr, err := store.ParseCIDRSegment(parts[3])
+		cidr, err := netip.ParsePrefix(kv.Key.Name)
 		if err != nil {
 			continue
 		}
 		var v affinityValue
 		_ = json.Unmarshal(kv.Value, &v)
-		out = append(out, AffinityInfo{Node: parts[0], CIDR: cidr, State: v.State, Key: kv.Key, Revision: kv.Revision})
+		out = append(out, AffinityInfo{Node: kv.Key.Node, CIDR: cidr, State: v.State, Key: kv.Key, Revision: kv.Revision})
 	}
 	return out, nil
 }

@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"sort"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/calico-aio/calico-aio/store"
 )
 
@@ -170,17 +168,17 @@ func (a *Allocator) adjustHandles(ctx context.Context, w *writeOps, delta map[st
 		return nil
 	}
 	ids := make([]string, 0, len(delta))
-	ops := make([]clientv3.Op, 0, len(delta))
+	reads := make([]store.Read, 0, len(delta))
 	for id := range delta {
 		ids = append(ids, id)
-		ops = append(ops, clientv3.OpGet(store.HandleKey(id)))
+		reads = append(reads, store.Read{Key: handleKey(id)})
 	}
-	resp, err := a.txn(ctx, nil, ops, nil)
+	resp, err := a.readMany(ctx, reads)
 	if err != nil {
 		return err
 	}
 	for i, id := range ids {
-		kvs := kvsOf(resp, i)
+		kvs := resp[i]
 		if len(kvs) == 0 {
 			continue // the handle is already gone: nothing to fix
 		}

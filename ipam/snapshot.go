@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"net/netip"
 	"sort"
-	"strings"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -29,7 +26,7 @@ type affinityValue struct {
 type affinity struct {
 	cidr  netip.Prefix
 	state string
-	rev   int64
+	rev   store.Revision
 }
 
 // snapshot is everything the hot path needs, read in one transaction.
@@ -39,69 +36,74 @@ type snapshot struct {
 	nodeLabels map[string]string
 	affinities []affinity // this node's, sorted by CIDR
 	handle     *Handle    // nil when absent
-	handleRev  int64
+	handleRev  store.Revision
 }
 
 // readSnapshot reads the pools, the IPAM config, the node, the node's block
-// affinities and the handle in a single etcd round trip.
+// affinities and the handle in a single round trip.
 func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*snapshot, error) {
-	poolKind, _ := api.LookupKind("IPPool")
-	nodeKind, _ := api.LookupKind("Node")
-	ops := []clientv3.Op{
-		clientv3.OpGet(store.ResourceListPrefix(poolKind, ""), clientv3.WithPrefix()),
-		clientv3.OpGet(store.IPAMConfigKey),
-		clientv3.OpGet(store.ResourceKey(nodeKind, "", node)),
-		clientv3.OpGet(store.HostAffinityPrefix(node, ""), clientv3.WithPrefix()),
+	reads := []store.Read{{List: &store.ListOptions{Kind: "IPPool"}}, {Key: ipamConfigKey}}
+	if node != "" {
+		reads = append(reads,
+			store.Read{Key: store.Key{Kind: "Node", Name: node}},
+			store.Read{List: &store.ListOptions{Kind: store.KindBlockAffinity, Node: node}})
 	}
 	if handleID != "" {
-		ops = append(ops, clientv3.OpGet(store.HandleKey(handleID)))
+		reads = append(reads, store.Read{Key: handleKey(handleID)})
 	}
-	resp, err := a.txn(ctx, nil, ops, nil)
+	resp, err := a.readMany(ctx, reads)
 	if err != nil {
 		return nil, err
 	}
 	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}}
 	var pools []*api.IPPool
-	for _, kv := range kvsOf(resp, 0) {
-		r, err := store.DecodeKV(kv)
+	for _, o := range resp[0] {
+		r, err := store.DecodeObject(o)
 		if err != nil {
 			return nil, err
 		}
 		pools = append(pools, r.(*api.IPPool))
 	}
 	s.pools = toPools(pools)
-	for _, kv := range kvsOf(resp, 1) {
-		if s.cfg, err = parseConfig(kv.Value); err != nil {
+	for _, o := range resp[1] {
+		if s.cfg, err = parseConfig(o.Value); err != nil {
 			return nil, err
 		}
 	}
-	for _, kv := range kvsOf(resp, 2) {
-		if r, err := store.DecodeKV(kv); err == nil {
+	if node != "" {
+		s.readNode(resp[2], resp[3])
+	}
+	if handleID != "" {
+		for _, o := range resp[len(resp)-1] {
+			if s.handle, err = parseHandle(handleID, o.Value); err != nil {
+				return nil, err
+			}
+			s.handleRev = o.Revision
+		}
+	}
+	return s, nil
+}
+
+// readNode takes the node's labels and its block affinities, sorted by
+// CIDR.
+func (s *snapshot) readNode(nodes, affinities []store.Object) {
+	for _, o := range nodes {
+		if r, err := store.DecodeObject(o); err == nil {
 			for k, v := range r.GetObjectMeta().Labels {
 				s.nodeLabels[k] = v
 			}
 		}
 	}
-	for _, kv := range kvsOf(resp, 3) {
-		seg := kv.Key[strings.LastIndexByte(kv.Key, '/')+1:]
-		cidr, err := store.ParseCIDRSegment(seg)
+	for _, o := range affinities {
+		cidr, err := netip.ParsePrefix(o.Key.Name)
 		if err != nil {
 			continue
 		}
 		var v affinityValue
-		_ = json.Unmarshal(kv.Value, &v)
-		s.affinities = append(s.affinities, affinity{cidr: cidr, state: v.State, rev: kv.Revision})
+		_ = json.Unmarshal(o.Value, &v)
+		s.affinities = append(s.affinities, affinity{cidr: cidr, state: v.State, rev: o.Revision})
 	}
 	sort.Slice(s.affinities, func(i, j int) bool { return s.affinities[i].cidr.String() < s.affinities[j].cidr.String() })
-	if handleID != "" {
-		for _, kv := range kvsOf(resp, 4) {
-			if s.handle, err = parseHandle(handleID, kv.Value); err != nil {
-				return nil, err
-			}
-			s.handleRev = kv.Revision
-		}
-	}
-	return s, nil
 }
 
 // affineIn returns this node's confirmed (or pending) blocks inside pools.

@@ -51,7 +51,7 @@ func (a *Allocator) AssignIP(ctx context.Context, req AssignIPArgs) (netip.Prefi
 		bk.dirty = true
 		t := newTx(snap, blocks, req.HandleID)
 		t.handle.add(bk.block.CIDR, 1)
-		w, err := t.write()
+		w, err := t.write(a)
 		if err != nil {
 			return netip.Prefix{}, err
 		}

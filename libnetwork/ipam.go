@@ -232,7 +232,7 @@ func (d *driver) holder(ctx context.Context, addr netip.Addr) (*ipam.Allocation,
 	for _, p := range pools {
 		if pr, err := p.Prefix(); err == nil && pr.Contains(addr) {
 			cidr, _ := addr.Prefix(p.Spec.BlockSize)
-			kv, err := d.store.Get(ctx, store.BlockKey(cidr))
+			kv, err := d.store.Get(ctx, store.Key{Kind: store.KindIPAMBlock, Name: cidr.String()})
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, nil
 			}

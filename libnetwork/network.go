@@ -133,7 +133,7 @@ func (d *driver) deleteEndpoint(ctx context.Context, req *EndpointRequest) (*Emp
 		return nil, err
 	}
 	name := d.endpointName(req.EndpointID)
-	if _, err := d.store.DeleteResource(ctx, wepKind, Orchestrator, name, 0); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := d.store.DeleteResource(ctx, wepKind, Orchestrator, name, ""); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("deleting WorkloadEndpoint %s/%s: %w", Orchestrator, name, err)
 	}
 	return empty()

@@ -27,7 +27,7 @@ func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion stri
 	k, _ := api.LookupKind("ClusterInformation")
 	key := ResourceKey(k, "", "default")
 	for range maxClusterInfoAttempts {
-		kv, err := c.Get(ctx, key)
+		o, err := c.Get(ctx, key)
 		if errors.Is(err, ErrNotFound) {
 			err = c.createClusterInformation(ctx, k)
 			if errors.Is(err, ErrAlreadyExists) {
@@ -41,7 +41,7 @@ func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion stri
 		if err != nil {
 			return err
 		}
-		r, err := DecodeKV(kv)
+		r, err := DecodeObject(o)
 		if err != nil {
 			return fmt.Errorf("reading ClusterInformation default: %w", err)
 		}
@@ -55,7 +55,7 @@ func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion stri
 		if err != nil {
 			return err
 		}
-		_, err = c.Update(ctx, key, val, kv.Revision)
+		_, err = c.Update(ctx, key, val, o.Revision)
 		if errors.Is(err, ErrConflict) {
 			continue
 		}

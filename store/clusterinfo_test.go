@@ -10,6 +10,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 	"github.com/calico-aio/calico-aio/store/storetest/compat"
 )
@@ -28,7 +29,7 @@ func calicoctlVersionCheck(client, cluster string) error {
 	return nil
 }
 
-const clusterInfoKey = store.ResourcePrefix + "clusterinformations/default"
+const clusterInfoKey = etcdv3.ResourcePrefix + "clusterinformations/default"
 
 // storedCalicoVersion is spec.calicoVersion as stored.
 func storedCalicoVersion(t *testing.T, c *store.Client) string {
@@ -117,14 +118,14 @@ func TestClusterInformationKeepsCalicoRelease(t *testing.T) {
 		c := storetestClient(t)
 		val := `{"kind":"ClusterInformation","apiVersion":"projectcalico.org/v3","metadata":{"name":"default"},"spec":{"clusterGUID":"f9c6e713d2624feea375baeb70702d2d","calicoVersion":"` + v + `","datastoreReady":true}}`
 		storetest.PutRaw(t, c, storetest.CalicoObject{Key: clusterInfoKey, Value: val})
-		before, err := c.Get(context.Background(), clusterInfoKey)
+		before, err := storetest.Raw(t, c).GetKey(context.Background(), clusterInfoKey)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := c.EnsureClusterInformation(context.Background(), "2136f0f"); err != nil {
 			t.Fatal(err)
 		}
-		after, err := c.Get(context.Background(), clusterInfoKey)
+		after, err := storetest.Raw(t, c).GetKey(context.Background(), clusterInfoKey)
 		if err != nil {
 			t.Fatal(err)
 		}

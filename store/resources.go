@@ -6,14 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // Encode renders a resource as its stored JSON value: the whole object
-// without resourceVersion (that is the etcd mod revision), with every field
+// without resourceVersion (that is the stored revision), with every field
 // it was decoded with that our types do not model (api.Marshal).
 func Encode(r api.Resource) ([]byte, error) {
 	meta := r.GetObjectMeta()
@@ -23,14 +22,24 @@ func Encode(r api.Resource) ([]byte, error) {
 	return api.Marshal(r)
 }
 
-// DecodeKV parses a stored value and sets resourceVersion from the revision.
-func DecodeKV(kv KV) (api.Resource, error) {
-	r, err := api.Decode(kv.Value)
+// DecodeObject parses a stored resource and sets resourceVersion from its
+// revision.
+func DecodeObject(o Object) (api.Resource, error) {
+	r, err := api.Decode(o.Value)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", kv.Key, err)
+		return nil, fmt.Errorf("%s: %w", o.Key, err)
 	}
-	r.GetObjectMeta().ResourceVersion = strconv.FormatInt(kv.Revision, 10)
+	r.GetObjectMeta().ResourceVersion = string(o.Revision)
 	return r, nil
+}
+
+// ResourceKey is the model key of a kind's object; ns is ignored for
+// cluster-scoped kinds.
+func ResourceKey(k api.KindInfo, ns, name string) Key {
+	if !k.Namespaced {
+		ns = ""
+	}
+	return Key{Kind: k.Kind, Namespace: ns, Name: name}
 }
 
 func kindOf(r api.Resource) (api.KindInfo, error) {
@@ -41,10 +50,10 @@ func kindOf(r api.Resource) (api.KindInfo, error) {
 	return k, nil
 }
 
-func keyOf(r api.Resource) (api.KindInfo, string, error) {
+func keyOf(r api.Resource) (api.KindInfo, Key, error) {
 	k, err := kindOf(r)
 	if err != nil {
-		return k, "", err
+		return k, Key{}, err
 	}
 	m := r.GetObjectMeta()
 	return k, ResourceKey(k, m.Namespace, m.Name), nil
@@ -122,7 +131,7 @@ func (c *Client) create(ctx context.Context, r api.Resource) (api.Resource, erro
 	if err != nil {
 		return nil, err
 	}
-	m.ResourceVersion = strconv.FormatInt(rev, 10)
+	m.ResourceVersion = string(rev)
 	return r, nil
 }
 
@@ -142,28 +151,25 @@ func (c *Client) UpdateResource(ctx context.Context, r api.Resource) (api.Resour
 
 // prepareAndRead validates r and reads what is stored under its key (the
 // error is *NotFoundError when nothing is).
-func (c *Client) prepareAndRead(ctx context.Context, r api.Resource) (string, KV, error) {
+func (c *Client) prepareAndRead(ctx context.Context, r api.Resource) (Key, Object, error) {
 	if err := c.Prepare(ctx, r); err != nil {
-		return "", KV{}, err
+		return Key{}, Object{}, err
 	}
 	_, key, err := keyOf(r)
 	if err != nil {
-		return "", KV{}, err
+		return Key{}, Object{}, err
 	}
 	cur, err := c.Get(ctx, key)
 	return key, cur, err
 }
 
-func (c *Client) update(ctx context.Context, key string, r api.Resource, cur KV) (api.Resource, error) {
+func (c *Client) update(ctx context.Context, key Key, r api.Resource, cur Object) (api.Resource, error) {
 	m := r.GetObjectMeta()
-	rev, err := revisionOf(m)
-	if err != nil {
-		return nil, err
-	}
-	if rev == 0 {
+	rev := Revision(m.ResourceVersion)
+	if rev == "" {
 		rev = cur.Revision
 	}
-	if old, err := DecodeKV(cur); err == nil {
+	if old, err := DecodeObject(cur); err == nil {
 		om := old.GetObjectMeta()
 		m.UID, m.CreationTimestamp = om.UID, om.CreationTimestamp
 		api.KeepUnmodelled(r, old)
@@ -174,9 +180,9 @@ func (c *Client) update(ctx context.Context, key string, r api.Resource, cur KV)
 	}
 	newRev, err := c.Update(ctx, key, val, rev)
 	if err != nil {
-		return nil, err
+		return nil, resourceVersionError(err)
 	}
-	m.ResourceVersion = strconv.FormatInt(newRev, 10)
+	m.ResourceVersion = string(newRev)
 	return r, nil
 }
 
@@ -198,34 +204,37 @@ func (c *Client) ApplyResource(ctx context.Context, r api.Resource) (api.Resourc
 
 // GetResource reads one object.
 func (c *Client) GetResource(ctx context.Context, k api.KindInfo, ns, name string) (api.Resource, error) {
-	kv, err := c.Get(ctx, ResourceKey(k, ns, name))
+	o, err := c.Get(ctx, ResourceKey(k, ns, name))
 	if err != nil {
 		return nil, err
 	}
-	return DecodeKV(kv)
+	return DecodeObject(o)
 }
 
 // ListResources lists a kind (in namespace ns, or all namespaces when ns is
 // ""), with the store revision of the read.
-func (c *Client) ListResources(ctx context.Context, k api.KindInfo, ns string) ([]api.Resource, int64, error) {
-	kvs, rev, err := c.List(ctx, ResourceListPrefix(k, ns))
-	if err != nil {
-		return nil, 0, err
+func (c *Client) ListResources(ctx context.Context, k api.KindInfo, ns string) ([]api.Resource, Revision, error) {
+	if !k.Namespaced {
+		ns = ""
 	}
-	out := make([]api.Resource, 0, len(kvs))
-	for _, kv := range kvs {
-		r, err := DecodeKV(kv)
+	objs, rev, err := c.List(ctx, ListOptions{Kind: k.Kind, Namespace: ns})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]api.Resource, 0, len(objs))
+	for _, o := range objs {
+		r, err := DecodeObject(o)
 		if err != nil {
-			return nil, 0, err
+			return nil, "", err
 		}
 		out = append(out, r)
 	}
 	return out, rev, nil
 }
 
-// DeleteResource deletes one object (compare-and-swap when rev != 0) and
+// DeleteResource deletes one object (compare-and-swap when rev is set) and
 // returns what was deleted.
-func (c *Client) DeleteResource(ctx context.Context, k api.KindInfo, ns, name string, rev int64) (api.Resource, error) {
+func (c *Client) DeleteResource(ctx context.Context, k api.KindInfo, ns, name string, rev Revision) (api.Resource, error) {
 	key := ResourceKey(k, ns, name)
 	cur, err := c.Get(ctx, key)
 	if err != nil {
@@ -236,13 +245,13 @@ func (c *Client) DeleteResource(ctx context.Context, k api.KindInfo, ns, name st
 			return nil, err
 		}
 	}
-	if rev == 0 {
+	if rev == "" {
 		rev = cur.Revision
 	}
 	if err := c.Delete(ctx, key, rev); err != nil {
-		return nil, err
+		return nil, resourceVersionError(err)
 	}
-	return DecodeKV(cur)
+	return DecodeObject(cur)
 }
 
 // DeleteObject deletes r at the revision its metadata.resourceVersion
@@ -254,22 +263,14 @@ func (c *Client) DeleteObject(ctx context.Context, r api.Resource) (api.Resource
 		return nil, err
 	}
 	m := r.GetObjectMeta()
-	rev, err := revisionOf(m)
-	if err != nil {
-		return nil, err
-	}
-	return c.DeleteResource(ctx, k, m.Namespace, m.Name, rev)
+	return c.DeleteResource(ctx, k, m.Namespace, m.Name, Revision(m.ResourceVersion))
 }
 
-// revisionOf is the etcd revision metadata.resourceVersion names; 0 when
-// it is empty.
-func revisionOf(m *api.ObjectMeta) (int64, error) {
-	if m.ResourceVersion == "" {
-		return 0, nil
+// resourceVersionError names metadata.resourceVersion when that is what
+// the backend refused.
+func resourceVersionError(err error) error {
+	if errors.Is(err, ErrInvalidRevision) {
+		return fmt.Errorf("metadata.resourceVersion: %w", err)
 	}
-	rev, err := strconv.ParseInt(m.ResourceVersion, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("metadata.resourceVersion: %q is not a revision number", m.ResourceVersion)
-	}
-	return rev, nil
+	return err
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/calico-aio/calico-aio/store/storetest/compat"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/calico-aio/calico-aio/store/etcdv3"
+	"github.com/calico-aio/calico-aio/store/storetest"
+	"github.com/calico-aio/calico-aio/store/storetest/compat"
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -31,13 +34,13 @@ func TestStoreReadsAndWritesCalicoValues(t *testing.T) {
 	n := 0
 	for _, kv := range compatDump(t) {
 		key, val := kv.Key, kv.Value
-		if !strings.HasPrefix(key, store.ResourcePrefix) {
+		if !strings.HasPrefix(key, etcdv3.ResourcePrefix) {
 			continue
 		}
-		if _, err := c.Create(ctx, key, []byte(val)); err != nil {
+		if _, err := storetest.Raw(t, c).CreateKey(ctx, key, []byte(val)); err != nil {
 			t.Fatal(err)
 		}
-		rest := strings.Split(strings.TrimPrefix(key, store.ResourcePrefix), "/")
+		rest := strings.Split(strings.TrimPrefix(key, etcdv3.ResourcePrefix), "/")
 		k, ok := api.LookupKind(rest[0])
 		if !ok {
 			t.Fatalf("%s: unknown plural", key)
@@ -53,7 +56,7 @@ func TestStoreReadsAndWritesCalicoValues(t *testing.T) {
 		if r.GetObjectMeta().ResourceVersion == "" {
 			t.Errorf("%s: no resourceVersion on read", key)
 		}
-		if got := store.ResourceKey(k, r.GetObjectMeta().Namespace, r.GetObjectMeta().Name); got != key {
+		if got := etcdv3.ResourceKey(k, r.GetObjectMeta().Namespace, r.GetObjectMeta().Name); got != key {
 			t.Errorf("key round trip: %s != %s", got, key)
 		}
 		// Update through our store (CAS on the read revision), then compare
@@ -61,7 +64,7 @@ func TestStoreReadsAndWritesCalicoValues(t *testing.T) {
 		if _, err := c.UpdateResource(ctx, r); err != nil {
 			t.Fatalf("%s: update: %v", key, err)
 		}
-		after, err := c.Get(ctx, key)
+		after, err := storetest.Raw(t, c).GetKey(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +109,7 @@ func TestConcurrentResourceUpdateConflicts(t *testing.T) {
 		t.Errorf("stored %+v: the first update must win, the second must not apply", gp.Spec)
 	}
 	// A stale delete also conflicts, by revision or by the object read.
-	if _, err := c.DeleteResource(ctx, k, "", "p", 1); !errors.Is(err, store.ErrConflict) {
+	if _, err := c.DeleteResource(ctx, k, "", "p", "1"); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("stale delete: %v", err)
 	}
 	if _, err := c.DeleteObject(ctx, b); !errors.Is(err, store.ErrConflict) {
@@ -123,4 +126,8 @@ func TestConcurrentResourceUpdateConflicts(t *testing.T) {
 	if _, err := c.GetResource(ctx, k, "", "p"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after delete: %v", err)
 	}
+}
+
+func storetestClient(t *testing.T) *store.Client {
+	return storetest.StartEtcd(t).Client(t)
 }

@@ -3,7 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
+
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // ServiceEndpoints is the value under ServiceEndpointsKey: the endpoints of
@@ -44,9 +45,9 @@ func (s *ServiceEndpoints) Encode() ([]byte, error) {
 // ParseServiceEndpoints decodes a value stored under key; the namespace and
 // name come from the key, which is what they are known by.
 func ParseServiceEndpoints(key string, value []byte) (*ServiceEndpoints, error) {
-	ns, name, ok := ServiceOfKey(key)
+	ns, name, ok := etcdv3.ServiceOfKey(key)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a service endpoints key (%s<namespace>/<name>)", key, ServicePrefix)
+		return nil, fmt.Errorf("%s is not a service endpoints key (%s<namespace>/<name>)", key, etcdv3.ServicePrefix)
 	}
 	var s ServiceEndpoints
 	if err := json.Unmarshal(value, &s); err != nil {
@@ -54,17 +55,4 @@ func ParseServiceEndpoints(key string, value []byte) (*ServiceEndpoints, error) 
 	}
 	s.Namespace, s.Name = ns, name
 	return &s, nil
-}
-
-// ServiceOfKey splits a ServiceEndpointsKey into namespace and name.
-func ServiceOfKey(key string) (namespace, name string, ok bool) {
-	rest, ok := strings.CutPrefix(key, ServicePrefix)
-	if !ok {
-		return "", "", false
-	}
-	namespace, name, ok = strings.Cut(rest, "/")
-	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", false
-	}
-	return namespace, name, true
 }

@@ -41,17 +41,18 @@ func (c *Client) checkTierDeletable(ctx context.Context, name string) error {
 	}
 	var in []string
 	for _, plural := range tierPolicyPlurals {
-		kvs, _, err := c.List(ctx, ResourcePrefix+plural+"/")
+		k, _ := api.LookupKind(plural)
+		objs, _, err := c.List(ctx, ListOptions{Kind: k.Kind})
 		if err != nil {
 			return fmt.Errorf("checking tier %s has no policies: %w", name, err)
 		}
-		for _, kv := range kvs {
+		for _, o := range objs {
 			var v struct {
 				Spec struct {
 					Tier string `json:"tier"`
 				} `json:"spec"`
 			}
-			if json.Unmarshal(kv.Value, &v) != nil {
+			if json.Unmarshal(o.Value, &v) != nil {
 				continue // not ours to judge; it names no tier we can read
 			}
 			tier := v.Spec.Tier
@@ -59,7 +60,7 @@ func (c *Client) checkTierDeletable(ctx context.Context, name string) error {
 				tier = api.DefaultTierName
 			}
 			if tier == name {
-				in = append(in, strings.TrimPrefix(kv.Key, ResourcePrefix))
+				in = append(in, policyName(plural, o.Key))
 			}
 		}
 	}
@@ -85,4 +86,12 @@ func (c *Client) EnsureDefaultTiers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// policyName is "<plural>/[<namespace>/]<name>".
+func policyName(plural string, k Key) string {
+	if k.Namespace != "" {
+		return plural + "/" + k.Namespace + "/" + k.Name
+	}
+	return plural + "/" + k.Name
 }

@@ -34,7 +34,7 @@ func TestDeleteTierWithPolicies(t *testing.T) {
 	create(&api.GlobalNetworkPolicy{TypeMeta: api.TypeMeta{Kind: "GlobalNetworkPolicy"}, Metadata: api.ObjectMeta{Name: "elsewhere"},
 		Spec: api.GlobalNetworkPolicySpec{Selector: "all()"}})
 
-	_, err := c.DeleteResource(ctx, tierKind, "", "security", 0)
+	_, err := c.DeleteResource(ctx, tierKind, "", "security", "")
 	var notEmpty *store.TierNotEmptyError
 	if !errors.As(err, &notEmpty) || len(notEmpty.Policies) != 2 {
 		t.Fatalf("deleting a tier with 2 policies: %v", err)
@@ -48,21 +48,21 @@ func TestDeleteTierWithPolicies(t *testing.T) {
 		t.Fatalf("tier gone after a refused delete: %v", err)
 	}
 
-	if _, err := c.DeleteResource(ctx, gnpKind, "", "g1", 0); err != nil {
+	if _, err := c.DeleteResource(ctx, gnpKind, "", "g1", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.DeleteResource(ctx, tierKind, "", "security", 0); !errors.As(err, &notEmpty) || len(notEmpty.Policies) != 1 {
+	if _, err := c.DeleteResource(ctx, tierKind, "", "security", ""); !errors.As(err, &notEmpty) || len(notEmpty.Policies) != 1 {
 		t.Fatalf("deleting a tier with 1 policy: %v", err)
 	}
-	if _, err := c.DeleteResource(ctx, npKind, "prod", "n1", 0); err != nil {
+	if _, err := c.DeleteResource(ctx, npKind, "prod", "n1", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.DeleteResource(ctx, tierKind, "", "security", 0); err != nil {
+	if _, err := c.DeleteResource(ctx, tierKind, "", "security", ""); err != nil {
 		t.Fatalf("deleting the emptied tier: %v", err)
 	}
 
 	create(api.WellKnownTier(api.DefaultTierName))
-	_, err = c.DeleteResource(ctx, tierKind, "", api.DefaultTierName, 0)
+	_, err = c.DeleteResource(ctx, tierKind, "", api.DefaultTierName, "")
 	if err == nil || !strings.Contains(err.Error(), "Cannot delete default tier") {
 		t.Errorf("deleting the default tier: %v", err)
 	}
@@ -91,14 +91,14 @@ func TestEnsureDefaultTiers(t *testing.T) {
 	}
 	after, err := c.Get(ctx, before.Key)
 	if err != nil || after.Revision != before.Revision {
-		t.Errorf("stored kube-admin rewritten: revision %d -> %d (%v)", before.Revision, after.Revision, err)
+		t.Errorf("stored kube-admin rewritten: revision %s -> %s (%v)", before.Revision, after.Revision, err)
 	}
 	want := map[string]string{
 		"default":       `"spec":{"order":1000000,"defaultAction":"Deny"},"status":{}}`,
 		"kube-admin":    `"spec":{"order":1000,"defaultAction":"Pass"},"status":{}}`,
 		"kube-baseline": `"spec":{"order":10000000,"defaultAction":"Pass"},"status":{}}`,
 	}
-	kvs, _, err := c.List(ctx, store.ResourcePrefix+"tiers/")
+	kvs, _, err := c.List(ctx, store.ListOptions{Kind: "Tier"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestEnsureDefaultTiers(t *testing.T) {
 		t.Errorf("%d tiers stored, want %d", len(kvs), len(want))
 	}
 	for _, kv := range kvs {
-		name := kv.Key[strings.LastIndexByte(kv.Key, '/')+1:]
+		name := kv.Key.Name
 		if !strings.HasSuffix(string(kv.Value), want[name]) || !strings.Contains(string(kv.Value), `"uid":"`) {
 			t.Errorf("tier %s stored as %s; want it to end %s", name, kv.Value, want[name])
 		}

@@ -8,17 +8,18 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 // objectAt reads the object stored under a resource key.
 func objectAt(t *testing.T, c *store.Client, key string) api.Resource {
 	t.Helper()
-	kv, err := c.Get(context.Background(), key)
+	kv, err := storetest.Raw(t, c).GetKey(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := store.DecodeKV(kv)
+	r, err := store.DecodeObject(store.Object{Value: kv.Value, Revision: etcdv3.FormatRevision(kv.Revision)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/rules"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // Which policies apply to which local endpoint, in which order and
@@ -348,7 +348,7 @@ func TestBlackholesAffineBlocksOnly(t *testing.T) {
 	check("dual stack", checkFresh(t, "dual stack", inc, ds), "10.65.0.0/26", "10.65.0.64/26", "fd00:65::/122")
 
 	next := ds.clone()
-	delete(next, store.BlockKey(netip.MustParsePrefix("10.65.0.64/26")))
+	delete(next, etcdv3.BlockKey(netip.MustParsePrefix("10.65.0.64/26")))
 	next.block(t, "10.65.0.128/26", thisNode) // affinity moved here
 	next.block(t, "10.65.0.0/26", "node2")    // and away
 	applyAll(inc, diff(t, ds, next))

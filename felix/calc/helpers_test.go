@@ -16,6 +16,7 @@ import (
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 const thisNode = "node1"
@@ -43,12 +44,12 @@ func (ds datastore) put(t testing.TB, r api.Resource) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds[store.ResourceKey(k, r.GetObjectMeta().Namespace, r.GetObjectMeta().Name)] = v
+	ds[etcdv3.ResourceKey(k, r.GetObjectMeta().Namespace, r.GetObjectMeta().Name)] = v
 }
 
 func (ds datastore) remove(kind, ns, name string) {
 	k, _ := api.LookupKind(kind)
-	delete(ds, store.ResourceKey(k, ns, name))
+	delete(ds, etcdv3.ResourceKey(k, ns, name))
 }
 
 // block stores an IPAM block affine to node ("" for none).
@@ -64,7 +65,7 @@ func (ds datastore) block(t testing.TB, cidr, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds[store.BlockKey(p)] = v
+	ds[etcdv3.BlockKey(p)] = v
 }
 
 func (ds datastore) clone() datastore {
@@ -81,7 +82,7 @@ func (ds datastore) clone() datastore {
 func decode(t testing.TB, key string, value []byte) calc.Update {
 	t.Helper()
 	u := calc.Update{Key: key, Deleted: value == nil}
-	if strings.HasPrefix(key, store.BlockPrefix) {
+	if strings.HasPrefix(key, etcdv3.BlockPrefix) {
 		u.Kind = calc.KindBlock
 		if !u.Deleted {
 			b, err := ipam.ParseBlock(value)
@@ -92,7 +93,7 @@ func decode(t testing.TB, key string, value []byte) calc.Update {
 		}
 		return u
 	}
-	if strings.HasPrefix(key, store.ServicePrefix) {
+	if strings.HasPrefix(key, etcdv3.ServicePrefix) {
 		u.Kind = calc.KindService
 		if !u.Deleted {
 			se, err := store.ParseServiceEndpoints(key, value)
@@ -103,9 +104,9 @@ func decode(t testing.TB, key string, value []byte) calc.Update {
 		}
 		return u
 	}
-	u.Kind, _, _ = strings.Cut(strings.TrimPrefix(key, store.ResourcePrefix), "/")
+	u.Kind, _, _ = strings.Cut(strings.TrimPrefix(key, etcdv3.ResourcePrefix), "/")
 	if !u.Deleted {
-		r, err := store.DecodeKV(store.KV{Key: key, Value: value, Revision: 1})
+		r, err := store.DecodeObject(store.Object{Value: value, Revision: "1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/ipam"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 func overlayNode(name, addr, tunnel, mac string) *api.Node {
@@ -89,7 +89,7 @@ func checkOverlay(t *testing.T, ds datastore, want string) {
 func borrow(t *testing.T, ds datastore, cidr string, ord int, node string) {
 	t.Helper()
 	p := netip.MustParsePrefix(cidr)
-	b, err := ipam.ParseBlock(ds[store.BlockKey(p)])
+	b, err := ipam.ParseBlock(ds[etcdv3.BlockKey(p)])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func borrow(t *testing.T, ds datastore, cidr string, ord int, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds[store.BlockKey(p)] = v
+	ds[etcdv3.BlockKey(p)] = v
 }
 
 func twoSubnetDatastore(t *testing.T, mode api.VXLANMode) datastore {

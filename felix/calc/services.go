@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/rules"
-	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // Rule services matches: the Kubernetes controller publishes each
@@ -33,7 +33,7 @@ func isServiceSet(k rules.IPSetKind) bool {
 }
 
 // serviceSourceKey is the datastore key a service set's members come from.
-func serviceSourceKey(spec rules.IPSetSpec) string { return store.ServicePrefix + spec.Service }
+func serviceSourceKey(spec rules.IPSetSpec) string { return etcdv3.ServicePrefix + spec.Service }
 
 // evalService returns the entries a service's endpoints contribute to st
 // (whose source key is key).

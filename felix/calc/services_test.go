@@ -8,13 +8,14 @@ import (
 	"github.com/calico-aio/calico-aio/felix/rules"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // service publishes a Service's endpoints as the controller does; no
 // slices removes them.
 func (ds datastore) service(t testing.TB, ns, name string, slices ...store.ServiceSlice) {
 	t.Helper()
-	key := store.ServiceEndpointsKey(ns, name)
+	key := etcdv3.ServiceEndpointsKey(ns, name)
 	if len(slices) == 0 {
 		delete(ds, key)
 		return

@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -364,7 +363,7 @@ func (l *Loader) EffectiveUpdate() calc.Update {
 	k, _ := api.LookupKind("FelixConfiguration")
 	f := &api.FelixConfiguration{TypeMeta: api.TypeMeta{Kind: "FelixConfiguration", APIVersion: api.APIVersion},
 		Metadata: api.ObjectMeta{Name: "default"}, Spec: l.cur}
-	return calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", "default"), Resource: f}
+	return calc.Update{Kind: k.Plural, Key: calc.ResourceUpdateKey(k, "", "default"), Resource: f}
 }
 
 // BoolOr is *b, or def when the setting is unset.

@@ -20,6 +20,7 @@ import (
 	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 const thisNode = "node1"
@@ -228,7 +229,7 @@ func (ds datastore) put(t testing.TB, r api.Resource) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds[store.ResourceKey(k, r.GetObjectMeta().Namespace, r.GetObjectMeta().Name)] = v
+	ds[etcdv3.ResourceKey(k, r.GetObjectMeta().Namespace, r.GetObjectMeta().Name)] = v
 }
 
 func (ds datastore) block(t testing.TB, cidr string) {
@@ -240,7 +241,7 @@ func (ds datastore) block(t testing.TB, cidr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds[store.BlockKey(p)] = v
+	ds[etcdv3.BlockKey(p)] = v
 }
 
 // updates is what the syncer sends to move from one datastore content to
@@ -250,7 +251,7 @@ func updates(t testing.TB, from, to datastore) []calc.Update {
 	t.Helper()
 	decode := func(key string, value []byte) calc.Update {
 		u := calc.Update{Key: key, Deleted: value == nil}
-		if strings.HasPrefix(key, store.BlockPrefix) {
+		if strings.HasPrefix(key, etcdv3.BlockPrefix) {
 			u.Kind = calc.KindBlock
 			if value != nil {
 				b, err := ipam.ParseBlock(value)
@@ -261,9 +262,9 @@ func updates(t testing.TB, from, to datastore) []calc.Update {
 			}
 			return u
 		}
-		u.Kind, _, _ = strings.Cut(strings.TrimPrefix(key, store.ResourcePrefix), "/")
+		u.Kind, _, _ = strings.Cut(strings.TrimPrefix(key, etcdv3.ResourcePrefix), "/")
 		if value != nil {
-			r, err := store.DecodeKV(store.KV{Key: key, Value: value, Revision: 1})
+			r, err := store.DecodeObject(store.Object{Value: value, Revision: "1"})
 			if err != nil {
 				t.Fatal(err)
 			}

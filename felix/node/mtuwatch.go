@@ -126,13 +126,11 @@ func (m *MTUWatch) Run(ctx context.Context) {
 		}
 	}
 	for _, kind := range []string{"IPPool", "FelixConfiguration"} {
-		k, _ := api.LookupKind(kind)
-		go func() { _ = m.c.Watch(ctx, store.ResourceListPrefix(k, ""), poke) }()
+		go func() { _ = m.c.Watch(ctx, store.ListOptions{Kind: kind}, poke) }()
 	}
-	nk, _ := api.LookupKind("Node")
-	nodeKey := store.ResourceKey(nk, "", m.node)
+	nodeKey := store.Key{Kind: "Node", Name: m.node}
 	go func() {
-		_ = m.c.Watch(ctx, nodeKey, func(e store.Event) {
+		_ = m.c.Watch(ctx, store.ListOptions{Kind: "Node"}, func(e store.Event) {
 			if e.Key == nodeKey || e.Type == store.EventSynced {
 				poke(e)
 			}

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -15,7 +15,7 @@ func TestRegisterNodeKeepsUnmodelledFields(t *testing.T) {
 	cl := storetest.StartEtcd(t).Client(t)
 	var node storetest.CalicoObject
 	for _, o := range storetest.CalicoObjectsWithUnmodelledFields() {
-		if o.Key == store.ResourcePrefix+"nodes/node1" {
+		if o.Key == etcdv3.ResourcePrefix+"nodes/node1" {
 			node = o
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // statusPrefix is where Calico's Felix reports status in etcd.
@@ -186,7 +187,10 @@ func (r *Reporter) Tick(ctx context.Context, now time.Time) error {
 // change or a lost lease takes a new one. Reporting off revokes the lease,
 // which deletes the key.
 func (r *Reporter) beat(ctx context.Context, now time.Time) error {
-	cli := r.c.Etcd()
+	cli, ok := r.etcd()
+	if !ok {
+		return nil
+	}
 	if r.cfg.interval <= 0 || r.leaseTTL != r.cfg.ttl {
 		if r.lease != 0 {
 			if _, err := cli.Revoke(ctx, r.lease); err != nil && !strings.Contains(err.Error(), "not found") {
@@ -226,7 +230,10 @@ func (r *Reporter) beat(ctx context.Context, now time.Time) error {
 // writeEndpoints brings the endpoint keys to endpointsWanted: changed ones
 // written, others of ours deleted (also those an earlier run left).
 func (r *Reporter) writeEndpoints(ctx context.Context) error {
-	cli := r.c.Etcd()
+	cli, ok := r.etcd()
+	if !ok {
+		return nil
+	}
 	if r.reported == nil {
 		prefix := statusPrefix + r.node + "/workload/"
 		got, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
@@ -276,4 +283,15 @@ func (r *Reporter) writeEndpoints(ctx context.Context) error {
 	r.reported = maps.Clone(want)
 	slog.Debug("endpoint status reported", "endpoints", len(want))
 	return nil
+}
+
+// etcd is the etcd client the reports go to: Calico's felix status keys
+// (/calico/felix/v2/) live in etcd only; on another datastore there are
+// none, as in Calico.
+func (r *Reporter) etcd() (*clientv3.Client, bool) {
+	raw, ok := etcdv3.Of(r.c.Backend)
+	if !ok {
+		return nil, false
+	}
+	return raw.Etcd(), true
 }

@@ -20,7 +20,7 @@ import (
 func TestStatusReportingLive(t *testing.T) {
 	e := storetest.StartEtcd(t)
 	c := e.Client(t)
-	cli := c.Etcd()
+	cli := storetest.Raw(t, c).Etcd()
 	ctx := context.Background()
 	get := func(key string) *clientKV {
 		t.Helper()

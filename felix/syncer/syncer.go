@@ -1,62 +1,99 @@
 // Package syncer owns the agent's stream from the datastore: it lists and
-// watches the prefixes the agent follows and turns every change into a
-// typed calc.Update, then says when the first full lists are in.
+// watches every kind the agent follows, one watch per kind, and turns every
+// change into a typed calc.Update, then says when the first full lists are
+// in.
 package syncer
 
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // syncer lists and watches the datastore and turns every change into a
-// typed calc.Update. It reports "in sync" once every watched prefix has
-// delivered its first full list.
+// typed calc.Update. It reports "in sync" once every watch has delivered
+// its first full list.
 type syncer struct {
 	c   *store.Client
 	out chan<- calc.Update
 }
-
-var watchedPrefixes = []string{store.ResourcePrefix, store.BlockPrefix, store.ServicePrefix}
 
 // Run sends c's updates to out until ctx ends.
 func Run(ctx context.Context, c *store.Client, out chan<- calc.Update) {
 	(&syncer{c: c, out: out}).run(ctx)
 }
 
+// watch is one stream the syncer follows.
+type watch struct {
+	name string
+	run  func(ctx context.Context, synced func(), send func(calc.Update)) error
+}
+
+// watches are one per resource kind and the IPAM blocks, and, on etcd,
+// the Service endpoint copies the controller publishes there (etcd only;
+// etcdv3.ServicePrefix).
+func (s *syncer) watches() []watch {
+	var out []watch
+	for _, k := range api.Kinds() {
+		out = append(out, s.modelWatch(store.ListOptions{Kind: k.Kind}))
+	}
+	out = append(out, s.modelWatch(store.ListOptions{Kind: store.KindIPAMBlock}))
+	if raw, ok := etcdv3.Of(s.c.Backend); ok {
+		out = append(out, watch{name: etcdv3.ServicePrefix, run: func(ctx context.Context, synced func(), send func(calc.Update)) error {
+			return raw.WatchPrefix(ctx, etcdv3.ServicePrefix, func(ev etcdv3.RawEvent) {
+				if ev.Type == store.EventSynced {
+					synced()
+				} else if u, ok := decodeService(ev); ok {
+					send(u)
+				}
+			})
+		}})
+	}
+	return out
+}
+
+func (s *syncer) modelWatch(opts store.ListOptions) watch {
+	return watch{name: opts.Kind, run: func(ctx context.Context, synced func(), send func(calc.Update)) error {
+		return s.c.Watch(ctx, opts, func(ev store.Event) {
+			if ev.Type == store.EventSynced {
+				synced()
+			} else if u, ok := decodeEvent(ev); ok {
+				send(u)
+			}
+		})
+	}}
+}
+
 func (s *syncer) run(ctx context.Context) {
+	ws := s.watches()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	synced := map[string]bool{}
-	for _, p := range watchedPrefixes {
+	send := func(u calc.Update) { s.send(ctx, u) }
+	for _, w := range ws {
 		wg.Add(1)
-		go func(prefix string) {
+		go func() {
 			defer wg.Done()
-			err := s.c.Watch(ctx, prefix, func(ev store.Event) {
-				if ev.Type == store.EventSynced {
-					mu.Lock()
-					first := !synced[prefix]
-					synced[prefix] = true
-					all := len(synced) == len(watchedPrefixes)
-					mu.Unlock()
-					if first && all {
-						s.send(ctx, calc.Update{InSync: true})
-					}
-					return
+			err := w.run(ctx, func() {
+				mu.Lock()
+				first := !synced[w.name]
+				synced[w.name] = true
+				all := len(synced) == len(ws)
+				mu.Unlock()
+				if first && all {
+					s.send(ctx, calc.Update{InSync: true})
 				}
-				if u, ok := decodeEvent(ev); ok {
-					s.send(ctx, u)
-				}
-			})
+			}, send)
 			if err != nil && ctx.Err() == nil {
-				slog.Error("watch ended", "prefix", prefix, "err", err)
+				slog.Error("watch ended", "watch", w.name, "err", err)
 			}
-		}(p)
+		}()
 	}
 	wg.Wait()
 }
@@ -68,12 +105,15 @@ func (s *syncer) send(ctx context.Context, u calc.Update) {
 	}
 }
 
-// decodeEvent turns a datastore event into an update; unknown keys and
+// decodeEvent turns a datastore event into an update; unknown kinds and
 // undecodable values are skipped (and logged).
 func decodeEvent(ev store.Event) (calc.Update, bool) {
-	u := calc.Update{Key: ev.Key, Deleted: ev.Type == store.EventDelete}
-	switch {
-	case strings.HasPrefix(ev.Key, store.BlockPrefix):
+	key, ok := calc.UpdateKey(ev.Key)
+	if !ok {
+		return calc.Update{}, false
+	}
+	u := calc.Update{Key: key, Deleted: ev.Type == store.EventDelete}
+	if ev.Key.Kind == store.KindIPAMBlock {
 		u.Kind = calc.KindBlock
 		if !u.Deleted {
 			b, err := ipam.ParseBlock(ev.Value)
@@ -84,30 +124,35 @@ func decodeEvent(ev store.Event) (calc.Update, bool) {
 			u.Block = b
 		}
 		return u, true
-	case strings.HasPrefix(ev.Key, store.ServicePrefix):
-		u.Kind = calc.KindService
-		if !u.Deleted {
-			se, err := store.ParseServiceEndpoints(ev.Key, ev.Value)
-			if err != nil {
-				slog.Warn("skipping undecodable service endpoints", "key", ev.Key, "err", err)
-				return u, false
-			}
-			u.Service = se
+	}
+	k, ok := api.LookupKind(ev.Key.Kind)
+	if !ok {
+		return u, false
+	}
+	u.Kind = k.Plural
+	if !u.Deleted {
+		r, err := store.DecodeObject(store.Object{Key: ev.Key, Value: ev.Value, Revision: ev.Revision})
+		if err != nil {
+			slog.Warn("skipping undecodable resource", "key", ev.Key, "err", err)
+			return u, false
 		}
-		return u, true
-	case strings.HasPrefix(ev.Key, store.ResourcePrefix):
-		rest := strings.TrimPrefix(ev.Key, store.ResourcePrefix)
-		plural, _, _ := strings.Cut(rest, "/")
-		u.Kind = plural
-		if !u.Deleted {
-			r, err := store.DecodeKV(store.KV{Key: ev.Key, Value: ev.Value, Revision: ev.Revision})
-			if err != nil {
-				slog.Warn("skipping undecodable resource", "key", ev.Key, "err", err)
-				return u, false
-			}
-			u.Resource = r
-		}
+		u.Resource = r
+	}
+	return u, true
+}
+
+// decodeService turns an event of the Service endpoint copies into an
+// update.
+func decodeService(ev etcdv3.RawEvent) (calc.Update, bool) {
+	u := calc.Update{Kind: calc.KindService, Key: ev.Key, Deleted: ev.Type == store.EventDelete}
+	if u.Deleted {
 		return u, true
 	}
-	return u, false
+	se, err := store.ParseServiceEndpoints(ev.Key, ev.Value)
+	if err != nil {
+		slog.Warn("skipping undecodable service endpoints", "key", ev.Key, "err", err)
+		return u, false
+	}
+	u.Service = se
+	return u, true
 }

@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // LeaderPrefix is the etcd election prefix RunElected campaigns on.
@@ -22,7 +24,11 @@ const LeaseTTL = 5
 // when ctx ends, resigning (revoking its lease) so another instance takes
 // over at once.
 func RunElected(ctx context.Context, client *store.Client, id string, c *Controller) error {
-	cli := client.Etcd()
+	raw, ok := etcdv3.Of(client.Backend)
+	if !ok {
+		return fmt.Errorf("kube-controllers %s: the leader election runs on etcd only", id)
+	}
+	cli := raw.Etcd()
 	for ctx.Err() == nil {
 		sess, err := concurrency.NewSession(cli, concurrency.WithTTL(LeaseTTL), concurrency.WithContext(ctx))
 		if err != nil {

@@ -12,17 +12,18 @@ import (
 
 	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // Service endpoints for rule services matches: the controller publishes,
 // for each Service that has EndpointSlices (those labelled
 // kubernetes.io/service-name), their addresses and ports under
-// store.ServiceEndpointsKey; the agents turn them into IP sets. As in
+// etcdv3.ServiceEndpointsKey; the agents turn them into IP sets. As in
 // Calico, membership comes from the EndpointSlices alone, whatever the
 // endpoints' conditions, and a port without a number adds nothing.
 
 // serviceEndpoints groups slices by their Service, keyed by
-// store.ServiceEndpointsKey, in a deterministic form: slices by name,
+// etcdv3.ServiceEndpointsKey, in a deterministic form: slices by name,
 // addresses canonical and sorted, ports sorted. FQDN slices and addresses
 // that are not IP addresses are left out.
 func serviceEndpoints(in []k8s.EndpointSlice) map[string]*store.ServiceEndpoints {
@@ -32,7 +33,7 @@ func serviceEndpoints(in []k8s.EndpointSlice) map[string]*store.ServiceEndpoints
 		if svc == "" || es.AddressType == "FQDN" {
 			continue
 		}
-		key := store.ServiceEndpointsKey(es.Metadata.Namespace, svc)
+		key := etcdv3.ServiceEndpointsKey(es.Metadata.Namespace, svc)
 		se := out[key]
 		if se == nil {
 			se = &store.ServiceEndpoints{Namespace: es.Metadata.Namespace, Name: svc, Slices: []store.ServiceSlice{}}
@@ -95,8 +96,12 @@ func (c *Controller) syncServices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	raw, ok := etcdv3.Of(c.store.Backend)
+	if !ok {
+		return nil // etcd-only copies: other datastores serve Services themselves
+	}
 	want := serviceEndpoints(list)
-	have, _, err := c.store.List(ctx, store.ServicePrefix)
+	have, _, err := raw.ListPrefix(ctx, etcdv3.ServicePrefix)
 	if err != nil {
 		return fmt.Errorf("listing published service endpoints: %w", err)
 	}
@@ -104,11 +109,11 @@ func (c *Controller) syncServices(ctx context.Context) error {
 	for _, kv := range have {
 		se, ok := want[kv.Key]
 		if !ok {
-			if err := c.store.Delete(ctx, kv.Key, kv.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := raw.DeleteKey(ctx, kv.Key, kv.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("deleting %s: %w", kv.Key, err))
 				continue
 			}
-			c.logf("kube-controllers: deleted the endpoints of service %s (no endpoint slice left)", strings.TrimPrefix(kv.Key, store.ServicePrefix))
+			c.logf("kube-controllers: deleted the endpoints of service %s (no endpoint slice left)", strings.TrimPrefix(kv.Key, etcdv3.ServicePrefix))
 			continue
 		}
 		delete(want, kv.Key)
@@ -120,7 +125,7 @@ func (c *Controller) syncServices(ctx context.Context) error {
 		if bytes.Equal(val, kv.Value) {
 			continue
 		}
-		if _, err := c.store.Update(ctx, kv.Key, val, kv.Revision); err != nil {
+		if _, err := raw.UpdateKey(ctx, kv.Key, val, kv.Revision); err != nil {
 			errs = append(errs, fmt.Errorf("updating %s: %w", kv.Key, err))
 			continue
 		}
@@ -132,7 +137,7 @@ func (c *Controller) syncServices(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := c.store.Create(ctx, key, val); err != nil {
+		if _, err := raw.CreateKey(ctx, key, val); err != nil {
 			errs = append(errs, fmt.Errorf("creating %s: %w", key, err))
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -61,7 +62,7 @@ func TestServiceEndpointsGrouping(t *testing.T) {
 // published reads the endpoints published for ns/name (nil when none).
 func published(t *testing.T, cl *store.Client, ns, name string) (*store.ServiceEndpoints, int64) {
 	t.Helper()
-	kv, err := cl.Get(context.Background(), store.ServiceEndpointsKey(ns, name))
+	kv, err := storetest.Raw(t, cl).GetKey(context.Background(), etcdv3.ServiceEndpointsKey(ns, name))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/k8s"
-	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -15,7 +15,7 @@ func TestControllerWritesKeepUnmodelledFields(t *testing.T) {
 	e := newGCEnv(t)
 	var wep storetest.CalicoObject
 	for _, o := range storetest.CalicoObjectsWithUnmodelledFields() {
-		if o.Key == store.ResourcePrefix+"workloadendpoints/default/node1-k8s-pod1-eth0" {
+		if o.Key == etcdv3.ResourcePrefix+"workloadendpoints/default/node1-k8s-pod1-eth0" {
 			wep = o
 		}
 	}
@@ -35,7 +35,7 @@ func TestControllerWritesKeepUnmodelledFields(t *testing.T) {
 	}
 
 	prof := storetest.CalicoObject{
-		Key: store.ResourcePrefix + "profiles/kns.default",
+		Key: etcdv3.ResourcePrefix + "profiles/kns.default",
 		Value: `{"kind":"Profile","apiVersion":"projectcalico.org/v3","metadata":{"name":"kns.default","uid":"2f193db5-95a3-4e3b-a651-2b876c4a1681","creationTimestamp":"2026-11-21T08:30:00Z","generation":1},` +
 			`"spec":{"ingress":[{"action":"Allow","source":{},"destination":{},"futureRuleField":"kept"}],"egress":[{"action":"Allow","source":{},"destination":{}}],"labelsToApply":{"pcns.projectcalico.org/name":"old"},"futureSpecField":7}}`,
 		Unmodelled: []string{"metadata.generation", "spec.futureSpecField", "spec.ingress.0.futureRuleField"},
@@ -50,14 +50,14 @@ func TestControllerWritesKeepUnmodelledFields(t *testing.T) {
 	if m, _ := lta.(map[string]any); m["pcns.projectcalico.org/name"] != "default" {
 		t.Errorf("the profile's modelled labelsToApply was not rewritten: %v", lta)
 	}
-	kv, err := e.cl.Get(e.ctx, prof.Key)
+	kv, err := storetest.Raw(t, e.cl).GetKey(e.ctx, prof.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.c.syncProfiles(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.cl.Get(e.ctx, prof.Key)
+	again, err := storetest.Raw(t, e.cl).GetKey(e.ctx, prof.Key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // Etcd is a running test member.
@@ -147,4 +148,11 @@ func (e *Etcd) Client(t testing.TB) *store.Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Backend returns the etcd backend of a new client for the member (raw
+// keys, Calico's layout), closed when the test ends.
+func (e *Etcd) Backend(t testing.TB) *etcdv3.Backend {
+	t.Helper()
+	return Raw(t, e.Client(t))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 // CalicoObject is a resource as Calico v3.32 stores it, with fields our
@@ -21,7 +22,7 @@ type CalicoObject struct {
 	Unmodelled []string
 }
 
-const v3 = store.ResourcePrefix
+const v3 = etcdv3.ResourcePrefix
 
 // CalicoObjectsWithUnmodelledFields are objects in Calico's JSON carrying
 // fields that real Calico 3.32 writes and we do not model (BGPPeer
@@ -64,15 +65,26 @@ func CalicoObjectsWithUnmodelledFields() []CalicoObject {
 // logic, just the bytes.
 func PutRaw(t testing.TB, c *store.Client, o CalicoObject) {
 	t.Helper()
-	if _, err := c.Etcd().Put(context.Background(), o.Key, o.Value); err != nil {
+	if _, err := Raw(t, c).Etcd().Put(context.Background(), o.Key, o.Value); err != nil {
 		t.Fatalf("put %s: %v", o.Key, err)
 	}
 }
 
-// StoredJSON reads key's value as generic JSON.
+// Raw is the etcd backend behind c, for tests that check Calico's etcd
+// layout byte for byte.
+func Raw(t testing.TB, c *store.Client) *etcdv3.Backend {
+	t.Helper()
+	e, ok := etcdv3.Of(c.Backend)
+	if !ok {
+		t.Fatalf("the client's backend is not etcd")
+	}
+	return e
+}
+
+// StoredJSON reads the raw etcd key's value as generic JSON.
 func StoredJSON(t testing.TB, c *store.Client, key string) map[string]any {
 	t.Helper()
-	kv, err := c.Get(context.Background(), key)
+	kv, err := Raw(t, c).GetKey(context.Background(), key)
 	if err != nil {
 		t.Fatalf("reading %s: %v", key, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -26,9 +25,14 @@ func Object(t testing.TB, name, field, value string) *api.FelixConfiguration {
 // Update is the syncer's update for a FelixConfiguration.
 func Update(f *api.FelixConfiguration, deleted bool) calc.Update {
 	k, _ := api.LookupKind("FelixConfiguration")
-	u := calc.Update{Kind: k.Plural, Key: store.ResourceKey(k, "", f.Metadata.Name), Deleted: deleted}
+	u := calc.Update{Kind: k.Plural, Key: UpdateKey(k, f.Metadata.Name), Deleted: deleted}
 	if !deleted {
 		u.Resource = f
 	}
 	return u
+}
+
+// UpdateKey is the calculation's key of the cluster-scoped object name of kind k.
+func UpdateKey(k api.KindInfo, name string) string {
+	return calc.ResourceUpdateKey(k, "", name)
 }

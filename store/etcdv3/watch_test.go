@@ -1,4 +1,4 @@
-package store_test
+package etcdv3_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -21,7 +22,7 @@ type view struct {
 	deletes []string
 }
 
-func (v *view) handle(ev store.Event) {
+func (v *view) handle(ev etcdv3.RawEvent) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	switch ev.Type {
@@ -44,9 +45,9 @@ func (v *view) snapshot() (map[string]string, int) {
 	return maps.Clone(v.kv), v.synced
 }
 
-func fresh(t *testing.T, c *store.Client, prefix string) map[string]string {
+func fresh(t *testing.T, c *etcdv3.Backend, prefix string) map[string]string {
 	t.Helper()
-	kvs, _, err := c.List(context.Background(), prefix)
+	kvs, _, err := c.ListPrefix(context.Background(), prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +69,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func put(t *testing.T, c *store.Client, k, v string) {
+func put(t *testing.T, c *etcdv3.Backend, k, v string) {
 	t.Helper()
-	kv, err := c.Get(context.Background(), k)
+	kv, err := c.GetKey(context.Background(), k)
 	if err != nil {
-		_, err = c.Create(context.Background(), k, []byte(v))
+		_, err = c.CreateKey(context.Background(), k, []byte(v))
 	} else {
-		_, err = c.Update(context.Background(), k, []byte(v), kv.Revision)
+		_, err = c.UpdateKey(context.Background(), k, []byte(v), kv.Revision)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -83,17 +84,17 @@ func put(t *testing.T, c *store.Client, k, v string) {
 
 func TestWatchDeliversListThenChanges(t *testing.T) {
 	e := storetest.StartEtcd(t)
-	c := e.Client(t)
+	c := e.Backend(t)
 	put(t, c, "/w/a", "1")
 	put(t, c, "/other", "x")
 	v := &view{kv: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- c.Watch(ctx, "/w/", v.handle) }()
+	go func() { done <- c.WatchPrefix(ctx, "/w/", v.handle) }()
 	waitFor(t, "first sync", func() bool { _, s := v.snapshot(); return s == 1 })
 	put(t, c, "/w/b", "2")
 	put(t, c, "/w/a", "3")
-	if err := c.Delete(context.Background(), "/w/b", 0); err != nil {
+	if err := c.DeleteKey(context.Background(), "/w/b", 0); err != nil {
 		t.Fatal(err)
 	}
 	put(t, c, "/w/c", "4")
@@ -108,7 +109,7 @@ func TestWatchDeliversListThenChanges(t *testing.T) {
 // fresh list, with deletes for keys that vanished while it was cut off.
 func TestWatchSurvivesCompactionAndRestart(t *testing.T) {
 	e := storetest.StartEtcd(t)
-	c := e.Client(t)
+	c := e.Backend(t)
 	for i := 0; i < 5; i++ {
 		put(t, c, fmt.Sprintf("/w/k%d", i), "v0")
 	}
@@ -116,7 +117,7 @@ func TestWatchSurvivesCompactionAndRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- c.Watch(ctx, "/w/", v.handle) }()
+	go func() { done <- c.WatchPrefix(ctx, "/w/", v.handle) }()
 	waitFor(t, "first sync", func() bool { _, s := v.snapshot(); return s == 1 })
 
 	// Take the member down and bring it back on another client port, where
@@ -130,16 +131,16 @@ func TestWatchSurvivesCompactionAndRestart(t *testing.T) {
 	hidden.ClientURL = alt
 	side := &storetest.Etcd{Config: hidden}
 	side.Restart(t)
-	sc := side.Client(t)
-	put(t, sc, "/w/k1", "v1")                                           // changed
-	put(t, sc, "/w/new", "n")                                           // added
-	if err := sc.Delete(context.Background(), "/w/k2", 0); err != nil { // vanished
+	sc := side.Backend(t)
+	put(t, sc, "/w/k1", "v1")                                              // changed
+	put(t, sc, "/w/new", "n")                                              // added
+	if err := sc.DeleteKey(context.Background(), "/w/k2", 0); err != nil { // vanished
 		t.Fatal(err)
 	}
-	if err := sc.Delete(context.Background(), "/w/k3", 0); err != nil {
+	if err := sc.DeleteKey(context.Background(), "/w/k3", 0); err != nil {
 		t.Fatal(err)
 	}
-	_, rev, err := sc.List(context.Background(), "/")
+	_, rev, err := sc.ListPrefix(context.Background(), "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package etcdv3_test
 
 import (
 	"context"
@@ -8,47 +8,48 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 func TestCASPrimitives(t *testing.T) {
 	e := storetest.StartEtcd(t)
-	c := e.Client(t)
+	c := e.Backend(t)
 	ctx := context.Background()
 
-	rev, err := c.Create(ctx, "/t/a", []byte("1"))
+	rev, err := c.CreateKey(ctx, "/t/a", []byte("1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create(ctx, "/t/a", []byte("2")); !errors.Is(err, store.ErrAlreadyExists) {
+	if _, err := c.CreateKey(ctx, "/t/a", []byte("2")); !errors.Is(err, store.ErrAlreadyExists) {
 		t.Fatalf("second create: %v, want already exists", err)
 	}
-	rev2, err := c.Update(ctx, "/t/a", []byte("2"), rev)
+	rev2, err := c.UpdateKey(ctx, "/t/a", []byte("2"), rev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A stale revision loses, and the error carries the current value.
-	_, err = c.Update(ctx, "/t/a", []byte("3"), rev)
+	_, err = c.UpdateKey(ctx, "/t/a", []byte("3"), rev)
 	var ce *store.ConflictError
 	if !errors.As(err, &ce) || !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale update: %v, want conflict", err)
 	}
-	if ce.Current == nil || string(ce.Current.Value) != "2" || ce.Current.Revision != rev2 {
+	if ce.Current == nil || string(ce.Current.Value) != "2" || ce.Current.Revision != etcdv3.FormatRevision(rev2) {
 		t.Fatalf("conflict current = %+v, want value 2 at %d", ce.Current, rev2)
 	}
-	if err := c.Delete(ctx, "/t/a", rev); !errors.Is(err, store.ErrConflict) {
+	if err := c.DeleteKey(ctx, "/t/a", rev); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale delete: %v", err)
 	}
-	if err := c.Delete(ctx, "/t/a", rev2); err != nil {
+	if err := c.DeleteKey(ctx, "/t/a", rev2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Get(ctx, "/t/a"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := c.GetKey(ctx, "/t/a"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get after delete: %v", err)
 	}
-	if err := c.Delete(ctx, "/t/a", 0); !errors.Is(err, store.ErrNotFound) {
+	if err := c.DeleteKey(ctx, "/t/a", 0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("delete missing: %v", err)
 	}
-	if _, err := c.Update(ctx, "/t/a", []byte("x"), rev2); !errors.Is(err, store.ErrConflict) {
+	if _, err := c.UpdateKey(ctx, "/t/a", []byte("x"), rev2); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("update missing: %v", err)
 	}
 }
@@ -56,9 +57,10 @@ func TestCASPrimitives(t *testing.T) {
 // Many writers increment one counter by compare-and-swap: no update is lost.
 func TestConcurrentCASLosesNoUpdate(t *testing.T) {
 	e := storetest.StartEtcd(t)
-	c := e.Client(t)
+	c := e.Backend(t)
 	ctx := context.Background()
-	if _, err := c.Create(ctx, "/t/n", []byte{0}); err != nil {
+	n := store.Key{Kind: store.KindIPAMHandle, Name: "n"}
+	if _, err := c.Create(ctx, n, []byte{0}); err != nil {
 		t.Fatal(err)
 	}
 	const writers, each = 8, 25
@@ -69,13 +71,13 @@ func TestConcurrentCASLosesNoUpdate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				kv, err := c.Get(ctx, "/t/n")
+				o, err := c.Get(ctx, n)
 				for err == nil {
-					_, err = c.Update(ctx, "/t/n", []byte{kv.Value[0] + 1}, kv.Revision)
+					_, err = c.Update(ctx, n, []byte{o.Value[0] + 1}, o.Revision)
 					var ce *store.ConflictError
 					if errors.As(err, &ce) {
 						conflicts.Add(1)
-						kv, err = *ce.Current, nil
+						o, err = *ce.Current, nil
 						continue
 					}
 					break
@@ -88,11 +90,11 @@ func TestConcurrentCASLosesNoUpdate(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	kv, err := c.Get(ctx, "/t/n")
+	o, err := c.Get(ctx, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := int(kv.Value[0]); got != writers*each {
+	if got := int(o.Value[0]); got != writers*each {
 		t.Fatalf("counter = %d, want %d", got, writers*each)
 	}
 	if conflicts.Load() == 0 {
@@ -101,16 +103,12 @@ func TestConcurrentCASLosesNoUpdate(t *testing.T) {
 }
 
 func TestUnreachableEtcdFailsWithinTimeout(t *testing.T) {
-	c, err := store.New(store.Config{Endpoints: []string{"http://127.0.0.1:1"}, RequestTimeout: 500e6})
+	c, err := etcdv3.New(etcdv3.Config{Endpoints: []string{"http://127.0.0.1:1"}, RequestTimeout: 500e6})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Get(context.Background(), "/x"); err == nil {
+	if _, err := c.GetKey(context.Background(), "/x"); err == nil {
 		t.Fatal("get against a closed port succeeded")
 	}
-}
-
-func storetestClient(t *testing.T) *store.Client {
-	return storetest.StartEtcd(t).Client(t)
 }

@@ -1,4 +1,4 @@
-package store_test
+package etcdv3_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/embedded"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -30,13 +31,13 @@ func TestTLSClientCertAuth(t *testing.T) {
 	}
 
 	t.Run("CA and client cert can read and write", func(t *testing.T) {
-		c := newClient(t, store.Config{Endpoints: ep, CAFile: ca, CertFile: cliCert, KeyFile: cliKey})
+		c := newClient(t, etcdv3.Config{Endpoints: ep, CAFile: ca, CertFile: cliCert, KeyFile: cliKey})
 		roundTrip(t, c, "/tls/ok")
 	})
 
 	t.Run("failover from a dead https endpoint", func(t *testing.T) {
 		dead := "https://" + strings.TrimPrefix(deadURL(t), "http://")
-		c := newClient(t, store.Config{Endpoints: []string{dead, ep[0]}, CAFile: ca, CertFile: cliCert, KeyFile: cliKey})
+		c := newClient(t, etcdv3.Config{Endpoints: []string{dead, ep[0]}, CAFile: ca, CertFile: cliCert, KeyFile: cliKey})
 		for i := range 5 {
 			roundTrip(t, c, fmt.Sprintf("/tls/failover/%d", i))
 		}
@@ -47,7 +48,7 @@ func TestTLSClientCertAuth(t *testing.T) {
 	// system roots (unknown authority); without a client cert, or with one
 	// from another CA, the server ends the handshake.
 	_, _, _, otherCert, otherKey := storetest.WriteTestCerts(t, t.TempDir())
-	for name, cfg := range map[string]store.Config{
+	for name, cfg := range map[string]etcdv3.Config{
 		"no CA file":                  {Endpoints: ep, CertFile: cliCert, KeyFile: cliKey},
 		"no TLS config at all":        {Endpoints: ep},
 		"CA but no client cert":       {Endpoints: ep, CAFile: ca},
@@ -70,17 +71,17 @@ func TestTLSBadFilesFailInNew(t *testing.T) {
 	// (etcd's transport reports a malformed CA as "x509: malformed ..."
 	// without the path).
 	for name, tc := range map[string]struct {
-		cfg  store.Config
+		cfg  etcdv3.Config
 		file string
 	}{
-		"missing CA":          {store.Config{CAFile: missing, CertFile: cliCert, KeyFile: cliKey}, missing},
-		"missing CA only":     {store.Config{CAFile: missing}, missing},
-		"missing client key":  {store.Config{CAFile: ca, CertFile: cliCert, KeyFile: missing}, missing},
-		"CA file holds a key": {store.Config{CAFile: cliKey, CertFile: cliCert, KeyFile: cliKey}, ""},
+		"missing CA":          {etcdv3.Config{CAFile: missing, CertFile: cliCert, KeyFile: cliKey}, missing},
+		"missing CA only":     {etcdv3.Config{CAFile: missing}, missing},
+		"missing client key":  {etcdv3.Config{CAFile: ca, CertFile: cliCert, KeyFile: missing}, missing},
+		"CA file holds a key": {etcdv3.Config{CAFile: cliKey, CertFile: cliCert, KeyFile: cliKey}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.cfg.Endpoints = []string{"https://127.0.0.1:1"}
-			c, err := store.New(tc.cfg)
+			c, err := etcdv3.New(tc.cfg)
 			if err == nil {
 				c.Close()
 				t.Fatal("New succeeded")
@@ -129,7 +130,7 @@ func TestMultipleEndpointsFailOver(t *testing.T) {
 	e := storetest.StartEtcd(t)
 	live := e.Endpoints()[0]
 	dead := deadURL(t)
-	c := newClient(t, store.Config{Endpoints: []string{"  " + dead + " ", "", " \t", live + "\n"}})
+	c := newClient(t, etcdv3.Config{Endpoints: []string{"  " + dead + " ", "", " \t", live + "\n"}})
 	if got, want := c.Etcd().Endpoints(), []string{dead, live}; !slices.Equal(got, want) {
 		t.Fatalf("client endpoints %q, want %q", got, want)
 	}
@@ -138,17 +139,17 @@ func TestMultipleEndpointsFailOver(t *testing.T) {
 	}
 
 	// The live member alone, listed last, behind two dead ones.
-	c2 := newClient(t, store.Config{Endpoints: []string{deadURL(t), deadURL(t), live}})
-	if _, err := c2.Get(context.Background(), "/multi/0"); err != nil {
+	c2 := newClient(t, etcdv3.Config{Endpoints: []string{deadURL(t), deadURL(t), live}})
+	if _, err := c2.GetKey(context.Background(), "/multi/0"); err != nil {
 		t.Fatalf("get via third endpoint: %v", err)
 	}
 }
 
-func newClient(t *testing.T, cfg store.Config) *store.Client {
+func newClient(t *testing.T, cfg etcdv3.Config) *etcdv3.Backend {
 	t.Helper()
 	cfg.DialTimeout = tlsTestTimeout
 	cfg.RequestTimeout = tlsTestTimeout
-	c, err := store.New(cfg)
+	c, err := etcdv3.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,14 +158,14 @@ func newClient(t *testing.T, cfg store.Config) *store.Client {
 }
 
 // roundTrip creates key and reads it back.
-func roundTrip(t *testing.T, c *store.Client, key string) {
+func roundTrip(t *testing.T, c *etcdv3.Backend, key string) {
 	t.Helper()
 	ctx := context.Background()
-	rev, err := c.Create(ctx, key, []byte("v"))
+	rev, err := c.CreateKey(ctx, key, []byte("v"))
 	if err != nil {
 		t.Fatalf("create %s: %v", key, err)
 	}
-	kv, err := c.Get(ctx, key)
+	kv, err := c.GetKey(ctx, key)
 	if err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}
@@ -178,10 +179,10 @@ func roundTrip(t *testing.T, c *store.Client, key string) {
 // exceeded": etcd's client (clientv3.ContextError) replaces gRPC's "latest
 // balancer error: ... x509: certificate signed by unknown authority" (or "tls:
 // certificate required") with ctx.Err(), so the cause cannot be asserted here.
-func failsWithinTimeout(t *testing.T, c *store.Client) {
+func failsWithinTimeout(t *testing.T, c *etcdv3.Backend) {
 	t.Helper()
 	start := time.Now()
-	_, err := c.Get(context.Background(), "/tls/refused")
+	_, err := c.GetKey(context.Background(), "/tls/refused")
 	elapsed := time.Since(start)
 	if err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get = %v, want a connection failure", err)

@@ -1,4 +1,4 @@
-package store_test
+package etcdv3_test
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 // left such a client cut off for tens of seconds after the outage ended.
 func TestIdleClientReconnectsPromptlyAfterOutage(t *testing.T) {
 	e := storetest.StartEtcd(t)
-	c := e.Client(t)
+	c := e.Backend(t)
 	put(t, c, "/r/k", "v")
 	e.Stop()
 	time.Sleep(18 * time.Second) // long enough for the default backoff to reach ~10 s
 	e.Restart(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	if _, err := c.Get(ctx, "/r/k"); err != nil {
+	if _, err := c.GetKey(ctx, "/r/k"); err != nil {
 		t.Fatalf("first call after the outage ended: %v", err)
 	}
 }

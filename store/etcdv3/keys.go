@@ -1,4 +1,4 @@
-package store
+package etcdv3
 
 import (
 	"fmt"
@@ -87,4 +87,17 @@ func ParseCIDRSegment(seg string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("key segment %q is not a CIDR with '-' for '/'", seg)
 	}
 	return netip.ParsePrefix(seg[:i] + "/" + seg[i+1:])
+}
+
+// ServiceOfKey splits a ServiceEndpointsKey into namespace and name.
+func ServiceOfKey(key string) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(key, ServicePrefix)
+	if !ok {
+		return "", "", false
+	}
+	namespace, name, ok = strings.Cut(rest, "/")
+	if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	return namespace, name, true
 }
