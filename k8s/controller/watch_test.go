@@ -140,9 +140,11 @@ func TestPodEventsRateLimited(t *testing.T) {
 	passes := atLast - before
 	t.Logf("%v of pod events: %d pod-label passes", burst, passes)
 	// Each pass waits for the interval since the one before: a slow
-	// machine makes fewer, never more (one more for a pass the set-up's
-	// events left pending; without the limit there would be ~40).
-	if most := int(burst/every) + 2; passes > most {
+	// machine makes fewer per interval, but the passes the set-up's events
+	// and the failed first watches left pending can still land in the
+	// window (a loaded machine measured 14 against 10 intervals); without
+	// the limit there would be ~200, one per event.
+	if most := int(burst/every) + 5; passes > most {
 		t.Errorf("%d pod-label passes in %v, want at most %d", passes, burst, most)
 	}
 	waitUntil(t, "a pod-label pass for the last pod events", func() bool { return w.podLists() != atLast })
