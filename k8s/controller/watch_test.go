@@ -143,7 +143,7 @@ func TestPodEventsRateLimited(t *testing.T) {
 	// machine makes fewer per interval, but the passes the set-up's events
 	// and the failed first watches left pending can still land in the
 	// window (a loaded machine measured 14 against 10 intervals); without
-	// the limit there would be ~200, one per event.
+	// the limit there would be ~40.
 	if most := int(burst/every) + 5; passes > most {
 		t.Errorf("%d pod-label passes in %v, want at most %d", passes, burst, most)
 	}
