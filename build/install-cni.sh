@@ -426,23 +426,23 @@ request_token() {
 	ns=$(<"$nsfile")
 	[[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || die "$nsfile: '$ns' is not a namespace name"
 	if [ "$SKIP_TLS_VERIFY" = true ]; then
-		tls=--insecure
+		tls=(--insecure)
 	else
 		check_ca
-		tls=--cacert=$KUBE_CA_FILE
+		tls=(--cacert "$KUBE_CA_FILE")
 	fi
 	path=/api/v1/namespaces/$ns/serviceaccounts/$CNI_SERVICE_ACCOUNT/token
 	body='{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":'$CNI_TOKEN_VALIDITY_SECONDS'}}'
-	out=$(printf 'Authorization: Bearer %s\n' "$tok" | curl -sS --max-time 30 "$tls" -H @- \
+	out=$(printf 'Authorization: Bearer %s\n' "$tok" | curl -sS --max-time 30 -A calico-aio-install-cni "${tls[@]}" -H @- \
 		-H 'Content-Type: application/json' -H 'Accept: application/json' -X POST --data "$body" \
 		-w '\n%{http_code}' "$server$path" 2>&1) || die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: ${out//$'\n'/ }"
 	code=${out##*$'\n'}
 	out=${out%$'\n'*}
 	if [ "$code" != 201 ] && [ "$code" != 200 ]; then
-		[[ $out =~ \"message\":\"([^\"]*)\" ]] && out=${BASH_REMATCH[1]}
+		[[ $out =~ \"message\":[[:space:]]*\"([^\"]*)\" ]] && out=${BASH_REMATCH[1]}
 		die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: HTTP $code: $out"
 	fi
-	[[ $out =~ \"token\":\"([A-Za-z0-9._-]+)\" ]] || die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: no token in the answer"
+	[[ $out =~ \"token\":[[:space:]]*\"([A-Za-z0-9._-]+)\" ]] || die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: no token in the answer"
 	printf '%s' "${BASH_REMATCH[1]}"
 }
 
