@@ -604,7 +604,9 @@ custom_conflist() {
 env_file_content() {
 	echo "# Environment for calico-node.service (see calico-node --help for every variable)."
 	echo "# Written by install-cni.sh only when absent; edit freely."
-	if [ -n "$ETCD_ENDPOINTS" ]; then
+	if [ "$DATASTORE_TYPE" = kubernetes ]; then
+		echo "DATASTORE_TYPE=kubernetes"
+	elif [ -n "$ETCD_ENDPOINTS" ]; then
 		echo "ETCD_ENDPOINTS=$ETCD_ENDPOINTS"
 	else
 		echo "# Empty: calico-node runs an embedded etcd on http://127.0.0.1:2379."

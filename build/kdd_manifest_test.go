@@ -200,6 +200,18 @@ func TestInstallCNIKubernetesDatastore(t *testing.T) {
 		}
 	}
 
+	// A host install: the service's environment selects the same datastore.
+	root = t.TempDir()
+	mustInstall(t, root, kdd, "--source", fakeBinary(t), "--systemd")
+	envFile, err := os.ReadFile(filepath.Join(root, envPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(envFile); !strings.Contains(s, "\nDATASTORE_TYPE=kubernetes\n") || !strings.Contains(s, "\nKUBECONFIG="+kc+"\n") ||
+		strings.Contains(s, "ETCD") {
+		t.Errorf("%s in Kubernetes mode:\n%s\nwant DATASTORE_TYPE=kubernetes, the KUBECONFIG and no ETCD_*", envPath, s)
+	}
+
 	custom := maps.Clone(kdd)
 	custom["CNI_NETWORK_CONFIG"] = `{"name":"k8s-pod-network","cniVersion":"0.3.1","plugins":[{"type":"calico","datastore_type":"__DATASTORE_TYPE__","kubernetes":{"kubeconfig":"__KUBECONFIG_FILEPATH__"},"ipam":{"type":"calico-ipam"}}]}`
 	root = t.TempDir()
