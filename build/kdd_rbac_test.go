@@ -151,6 +151,7 @@ func TestKDDManifestRBACInKubeAPIServer(t *testing.T) {
 			{"patch", "/api/v1/nodes/node1/status"},
 			{"update", "/api/v1/nodes/node1/status"},
 			{"list", "/api/v1/serviceaccounts"},
+			{"get", "/api/v1/namespaces/shop/serviceaccounts/web-sa"},
 			{"watch", "/api/v1/namespaces"},
 			{"watch", "/api/v1/pods"},
 			{"watch", "/api/v1/nodes"},
@@ -165,9 +166,9 @@ func TestKDDManifestRBACInKubeAPIServer(t *testing.T) {
 			{"delete", cnp + "blockaffinities/node1-10-244-166-128-26"},
 			{"delete", cnp + "ipamblocks/10-244-166-128-26"},
 			{"update", cnp + "kubecontrollersconfigurations/default"},
-			{"get", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/calico-aio-controller"},
+			{"get", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/calico-aio-kube-controllers"},
 			{"create", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"},
-			{"update", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/calico-aio-controller"},
+			{"update", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/calico-aio-kube-controllers"},
 		}
 		for _, kind := range []string{"globalnetworkpolicies", "networkpolicies", "tiers", "ippools", "ipamhandles",
 			"felixconfigurations", "bgppeers", "hostendpoints", "globalnetworksets", "networksets", "ipreservations"} {
