@@ -316,6 +316,41 @@ func TestKDDInstallCNIInKubeAPIServer(t *testing.T) {
 		}
 	}
 
+	// calico-node's own token, as its kubeconfig reads it from the file.
+	create(t, kapi, "/api/v1/nodes", obj{"apiVersion": "v1", "kind": "Node", "metadata": obj{"name": "node1"}})
+	nodeToken, err := os.ReadFile(sa.tokenFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"calico-aio-kube-controllers"},"spec":{"holderIdentity":"node1"}}`
+	for _, r := range []struct {
+		method, path, ctype, body string
+		want                      int
+	}{
+		{http.MethodPost, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", "application/json", lease, http.StatusCreated},
+		{http.MethodPatch, "/api/v1/nodes/node1/status", "application/strategic-merge-patch+json",
+			`{"metadata":{"annotations":{"projectcalico.org/IPv4Address":"10.0.0.1/24"}}}`, http.StatusOK},
+		{http.MethodGet, "/api/v1/namespaces/shop/pods/web-1", "", "", http.StatusOK},
+		{http.MethodDelete, "/api/v1/namespaces/shop/pods/web-1", "", "", http.StatusForbidden},
+		{http.MethodPatch, "/api/v1/nodes/node1", "application/merge-patch+json", `{"metadata":{"labels":{"x":"y"}}}`, http.StatusForbidden},
+	} {
+		if code, body := asToken(t, kapi, string(nodeToken), r.method, r.path, r.ctype, r.body); code != r.want {
+			t.Errorf("as %s: %s %s: %d %s, want %d", nodeSA, r.method, r.path, code, body, r.want)
+		}
+	}
+
+	// ClusterInformation read and written back (update, as Calico's role
+	// has it; not patch).
+	ci := "/apis/crd.projectcalico.org/v1/clusterinformations/default"
+	code, body := asToken(t, kapi, string(nodeToken), http.MethodGet, ci, "", "")
+	if code != http.StatusOK {
+		t.Fatalf("as %s: GET %s: %d %s", nodeSA, ci, code, body)
+	}
+	body = strings.Replace(body, `"datastoreReady":true`, `"datastoreReady":true,"calicoVersion":"v3.32.1"`, 1)
+	if code, body := asToken(t, kapi, string(nodeToken), http.MethodPut, ci, "application/json", body); code != http.StatusOK {
+		t.Errorf("as %s: PUT %s: %d %s", nodeSA, ci, code, body)
+	}
+
 	// calico-node may not get tokens for any other account, itself included.
 	env["CNI_SERVICE_ACCOUNT"] = nodeSA
 	installFails(t, env, fmt.Sprintf("TokenRequest for %s/%s: HTTP 403", kddNamespace, nodeSA), "--source", fakeBinary(t))
