@@ -11,7 +11,7 @@ ROLES     := calico calico-ipam calico-node calicoctl
 # converging, grace periods), so four at a time fit on two cores.
 TESTFLAGS ?= -timeout 15m -parallel 4
 # System packages the tests and the demo need, as "command:debian-package".
-SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables
+SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables curl:curl
 # What only `make bench` needs on top.
 BENCHDEPS := iperf3:iperf3
 

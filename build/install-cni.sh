@@ -9,7 +9,9 @@
 #   $CNI_CONF_DIR/$CNI_CONF_NAME             the CNI network config (0644)
 #   $CNI_CONF_DIR/calico-kubeconfig          in a Kubernetes pod only: the CNI
 #                                            plugin's kubeconfig (0600), from the
-#                                            pod's service account token and CA
+#                                            pod's service account token (or, with
+#                                            CNI_SERVICE_ACCOUNT, a token requested
+#                                            for that account) and CA
 # and with --systemd:
 #   /usr/local/bin/calico-aio                the binary
 #   /usr/local/bin/calico-node, calicoctl    symlinks to calico-aio
@@ -63,6 +65,9 @@ environment:
                      __KUBERNETES_NODE_NAME__, __KUBERNETES_SERVICE_HOST__,
                      __KUBERNETES_SERVICE_PORT__ and __SERVICEACCOUNT_TOKEN__
                      are filled in
+  DATASTORE_TYPE     etcdv3 (default) or kubernetes: the plugin's datastore_type
+                     (and __DATASTORE_TYPE__); kubernetes takes no ETCD_* variable
+                     and needs a kubeconfig (a pod's, or KUBECONFIG)
   ETCD_ENDPOINTS     comma-separated etcd URLs (default http://127.0.0.1:2379,
                      the embedded etcd of a calico-node run without endpoints)
   ETCD_CA_CERT_FILE, ETCD_CERT_FILE, ETCD_KEY_FILE   etcd TLS files (host paths)
@@ -81,6 +86,12 @@ environment:
                      reads the token and CA from their files (so it follows
                      rotation); a path in this container, not under DESTDIR
   KUBECONFIG_REFRESH_INTERVAL  seconds between checks of --watch-kubeconfig (default 30)
+  CNI_SERVICE_ACCOUNT  in a pod: the CNI plugin's kubeconfig carries a token for
+                     this service account (of the pod's namespace), requested with
+                     the pod's own token (TokenRequest, needs curl), instead of the
+                     pod's token; --watch-kubeconfig requests a new one when a
+                     quarter of its validity has passed
+  CNI_TOKEN_VALIDITY_SECONDS  that token's lifetime (default 86400, at least 600)
   CNI_MTU            pod MTU (default 0: what calico-node wrote in /var/lib/calico/mtu)
   LOG_LEVEL          plugin log level (default info)
   SYSTEMD_DIR        unit directory (default /etc/systemd/system)
@@ -124,6 +135,7 @@ CNI_BIN_DIR=${CNI_BIN_DIR:-/opt/cni/bin}
 CNI_CONF_DIR=${CNI_CONF_DIR:-/etc/cni/net.d}
 CNI_CONF_NAME=${CNI_CONF_NAME:-10-calico.conflist}
 SYSTEMD_DIR=${SYSTEMD_DIR:-/etc/systemd/system}
+DATASTORE_TYPE=${DATASTORE_TYPE:-etcdv3}
 ETCD_ENDPOINTS=${ETCD_ENDPOINTS:-}
 ETCD_CA_CERT_FILE=${ETCD_CA_CERT_FILE:-}
 ETCD_CERT_FILE=${ETCD_CERT_FILE:-}
@@ -139,6 +151,8 @@ KUBERNETES_SERVICE_HOST=${KUBERNETES_SERVICE_HOST:-}
 KUBERNETES_SERVICE_PORT=${KUBERNETES_SERVICE_PORT:-}
 NODE_KUBECONFIG=${NODE_KUBECONFIG:-}
 KUBECONFIG_REFRESH_INTERVAL=${KUBECONFIG_REFRESH_INTERVAL:-30}
+CNI_SERVICE_ACCOUNT=${CNI_SERVICE_ACCOUNT:-}
+CNI_TOKEN_VALIDITY_SECONDS=${CNI_TOKEN_VALIDITY_SECONDS:-86400}
 KUBECONFIG_NAME=calico-kubeconfig
 HOST_BIN_DIR=/usr/local/bin
 ENV_FILE=/etc/calico/calico-node.env
@@ -247,9 +261,35 @@ check_values() {
 		esac
 	done
 	[[ $CNI_MTU =~ ^[0-9]+$ ]] || die "CNI_MTU must be a number, got '$CNI_MTU'"
+	check_datastore
+	check_cni_account
+}
+
+# check_datastore: Kubernetes mode takes no etcd setting (one would be ignored).
+check_datastore() {
+	local v
+	case $DATASTORE_TYPE in
+	etcdv3) return 0 ;;
+	kubernetes) ;;
+	*) die "DATASTORE_TYPE must be etcdv3 or kubernetes, got '$DATASTORE_TYPE'" ;;
+	esac
+	for v in ETCD_ENDPOINTS ETCD_CA_CERT_FILE ETCD_CERT_FILE ETCD_KEY_FILE; do
+		[ -z "${!v}" ] || die "$v is set but DATASTORE_TYPE is kubernetes, which uses no etcd: unset it"
+	done
+}
+
+check_cni_account() {
+	[ -n "$CNI_SERVICE_ACCOUNT" ] || return 0
+	[[ $CNI_SERVICE_ACCOUNT =~ ^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$ ]] ||
+		die "CNI_SERVICE_ACCOUNT: '$CNI_SERVICE_ACCOUNT' is not a service account name"
+	{ [[ $CNI_TOKEN_VALIDITY_SECONDS =~ ^[0-9]{3,9}$ ]] && [ "$CNI_TOKEN_VALIDITY_SECONDS" -ge 600 ]; } ||
+		die "CNI_TOKEN_VALIDITY_SECONDS must be a number of seconds, at least 600, got '$CNI_TOKEN_VALIDITY_SECONDS'"
+	[ -z "$KUBECONFIG" ] || die "CNI_SERVICE_ACCOUNT is set but so is KUBECONFIG, which the CNI plugin would use instead: set one"
+	command -v curl >/dev/null 2>&1 || die "CNI_SERVICE_ACCOUNT needs curl to request the account's token"
 }
 
 check_endpoints() {
+	[ "$DATASTORE_TYPE" = etcdv3 ] || return 0
 	local e rest=$1, re='^https?://[][A-Za-z0-9.:%_~@-]+(/.*)?$'
 	while [ -n "$rest" ]; do
 		e=${rest%%,*}
@@ -373,12 +413,58 @@ current-context: calico
 EOF
 }
 
+# request_token prints a new token for CNI_SERVICE_ACCOUNT, asked for with
+# the pod's own token (a TokenRequest, as Calico's calico-node does for its
+# calico-cni-plugin account). The pod's token goes to curl on stdin, never
+# on its command line.
+request_token() {
+	local server ns nsfile tok path out code body tls
+	server=$(kube_server) || exit 1
+	tok=$(read_token) || exit 1
+	nsfile=$SERVICE_ACCOUNT_PATH/namespace
+	[ -r "$nsfile" ] || die "cannot read the pod's namespace $nsfile (CNI_SERVICE_ACCOUNT is looked up there)"
+	ns=$(<"$nsfile")
+	[[ $ns =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] || die "$nsfile: '$ns' is not a namespace name"
+	if [ "$SKIP_TLS_VERIFY" = true ]; then
+		tls=(--insecure)
+	else
+		check_ca
+		tls=(--cacert "$KUBE_CA_FILE")
+	fi
+	path=/api/v1/namespaces/$ns/serviceaccounts/$CNI_SERVICE_ACCOUNT/token
+	body='{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":'$CNI_TOKEN_VALIDITY_SECONDS'}}'
+	out=$(printf 'Authorization: Bearer %s\n' "$tok" | curl -sS --max-time 30 -A calico-aio-install-cni "${tls[@]}" -H @- \
+		-H 'Content-Type: application/json' -H 'Accept: application/json' -X POST --data "$body" \
+		-w '\n%{http_code}' "$server$path" 2>&1) || die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: ${out//$'\n'/ }"
+	code=${out##*$'\n'}
+	out=${out%$'\n'*}
+	if [ "$code" != 201 ] && [ "$code" != 200 ]; then
+		[[ $out =~ \"message\":[[:space:]]*\"([^\"]*)\" ]] && out=${BASH_REMATCH[1]}
+		die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: HTTP $code: $out"
+	fi
+	[[ $out =~ \"token\":[[:space:]]*\"([A-Za-z0-9._-]+)\" ]] || die "TokenRequest for $ns/$CNI_SERVICE_ACCOUNT: no token in the answer"
+	printf '%s' "${BASH_REMATCH[1]}"
+}
+
+# cni_account names the identity of the CNI plugin's kubeconfig.
+cni_account() {
+	if [ -n "$CNI_SERVICE_ACCOUNT" ]; then
+		printf 'the %s service account' "$CNI_SERVICE_ACCOUNT"
+	else
+		printf "this pod's service account"
+	fi
+}
+
 # cni_kubeconfig prints the CNI plugin's kubeconfig: the token and the CA
 # themselves, as the plugin runs on the host.
 cni_kubeconfig() {
 	local server token tls
 	server=$(kube_server) || exit 1
-	token=$(read_token) || exit 1
+	if [ -n "$CNI_SERVICE_ACCOUNT" ]; then
+		token=$(request_token) || exit 1
+	else
+		token=$(read_token) || exit 1
+	fi
 	if [ "$SKIP_TLS_VERIFY" = true ]; then
 		tls="insecure-skip-tls-verify: true"
 	else
@@ -386,7 +472,7 @@ cni_kubeconfig() {
 		tls=$(base64 <"$KUBE_CA_FILE" | tr -d '\n') || die "cannot encode $KUBE_CA_FILE"
 		tls="certificate-authority-data: $tls"
 	fi
-	kubeconfig "the calico CNI plugin's access to the API server, as the calico-node service account; rewritten when the token changes." \
+	kubeconfig "the calico CNI plugin's access to the API server, as $(cni_account); rewritten when the token changes." \
 		"$server" "$tls" "token: $(yaml_string "$token")"
 }
 
@@ -435,6 +521,9 @@ plan_kubeconfig() {
 		echo "$prog: no service account token at $(sa_token): not in a Kubernetes pod, so no kubeconfig is written and the CNI config has no kubernetes or policy section (set KUBECONFIG to give the plugin one)" >&2
 	fi
 	[ -z "$NODE_KUBECONFIG" ] || echo "$prog: NODE_KUBECONFIG ignored: not in a Kubernetes pod" >&2
+	[ -z "$CNI_SERVICE_ACCOUNT" ] || die "CNI_SERVICE_ACCOUNT is set but there is no service account token at $(sa_token) to request its token with: not in a Kubernetes pod"
+	[ "$DATASTORE_TYPE" = etcdv3 ] || [ -n "$KUBECONFIG" ] ||
+		die "DATASTORE_TYPE=kubernetes needs a kubeconfig for the CNI plugin: run in a Kubernetes pod or set KUBECONFIG"
 }
 
 # ---------------------------------------------------------------- conflist
@@ -442,13 +531,19 @@ plan_kubeconfig() {
 # default_conflist prints Calico's usual single-network config; with a
 # kubeconfig the plugin reads pods from the API (policy type k8s).
 default_conflist() {
-	local eps=${ETCD_ENDPOINTS:-http://127.0.0.1:2379} tls="" k8s=""
+	local eps=${ETCD_ENDPOINTS:-http://127.0.0.1:2379} tls="" k8s="" store
 	[ -z "$ETCD_CA_CERT_FILE" ] || tls="$tls
       \"etcd_ca_cert_file\": \"$(json_string "$ETCD_CA_CERT_FILE")\","
 	[ -z "$ETCD_CERT_FILE" ] || tls="$tls
       \"etcd_cert_file\": \"$(json_string "$ETCD_CERT_FILE")\","
 	[ -z "$ETCD_KEY_FILE" ] || tls="$tls
       \"etcd_key_file\": \"$(json_string "$ETCD_KEY_FILE")\","
+	if [ "$DATASTORE_TYPE" = kubernetes ]; then
+		store='"datastore_type": "kubernetes",'
+	else
+		store="\"datastore_type\": \"etcdv3\",
+      \"etcd_endpoints\": \"$(json_string "$eps")\",$tls"
+	fi
 	[ -z "$kube_path" ] || k8s=",
       \"policy\": {
         \"type\": \"k8s\"
@@ -464,8 +559,7 @@ default_conflist() {
     {
       "type": "calico",
       "log_level": "$(json_string "$LOG_LEVEL")",
-      "datastore_type": "etcdv3",
-      "etcd_endpoints": "$(json_string "$eps")",$tls
+      $store
       "mtu": $CNI_MTU,
       "ipam": {
         "type": "calico-ipam"
@@ -501,7 +595,7 @@ custom_conflist() {
 	c=${c//__KUBERNETES_SERVICE_PORT__/$(json_string "$KUBERNETES_SERVICE_PORT")}
 	c=${c//__SERVICEACCOUNT_TOKEN__/$(json_string "$token")}
 	c=${c//__LOG_LEVEL__/$(json_string "$LOG_LEVEL")}
-	c=${c//__DATASTORE_TYPE__/etcdv3}
+	c=${c//__DATASTORE_TYPE__/$DATASTORE_TYPE}
 	c=${c//__CNI_MTU__/$CNI_MTU}
 	c=${c//__KUBERNETES_NODE_NAME__/$(json_string "$node")}
 	printf '%s\n' "$c"
@@ -510,7 +604,9 @@ custom_conflist() {
 env_file_content() {
 	echo "# Environment for calico-node.service (see calico-node --help for every variable)."
 	echo "# Written by install-cni.sh only when absent; edit freely."
-	if [ -n "$ETCD_ENDPOINTS" ]; then
+	if [ "$DATASTORE_TYPE" = kubernetes ]; then
+		echo "DATASTORE_TYPE=kubernetes"
+	elif [ -n "$ETCD_ENDPOINTS" ]; then
 		echo "ETCD_ENDPOINTS=$ETCD_ENDPOINTS"
 	else
 		echo "# Empty: calico-node runs an embedded etcd on http://127.0.0.1:2379."
@@ -565,6 +661,20 @@ fi
 # calico-kubeconfig whenever the token or CA differs from what it holds.
 # install_file leaves an identical file alone, so an unchanged token costs
 # no write. A failed refresh keeps the old file and is retried.
+# A requested token (CNI_SERVICE_ACCOUNT) is a new one each time: it is
+# asked for again when a quarter of its validity has passed, when the CA
+# changed or when the kubeconfig is gone, not on every check. The pod's own
+# token is copied whenever it differs (install_file skips identical files).
+ca_sum() { cksum <"$KUBE_CA_FILE" 2>/dev/null || true; }
+refreshed() {
+	next_refresh=$(($(date +%s) + CNI_TOKEN_VALIDITY_SECONDS / 4))
+	ca_seen=$(ca_sum)
+}
+refresh_due() {
+	[ -n "$CNI_SERVICE_ACCOUNT" ] || return 0
+	[ "$(date +%s)" -ge "$next_refresh" ] || [ "$(ca_sum)" != "$ca_seen" ] || [ ! -e "$dst" ]
+}
+
 if [ "$watch" = 1 ]; then
 	check_values
 	[ -z "$KUBECONFIG" ] || die "--watch-kubeconfig: KUBECONFIG is set, so the CNI plugin does not use $KUBECONFIG_NAME"
@@ -574,6 +684,7 @@ if [ "$watch" = 1 ]; then
 	plan_kubeconfig
 	dst=$(root "$CNI_CONF_DIR")/$KUBECONFIG_NAME
 	write_file "$dst" 0600 "$cni_kc"
+	refreshed
 	sleeper=""
 	# A signal between two commands of write_file may leave its temporary
 	# files (this process's, or a refresh subshell's): remove them.
@@ -587,8 +698,9 @@ if [ "$watch" = 1 ]; then
 		sleeper=$!
 		wait "$sleeper" || true
 		sleeper=""
+		refresh_due || continue
 		if kc=$(cni_kubeconfig); then
-			(write_file "$dst" 0600 "$kc") || say "cannot rewrite $dst; retrying"
+			if (write_file "$dst" 0600 "$kc"); then refreshed; else say "cannot rewrite $dst; retrying"; fi
 		else
 			say "keeping the old $dst; retrying"
 		fi

@@ -17,9 +17,12 @@ import (
 
 type obj = map[string]any
 
-func loadManifest(t *testing.T) []obj {
+func loadManifest(t *testing.T) []obj { t.Helper(); return loadManifestAt(t, manifest) }
+
+// loadManifestAt reads the YAML documents of the manifest at path.
+func loadManifestAt(t *testing.T, path string) []obj {
 	t.Helper()
-	b, err := os.ReadFile(manifest)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +30,7 @@ func loadManifest(t *testing.T) []obj {
 	for i, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
 		var m obj
 		if err := yaml.Unmarshal([]byte(part), &m); err != nil {
-			t.Fatalf("%s document %d: %v", manifest, i, err)
+			t.Fatalf("%s document %d: %v", path, i, err)
 		}
 		if len(m) > 0 {
 			docs = append(docs, m)

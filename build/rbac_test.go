@@ -45,6 +45,10 @@ func apiPath(t *testing.T, o obj) string {
 		return "/apis/rbac.authorization.k8s.io/v1/clusterroles"
 	case "ClusterRoleBinding":
 		return "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+	case "Role":
+		return "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles"
+	case "RoleBinding":
+		return "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings"
 	default:
 		t.Fatalf("no API path for kind %s", kind)
 		return ""
@@ -77,10 +81,22 @@ func access(t *testing.T, kapi *kubeapi.Server, verb, group, resource, ns string
 	if ns != "" {
 		attrs["namespace"] = ns
 	}
+	return accessAs(t, kapi, saUser, attrs)
+}
+
+// accessAs asks the apiserver whether the service account user (in the
+// groups every service account of its namespace has) may do what the
+// SubjectAccessReview resourceAttributes attrs describe.
+func accessAs(t *testing.T, kapi *kubeapi.Server, user string, attrs map[string]any) bool {
+	t.Helper()
+	groups := saGroups
+	if parts := strings.Split(user, ":"); len(parts) == 4 && parts[1] == "serviceaccount" {
+		groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + parts[2], "system:authenticated"}
+	}
 	code, body := kapi.Do(t, http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", map[string]any{
 		"apiVersion": "authorization.k8s.io/v1",
 		"kind":       "SubjectAccessReview",
-		"spec":       map[string]any{"user": saUser, "groups": saGroups, "resourceAttributes": attrs},
+		"spec":       map[string]any{"user": user, "groups": groups, "resourceAttributes": attrs},
 	})
 	if code != http.StatusCreated && code != http.StatusOK {
 		t.Fatalf("SubjectAccessReview: %d %s", code, body)
