@@ -260,3 +260,28 @@ func containsAll(got, want []model.Revision) bool {
 	}
 	return true
 }
+
+// TestWatchCachedRestart: with the API server's watch cache on (as in
+// real clusters) a single server's restart loses the history its cache
+// had: the watch is answered 410, lists once and converges on the state,
+// deletes included.
+func TestWatchCachedRestart(t *testing.T) {
+	c := startCluster(t)
+	ss := affinities("wc-node", 4)
+	revs := createAll(t, c, ss)
+	v := startWatch(t, c, model.ListOptions{Kind: model.KindBlockAffinity, Node: "wc-node"})
+	eventually(t, "the initial list", func() bool { _, synced, _ := v.state(); return synced == 1 })
+	g, rev := settle(t, c, v, ss[0], revs[ss[0].key])
+	revs[ss[0].key] = rev
+	lists := c.lists(t, "blockaffinities")
+	c.kapi.Restart(t)
+	ch := churn(t, c, ss, revs)
+	close(g.release)
+	eventually(t, "the state after the restart", func() bool { objs, _, _ := v.state(); return maps.Equal(objs, ch.final) })
+	_, synced, bad := v.state()
+	n := c.lists(t, "blockaffinities") - lists
+	t.Logf("after the restart: %d list requests, synced %d times", n, synced)
+	if len(bad) > 0 || n > 1 || synced != 1+n {
+		t.Errorf("%d list requests (want at most 1), synced %d times, bad events %v", n, synced, bad)
+	}
+}
