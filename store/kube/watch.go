@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store/model"
 )
 
@@ -104,7 +104,7 @@ func (b *Backend) follow(ctx context.Context, st *watchState, api interface {
 		LabelSelector:       st.sel.labels,
 		ResourceVersion:     st.rv,
 		AllowWatchBookmarks: true,
-		TimeoutSeconds:      watchTimeout(),
+		TimeoutSeconds:      k8s.WatchTimeout(),
 	})
 	if err != nil {
 		return b.watchError(st, err)
@@ -159,11 +159,4 @@ func (b *Backend) watchError(st *watchState, err error) error {
 		return fmt.Errorf("watch %s from %s: %w", st.sel.kind.Kind, st.rv, &model.RevisionGoneError{Revision: model.Revision(st.rv)})
 	}
 	return b.apiError("watch", st.sel.key(), model.Revision(st.rv), err)
-}
-
-// watchTimeout is how long the server keeps one watch open, randomised so
-// the watches of one client do not all restart together.
-func watchTimeout() *int64 {
-	s := int64(240 + rand.IntN(120))
-	return &s
 }
