@@ -24,16 +24,21 @@ const pageSize = 500
 type selection struct {
 	opts   model.ListOptions
 	kind   kdd.Kind
+	src    source
 	labels string
 }
 
 // selectionOf checks opts.
 func selectionOf(opts model.ListOptions) (selection, error) {
-	k, err := storedKind(opts.Kind)
+	k, ok := kdd.LookupKind(opts.Kind)
+	if !ok {
+		return selection{}, fmt.Errorf("kind %q is not stored in the Kubernetes datastore", opts.Kind)
+	}
+	src, err := sourceOf(k)
 	if err != nil {
 		return selection{}, err
 	}
-	s := selection{opts: opts, kind: k}
+	s := selection{opts: opts, kind: k, src: src}
 	switch {
 	case opts.Namespace != "" && !k.Namespaced:
 		return s, fmt.Errorf("list %s: not namespaced, but namespace %q given", k.Kind, opts.Namespace)
@@ -69,7 +74,7 @@ func affinitySelector(node string, family int) string {
 
 // on is the selection's API on a dynamic client.
 func (s selection) on(dyn dynamic.Interface) dynamic.ResourceInterface {
-	ri := dyn.Resource(gvrOf(s.kind))
+	ri := dyn.Resource(s.src.gvr)
 	if s.opts.Namespace != "" {
 		return ri.Namespace(s.opts.Namespace)
 	}
@@ -98,6 +103,9 @@ func (s selection) key() model.Key {
 // resourceVersion of the list (the first page's: the pages are one
 // snapshot).
 func (b *Backend) List(ctx context.Context, opts model.ListOptions) ([]model.Object, model.Revision, error) {
+	if opts.Kind == profileKind {
+		return b.listProfiles(ctx, opts)
+	}
 	s, err := selectionOf(opts)
 	if err != nil {
 		return nil, "", err
@@ -128,7 +136,7 @@ func (b *Backend) listPages(ctx context.Context, s selection, each func(model.Ob
 
 func (b *Backend) eachSelected(s selection, items []unstructured.Unstructured, each func(model.Object)) {
 	for i := range items {
-		if o, ok := b.readable(s.kind, &items[i]); ok && s.keep(o) {
+		if o, ok := b.readable(s.src, &items[i]); ok && s.keep(o) {
 			each(o)
 		}
 	}

@@ -20,6 +20,9 @@ const fieldValidation = "Strict"
 
 // Get reads one object.
 func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) {
+	if k, ok := kdd.LookupKind(key.Kind); ok && k.Storage == kdd.Derived {
+		return b.getDerived(ctx, k, key)
+	}
 	r, err := refOf(key)
 	if err != nil {
 		return model.Object{}, err
@@ -28,7 +31,12 @@ func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) 
 	if err != nil {
 		return model.Object{}, b.apiError("get", key, "", err)
 	}
-	return b.read(r.kind, u)
+	src, err := sourceOf(r.kind)
+	if err != nil {
+		return model.Object{}, err
+	}
+	o, _, err := b.read(src, u)
+	return o, err
 }
 
 // GetMany reads each key in turn (the API has no multi-object read);
@@ -137,14 +145,15 @@ func (b *Backend) apply(ctx context.Context, w model.Write) error {
 	return err
 }
 
-// read converts a custom resource read from the API server.
-func (b *Backend) read(kind kdd.Kind, u *unstructured.Unstructured) (model.Object, error) {
-	o, uid, err := fromCR(kind, u)
-	if err != nil {
-		return o, err
+// read converts an object read from the API server; ok is false when it
+// has no model object.
+func (b *Backend) read(src source, u *unstructured.Unstructured) (model.Object, bool, error) {
+	o, uid, ok, err := src.convert(u)
+	if err != nil || !ok {
+		return o, ok, err
 	}
-	b.sawHandle(kind, u.GetName(), string(o.Revision), uid)
-	return o, nil
+	b.sawHandle(src.kind, u.GetName(), string(o.Revision), uid)
+	return o, true, nil
 }
 
 // written notes what a write returned and gives its revision.
@@ -153,21 +162,21 @@ func (b *Backend) written(r ref, out *unstructured.Unstructured) model.Revision 
 	return model.Revision(out.GetResourceVersion())
 }
 
-// readable converts a listed or watched custom resource; one that does
-// not convert (written by something else, in a shape Calico does not
-// write) is left out and logged once.
-func (b *Backend) readable(kind kdd.Kind, u *unstructured.Unstructured) (model.Object, bool) {
-	o, err := b.read(kind, u)
+// readable converts a listed or watched object; one that does not
+// convert (written by something else, in a shape Calico does not write)
+// is left out and logged once.
+func (b *Backend) readable(src source, u *unstructured.Unstructured) (model.Object, bool) {
+	o, ok, err := b.read(src, u)
 	if err == nil {
-		return o, true
+		return o, ok
 	}
-	id := kind.Kind + "/" + u.GetNamespace() + "/" + u.GetName() + "@" + u.GetResourceVersion()
+	id := src.gvr.Resource + "/" + u.GetNamespace() + "/" + u.GetName() + "@" + u.GetResourceVersion()
 	b.mu.Lock()
 	first := !b.unreadable[id]
 	b.unreadable[id] = true
 	b.mu.Unlock()
 	if first {
-		slog.Warn("custom resource left out: it does not convert to Calico's model", "kind", kind.Kind, "namespace", u.GetNamespace(), "name", u.GetName(), "resourceVersion", u.GetResourceVersion(), "err", err)
+		slog.Warn("object left out: it does not convert to Calico's model", "kind", src.kind.Kind, "resource", src.gvr.Resource, "namespace", u.GetNamespace(), "name", u.GetName(), "resourceVersion", u.GetResourceVersion(), "err", err)
 	}
 	return o, false
 }

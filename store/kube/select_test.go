@@ -117,7 +117,7 @@ func checkList(t *testing.T, b *kube.Backend) {
 		{Kind: "IPPool", Namespace: "ns1"},
 		{Kind: "IPPool", Node: "n"},
 		{Kind: model.KindIPAMBlock, Family: 5},
-		{Kind: "WorkloadEndpoint"},
+		{Kind: "Profile", Namespace: "ns1"},
 		{Kind: "Gadget"},
 	} {
 		if _, _, err := b.List(context.Background(), bad); err == nil || errors.Is(err, model.ErrNotFound) {

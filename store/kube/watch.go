@@ -138,7 +138,7 @@ func (b *Backend) deliver(st *watchState, t watch.EventType, u *unstructured.Uns
 	if t == watch.Bookmark {
 		return
 	}
-	o, ok := b.readable(st.sel.kind, u)
+	o, ok := b.readable(st.sel.src, u)
 	if !ok || !st.sel.keep(o) {
 		return
 	}
