@@ -39,19 +39,29 @@ func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) 
 	return o, err
 }
 
-// GetMany reads each key in turn (the API has no multi-object read);
-// those that do not exist are left out.
-func (b *Backend) GetMany(ctx context.Context, keys []model.Key) ([]model.Object, error) {
-	out := make([]model.Object, 0, len(keys))
-	for _, k := range keys {
-		o, err := b.Get(ctx, k)
-		if errors.Is(err, model.ErrNotFound) {
+// ReadMany makes each read in turn (the API has no multi-object read, so
+// they are not at one point): a key's object (none when it does not
+// exist), or what a list selects.
+func (b *Backend) ReadMany(ctx context.Context, reads []model.Read) ([][]model.Object, error) {
+	out := make([][]model.Object, len(reads))
+	for i, r := range reads {
+		if r.List != nil {
+			objs, _, err := b.List(ctx, *r.List)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = objs
 			continue
 		}
-		if err != nil {
+		o, err := b.Get(ctx, r.Key)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			out[i] = []model.Object{}
+		case err != nil:
 			return nil, err
+		default:
+			out[i] = []model.Object{o}
 		}
-		out = append(out, o)
 	}
 	return out, nil
 }

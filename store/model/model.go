@@ -55,6 +55,13 @@ type ListOptions struct {
 	Family    int
 }
 
+// Read is one part of a ReadMany: the object Key names, or (List set) what
+// the ListOptions select.
+type Read struct {
+	Key  Key
+	List *ListOptions
+}
+
 // Op is what a Write does.
 type Op uint8
 
@@ -74,15 +81,18 @@ type Write struct {
 
 // Backend is a datastore holding Calico's model. Every method honours ctx
 // and the backend's own request timeout. Errors match ErrNotFound,
-// ErrAlreadyExists, ErrConflict and ErrRevisionGone (errors.Is); anything else
-// is the datastore being unreachable or refusing.
+// ErrAlreadyExists, ErrConflict, ErrRevisionGone and ErrInvalidRevision
+// (errors.Is); anything else is the datastore being unreachable or
+// refusing.
 type Backend interface {
 	// Get reads one object.
 	Get(ctx context.Context, k Key) (Object, error)
-	// GetMany reads several objects, in one request where the backend can
-	// (etcd: one transaction); those that do not exist are left out. IPAM
-	// reads a node's affine blocks with it.
-	GetMany(ctx context.Context, keys []Key) ([]Object, error)
+	// ReadMany makes several reads at one point, in one request where the
+	// backend can (etcd: one transaction), and returns one result per read:
+	// the object a Key read names (none when it does not exist) or what a
+	// List read selects. IPAM's hot path reads its pools, config, node,
+	// affinities and handle with it in one round trip.
+	ReadMany(ctx context.Context, reads []Read) ([][]Object, error)
 	// List reads every object opts selects, and the revision the list was
 	// taken at (a Watch from it misses nothing).
 	List(ctx context.Context, opts ListOptions) ([]Object, Revision, error)
@@ -103,8 +113,9 @@ type Backend interface {
 	Watch(ctx context.Context, opts ListOptions, h func(Event)) error
 	// Commit applies writes of IPAM objects (blocks, handles, affinities) as
 	// one step of Calico's IPAM protocol (and calicoctl's IP pool split) and
-	// returns how many were applied;
-	// a lost revision precondition is ErrConflict. The etcd backend commits
+	// returns how many were applied; a lost revision precondition (a create
+	// of an object that exists, an update or delete of one changed or gone)
+	// is a *ConflictError naming the write that lost. The etcd backend commits
 	// them in one transaction (all or nothing: 0 or len(writes)); the
 	// Kubernetes backend applies them one object at a time in the order
 	// given, which callers choose as Calico's (handle before block on
