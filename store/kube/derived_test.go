@@ -139,3 +139,36 @@ func checkDerivedLists(t *testing.T, c *cluster) {
 		t.Errorf("profile list revision %q, %v; want <namespaces>/<serviceaccounts>", rev, err)
 	}
 }
+
+// TestWorkloadEndpointWatch: endpoints follow their pods: a pod bound to a
+// node appears, a CNI annotation change updates it, its deletion deletes
+// it; a pod on no node has none.
+func TestWorkloadEndpointWatch(t *testing.T) {
+	c := startCluster(t)
+	c.namespace(t, "shop")
+	v := startWatch(t, c, model.ListOptions{Kind: "WorkloadEndpoint", Namespace: "shop"})
+	eventually(t, "the initial list", func() bool { _, synced, _ := v.state(); return synced == 1 })
+	pod := recordedObject(t, "Pod/shop/web-1", "3b-after-add-web-1")
+	c.create(t, "/api/v1/namespaces/shop/pods", pod)
+	unbound := recordedObject(t, "Pod/shop/web-2", "3a-before-cni")
+	delete(unbound["spec"].(map[string]any), "nodeName")
+	c.create(t, "/api/v1/namespaces/shop/pods", unbound)
+	key := model.Key{Kind: "WorkloadEndpoint", Namespace: "shop", Name: "node1-k8s-web--1-eth0"}
+	eventually(t, "the endpoint", func() bool { objs, _, _ := v.state(); return strings.Contains(objs[key], "10.244.166.128/32") })
+	patch := `{"metadata":{"annotations":{"cni.projectcalico.org/podIP":"","cni.projectcalico.org/podIPs":""}}}`
+	if code, body := c.kapi.Do(t, http.MethodPatch, "/api/v1/namespaces/shop/pods/web-1", patch); code != http.StatusOK {
+		t.Fatalf("patch: %d %s", code, body)
+	}
+	eventually(t, "the endpoint without its address", func() bool {
+		objs, _, _ := v.state()
+		return objs[key] != "" && !strings.Contains(objs[key], "10.244.166.128")
+	})
+	if code, body := c.kapi.Do(t, http.MethodDelete, "/api/v1/namespaces/shop/pods/web-1", map[string]any{"gracePeriodSeconds": 0}); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	eventually(t, "the endpoint deleted", func() bool { objs, _, _ := v.state(); return len(objs) == 0 })
+	_, synced, bad := v.state()
+	if synced != 1 || len(bad) > 0 {
+		t.Errorf("synced %d times, bad events %v", synced, bad)
+	}
+}

@@ -109,6 +109,7 @@ func checkList(t *testing.T, b *kube.Backend) {
 			t.Errorf("list %+v = %v, want %v", c.opts, got, c.want)
 		}
 	}
+	checkReadMany(t, b)
 	objs, _, err := b.List(context.Background(), model.ListOptions{Kind: model.KindIPAMHandle})
 	if got := keysOf(objs); err != nil || !slices.Contains(got, "IPAMHandle(k8s-pod-network.laC1)") {
 		t.Errorf("list handles = %v, %v; want the handle ID as written, not the lower-case CR name", got, err)
@@ -123,5 +124,24 @@ func checkList(t *testing.T, b *kube.Backend) {
 		if _, _, err := b.List(context.Background(), bad); err == nil || errors.Is(err, model.ErrNotFound) {
 			t.Errorf("list %+v: %v, want a refusal", bad, err)
 		}
+	}
+}
+
+// checkReadMany: one result per read, in order: the object or none, or
+// the list (the objects checkList stored).
+func checkReadMany(t *testing.T, b *kube.Backend) {
+	pool := model.Key{Kind: "IPPool", Name: "la-pool"}
+	affs := model.ListOptions{Kind: model.KindBlockAffinity, Node: "lb-node"}
+	got, err := b.ReadMany(context.Background(), []model.Read{
+		{Key: pool}, {Key: model.Key{Kind: "IPPool", Name: "missing"}}, {List: &affs},
+	})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("ReadMany = %d results, %v; want 3", len(got), err)
+	}
+	if keys := keysOf(got[0]); !slices.Equal(keys, []string{pool.String()}) || len(got[1]) != 0 {
+		t.Errorf("ReadMany keys: %v and %v, want %s and nothing", keys, keysOf(got[1]), pool)
+	}
+	if keys := keysOf(got[2]); len(keys) != 2 {
+		t.Errorf("ReadMany list of %+v = %v, want lb-node's two affinities", affs, keys)
 	}
 }
