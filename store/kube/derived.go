@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -156,4 +157,42 @@ func (b *Backend) listProfiles(ctx context.Context, opts model.ListOptions) ([]m
 		revs = append(revs, string(rev))
 	}
 	return out, model.Revision(strings.Join(revs, "/")), nil
+}
+
+// watchProfiles follows the derived profiles: projectcalico-default-allow
+// first, then a watch of Namespaces and one of ServiceAccounts, their
+// events delivered one at a time. EventSynced comes once both have listed
+// (and after each later re-list), at "<namespaces>/<serviceaccounts>".
+func (b *Backend) watchProfiles(ctx context.Context, opts model.ListOptions, h func(model.Event)) error {
+	if opts.Namespace != "" || opts.Node != "" || opts.Family != 0 {
+		return fmt.Errorf("watch Profile: profiles are selected by kind only")
+	}
+	da, err := defaultAllow()
+	if err != nil {
+		return err
+	}
+	h(model.Event{Type: model.EventPut, Key: da.Key, Value: da.Value, Revision: da.Revision})
+	var mu sync.Mutex
+	revs := []string{"", ""}
+	sources := []source{namespaceProfiles, accountProfiles}
+	errs := make(chan error, len(sources))
+	for i, src := range sources {
+		sub := func(ev model.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ev.Type != model.EventSynced {
+				h(ev)
+				return
+			}
+			if revs[i] = string(ev.Revision); revs[0] != "" && revs[1] != "" {
+				h(model.Event{Type: model.EventSynced, Revision: model.Revision(strings.Join(revs, "/"))})
+			}
+		}
+		go func() { errs <- b.watch(ctx, selection{opts: opts, kind: src.kind, src: src}, sub) }()
+	}
+	err = <-errs
+	if e := <-errs; err == nil {
+		err = e
+	}
+	return err
 }

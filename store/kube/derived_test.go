@@ -140,12 +140,19 @@ func checkDerivedLists(t *testing.T, c *cluster) {
 	}
 }
 
-// TestWorkloadEndpointWatch: endpoints follow their pods: a pod bound to a
-// node appears, a CNI annotation change updates it, its deletion deletes
-// it; a pod on no node has none.
-func TestWorkloadEndpointWatch(t *testing.T) {
+// TestDerivedWatches: watches of the derived kinds follow their
+// Kubernetes objects.
+func TestDerivedWatches(t *testing.T) {
 	c := startCluster(t)
 	c.namespace(t, "shop")
+	t.Run("WorkloadEndpoint", func(t *testing.T) { checkEndpointWatch(t, c) })
+	t.Run("Profile", func(t *testing.T) { checkProfileWatch(t, c) })
+}
+
+// checkEndpointWatch: endpoints follow their pods: a pod bound to a node
+// appears, a CNI annotation change updates it, its deletion deletes it; a
+// pod on no node has none.
+func checkEndpointWatch(t *testing.T, c *cluster) {
 	v := startWatch(t, c, model.ListOptions{Kind: "WorkloadEndpoint", Namespace: "shop"})
 	eventually(t, "the initial list", func() bool { _, synced, _ := v.state(); return synced == 1 })
 	pod := recordedObject(t, "Pod/shop/web-1", "3b-after-add-web-1")
@@ -167,6 +174,34 @@ func TestWorkloadEndpointWatch(t *testing.T) {
 		t.Fatalf("delete: %d %s", code, body)
 	}
 	eventually(t, "the endpoint deleted", func() bool { objs, _, _ := v.state(); return len(objs) == 0 })
+	_, synced, bad := v.state()
+	if synced != 1 || len(bad) > 0 {
+		t.Errorf("synced %d times, bad events %v", synced, bad)
+	}
+}
+
+// checkProfileWatch: profiles follow namespaces and service accounts,
+// after projectcalico-default-allow and one EventSynced for both lists.
+func checkProfileWatch(t *testing.T, c *cluster) {
+	v := startWatch(t, c, model.ListOptions{Kind: "Profile"})
+	kns := model.Key{Kind: "Profile", Name: "kns.shop"}
+	ksa := model.Key{Kind: "Profile", Name: "ksa.shop.web-sa"}
+	da := model.Key{Kind: "Profile", Name: derive.DefaultAllowProfile}
+	eventually(t, "the initial lists", func() bool {
+		objs, synced, _ := v.state()
+		return synced == 1 && objs[kns] != "" && objs[da] != ""
+	})
+	c.create(t, "/api/v1/namespaces/shop/serviceaccounts", recordedObject(t, "ServiceAccount/shop/web-sa", "3a-before-cni"))
+	eventually(t, "the service account's profile", func() bool { objs, _, _ := v.state(); return strings.Contains(objs[ksa], "pcsa.tier") })
+	patch := `{"metadata":{"labels":{"team":"blue"}}}`
+	if code, body := c.kapi.Do(t, http.MethodPatch, "/api/v1/namespaces/shop", patch); code != http.StatusOK {
+		t.Fatalf("patch: %d %s", code, body)
+	}
+	eventually(t, "the namespace's new label", func() bool { objs, _, _ := v.state(); return strings.Contains(objs[kns], `"pcns.team":"blue"`) })
+	if code, body := c.kapi.Do(t, http.MethodDelete, "/api/v1/namespaces/shop/serviceaccounts/web-sa", nil); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	eventually(t, "the profile deleted", func() bool { objs, _, _ := v.state(); _, has := objs[ksa]; return !has })
 	_, synced, bad := v.state()
 	if synced != 1 || len(bad) > 0 {
 		t.Errorf("synced %d times, bad events %v", synced, bad)

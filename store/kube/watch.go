@@ -32,10 +32,18 @@ type watchState struct {
 // when the server answers 410 Gone does Watch list again and deliver the
 // difference (puts, and deletes for what vanished) and EventSynced.
 func (b *Backend) Watch(ctx context.Context, opts model.ListOptions, h func(model.Event)) error {
+	if opts.Kind == profileKind {
+		return b.watchProfiles(ctx, opts, h)
+	}
 	sel, err := selectionOf(opts)
 	if err != nil {
 		return err
 	}
+	return b.watch(ctx, sel, h)
+}
+
+// watch follows one selection (Watch).
+func (b *Backend) watch(ctx context.Context, sel selection, h func(model.Event)) error {
 	dyn, err := b.client.WatchDynamic()
 	if err != nil {
 		return err
