@@ -80,6 +80,9 @@ func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (mode
 	if err != nil {
 		return "", b.apiError("create", key, "", err)
 	}
+	if out, err = b.writeStatus(ctx, r, key, u, out); err != nil {
+		return "", err
+	}
 	return b.written(r, out), nil
 }
 
@@ -97,7 +100,27 @@ func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev m
 	if err != nil {
 		return "", b.apiError("update", key, rev, err)
 	}
+	if out, err = b.writeStatus(ctx, r, key, u, out); err != nil {
+		return "", err
+	}
 	return b.written(r, out), nil
+}
+
+// writeStatus writes the status of u, which the API server ignores in a
+// write of the object when the CRD has a status subresource
+// (KubeControllersConfiguration), through that subresource; out is the
+// object as the first write left it.
+func (b *Backend) writeStatus(ctx context.Context, r ref, key model.Key, u, out *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	status, ok := u.Object["status"].(map[string]any)
+	if !r.kind.CRStatus || !ok || len(status) == 0 {
+		return out, nil
+	}
+	out.Object["status"] = status
+	res, err := b.resource(r).UpdateStatus(ctx, out, metav1.UpdateOptions{FieldValidation: fieldValidation})
+	if err != nil {
+		return nil, b.apiError("update status of", key, model.Revision(out.GetResourceVersion()), err)
+	}
+	return res, nil
 }
 
 // Delete removes an object if its resourceVersion is rev (any when rev is

@@ -59,5 +59,16 @@ func samples(p string, n int) []sample {
 		affinitySample(p+"-node", v4),
 		affinitySample(p+"-node", v6),
 		handleSample("k8s-pod-network."+p+"C1", v4),
+		kccSample(p),
 	}
+}
+
+// kccSample is a KubeControllersConfiguration with a status, which its CRD
+// keeps in a status subresource.
+func kccSample(p string) sample {
+	k := model.Key{Kind: "KubeControllersConfiguration", Name: p + "-kcc"}
+	return sample{k, func(v int) []byte {
+		return fmt.Appendf(nil, `{"kind":%q,"apiVersion":"projectcalico.org/v3","metadata":{"name":%q,"creationTimestamp":"2026-11-21T08:30:00Z"},"spec":{"controllers":{},"healthChecks":"Enabled"},"status":{"environmentVars":{"VERSION":"v%d"}}}`,
+			k.Kind, k.Name, v)
+	}}
 }
