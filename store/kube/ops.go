@@ -206,6 +206,9 @@ func (b *Backend) readable(src source, u *unstructured.Unstructured) (model.Obje
 	id := src.gvr.Resource + "/" + u.GetNamespace() + "/" + u.GetName() + "@" + u.GetResourceVersion()
 	b.mu.Lock()
 	first := !b.unreadable[id]
+	if len(b.unreadable) >= maxRemembered {
+		clear(b.unreadable) // bounded: at worst a warning is logged again
+	}
 	b.unreadable[id] = true
 	b.mu.Unlock()
 	if first {
@@ -221,6 +224,9 @@ func (b *Backend) sawHandle(kind kdd.Kind, name, rev, uid string) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.handleUIDs) >= maxRemembered {
+		clear(b.handleUIDs) // bounded: a delete then names the revision only
+	}
 	b.handleUIDs[name] = seenUID{rev: rev, uid: uid}
 }
 
@@ -243,3 +249,7 @@ func (b *Backend) forgetHandle(r ref) {
 	defer b.mu.Unlock()
 	delete(b.handleUIDs, r.name)
 }
+
+// maxRemembered bounds the backend's memory of handle uids and of the
+// objects it logged as unreadable.
+const maxRemembered = 100000

@@ -124,6 +124,9 @@ func checkList(t *testing.T, b *kube.Backend) {
 		if _, _, err := b.List(context.Background(), bad); err == nil || errors.Is(err, model.ErrNotFound) {
 			t.Errorf("list %+v: %v, want a refusal", bad, err)
 		}
+		if err := b.Watch(context.Background(), bad, func(model.Event) {}); err == nil {
+			t.Errorf("watch %+v: no refusal", bad)
+		}
 	}
 }
 

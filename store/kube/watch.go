@@ -151,6 +151,7 @@ func (b *Backend) deliver(st *watchState, t watch.EventType, u *unstructured.Uns
 		return
 	}
 	if t == watch.Deleted {
+		b.forgetHandle(ref{kind: st.sel.kind, name: u.GetName()})
 		if _, had := st.known[o.Key]; had {
 			delete(st.known, o.Key)
 			st.h(model.Event{Type: model.EventDelete, Key: o.Key, Revision: o.Revision})
