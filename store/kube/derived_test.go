@@ -108,6 +108,7 @@ func TestDerivedKinds(t *testing.T) {
 		}
 	}
 	checkDerivedLists(t, c)
+	t.Run("NodeWrite", func(t *testing.T) { checkNodeWrite(t, c) })
 	if _, err := c.b.Create(ctx, nodeKey, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "derived from the Kubernetes nodes") {
 		t.Errorf("create %s: %v, want a refusal naming the Kubernetes resource", nodeKey, err)
 	}
@@ -205,5 +206,47 @@ func checkProfileWatch(t *testing.T, c *cluster) {
 	_, synced, bad := v.state()
 	if synced != 1 || len(bad) > 0 {
 		t.Errorf("synced %d times, bad events %v", synced, bad)
+	}
+}
+
+// checkNodeWrite: a Calico Node write is what real calicoctl's `patch
+// node` and `label nodes` did: the projectcalico.org/* annotations on the
+// Kubernetes Node (as recorded), put through nodes/<name>/status at the
+// revision read; the Kubernetes labels stay.
+func checkNodeWrite(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	before := recordedObject(t, "Node/node1", "3a-before-cni")
+	after := recordedObject(t, "Node/node1", "3f-after-del-all")
+	before["metadata"].(map[string]any)["name"] = "node-w"
+	c.create(t, "/api/v1/nodes", before)
+	key := model.Key{Kind: "Node", Name: "node-w"}
+	o, err := c.b.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decode(t, o.Value)
+	m["spec"].(map[string]any)["bgp"] = map[string]any{"ipv4Address": "192.0.2.1/24", "asNumber": 64600}
+	m["metadata"].(map[string]any)["labels"].(map[string]any)["calico-role"] = "edge"
+	value, _ := json.Marshal(m)
+	n := len(c.requests(t, "nodes"))
+	rev, err := c.b.Update(ctx, key, value, o.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := c.requests(t, "nodes")[n:]
+	if len(reqs) != 2 || reqs[1].Verb != "update" || reqs[1].ObjectRef.Subresource != "status" {
+		t.Errorf("requests %+v, want a get and an update of nodes/node-w/status", reqs)
+	}
+	raw := c.raw(t, "/api/v1/nodes/node-w")
+	meta, want := raw["metadata"].(map[string]any), after["metadata"].(map[string]any)
+	if !reflect.DeepEqual(meta["annotations"], want["annotations"]) || !reflect.DeepEqual(meta["labels"], want["labels"]) {
+		t.Errorf("Kubernetes Node written:\n got  annotations %v labels %v\n want annotations %v labels %v", meta["annotations"], meta["labels"], want["annotations"], want["labels"])
+	}
+	if _, err := c.b.Update(ctx, key, value, o.Revision); !errors.Is(err, model.ErrConflict) {
+		t.Errorf("update at a stale revision: %v, want a conflict", err)
+	}
+	got, err := c.b.Get(ctx, key)
+	if err != nil || got.Revision != rev || !strings.Contains(string(got.Value), `"asNumber":64600`) || !strings.Contains(string(got.Value), `"calico-role":"edge"`) {
+		t.Errorf("read back at %q (wrote %q), %v: %s", got.Revision, rev, err, got.Value)
 	}
 }

@@ -76,7 +76,7 @@ func (c *cluster) namespace(t *testing.T, name string) {
 type auditEvent struct {
 	Verb          string
 	RequestURI    string
-	ObjectRef     struct{ Resource, Namespace, Name string }
+	ObjectRef     struct{ Resource, Namespace, Name, Subresource string }
 	RequestObject json.RawMessage // handle deletes only
 }
 

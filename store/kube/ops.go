@@ -86,8 +86,12 @@ func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (mode
 	return b.written(r, out), nil
 }
 
-// Update replaces an object if its resourceVersion is still rev.
+// Update replaces an object if its resourceVersion is still rev. A Node
+// is written as annotations on the Kubernetes Node (nodewrite.go).
 func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev model.Revision) (model.Revision, error) {
+	if key.Kind == "Node" {
+		return b.updateNode(ctx, key, value, rev)
+	}
 	r, err := refOf(key)
 	if err != nil {
 		return "", err
