@@ -29,6 +29,7 @@ func TestBackend(t *testing.T) {
 	t.Run("CommitInOrder", func(t *testing.T) { checkCommit(t, c) })
 	t.Run("HandleDeletePreconditions", func(t *testing.T) { checkHandleDelete(t, c) })
 	t.Run("Refusals", func(t *testing.T) { checkRefusals(t, c.b) })
+	t.Run("Pages", func(t *testing.T) { checkPages(t, c) })
 }
 
 // sameModel fails unless got is want, but for metadata.uid: a resource's

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -146,5 +147,29 @@ func checkReadMany(t *testing.T, b *kube.Backend) {
 	}
 	if keys := keysOf(got[2]); len(keys) != 2 {
 		t.Errorf("ReadMany list of %+v = %v, want lb-node's two affinities", affs, keys)
+	}
+}
+
+// checkPages: a list longer than a page is read page by page (Calico's
+// 500) and returned whole.
+func checkPages(t *testing.T, c *cluster) {
+	const n = 520
+	for i := range n {
+		h := handleSample(fmt.Sprintf("k8s-pod-network.page%03d", i), "10.67.0.0/26")
+		mustCreate(t, c.b, h, 1)
+	}
+	before := c.lists(t, "ipamhandles")
+	objs, rev, err := c.b.List(context.Background(), model.ListOptions{Kind: model.KindIPAMHandle})
+	pages := 0
+	for _, k := range keysOf(objs) {
+		if strings.HasPrefix(k, "IPAMHandle(k8s-pod-network.page") {
+			pages++
+		}
+	}
+	if err != nil || rev == "" || pages != n {
+		t.Errorf("list = %d of the %d handles at %q, %v", pages, n, rev, err)
+	}
+	if got := c.lists(t, "ipamhandles") - before; got != 2 {
+		t.Errorf("%d list requests, want 2 pages", got)
 	}
 }
