@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,14 +113,18 @@ func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev m
 
 // writeStatus writes the status of u, which the API server ignores in a
 // write of the object when the CRD has a status subresource
-// (KubeControllersConfiguration), through that subresource; out is the
-// object as the first write left it.
+// (KubeControllersConfiguration), through that subresource when the
+// object as the first write left it (out) has another.
 func (b *Backend) writeStatus(ctx context.Context, r ref, key model.Key, u, out *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	status, ok := u.Object["status"].(map[string]any)
-	if !r.kind.CRStatus || !ok || len(status) == 0 {
+	want, _ := u.Object["status"].(map[string]any)
+	have, _ := out.Object["status"].(map[string]any)
+	if !r.kind.CRStatus || len(want) == 0 && len(have) == 0 || reflect.DeepEqual(want, have) {
 		return out, nil
 	}
-	out.Object["status"] = status
+	out.Object["status"] = want
+	if want == nil {
+		delete(out.Object, "status")
+	}
 	res, err := b.resource(r).UpdateStatus(ctx, out, metav1.UpdateOptions{FieldValidation: fieldValidation})
 	if err != nil {
 		return nil, b.apiError("update status of", key, model.Revision(out.GetResourceVersion()), err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/store/kdd"
@@ -92,6 +93,9 @@ func checkCAS(t *testing.T, b *kube.Backend, s sample) {
 		t.Fatalf("get after the lost writes: %q, %v; want %q", o.Revision, err, rev2)
 	}
 	sameModel(t, "read after update", s.key, o.Value, s.value(2))
+	if s.key.Kind == "KubeControllersConfiguration" {
+		rev2 = checkStatusCleared(t, b, s, rev2)
+	}
 	if err := b.Delete(ctx, s.key, rev2); err != nil {
 		t.Fatalf("delete at the current revision: %v", err)
 	}
@@ -130,4 +134,21 @@ func requestObject(t *testing.T, ev auditEvent, out any) {
 	if err := json.Unmarshal(ev.RequestObject, out); err != nil {
 		t.Fatalf("audited %s %s: %v: %s", ev.Verb, ev.RequestURI, err, ev.RequestObject)
 	}
+}
+
+// checkStatusCleared: a write without the status clears the stored one.
+func checkStatusCleared(t *testing.T, b *kube.Backend, s sample, rev model.Revision) model.Revision {
+	t.Helper()
+	v := decode(t, s.value(2))
+	delete(v, "status")
+	value, _ := json.Marshal(v)
+	rev, err := b.Update(context.Background(), s.key, value, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := b.Get(context.Background(), s.key)
+	if err != nil || strings.Contains(string(o.Value), "environmentVars") {
+		t.Errorf("read after clearing the status: %s, %v", o.Value, err)
+	}
+	return rev
 }
