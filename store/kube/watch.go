@@ -25,6 +25,9 @@ type watchState struct {
 	h     func(model.Event)
 }
 
+// maxBackoff is the longest a watch waits before trying again.
+const maxBackoff = 5 * time.Second
+
 // Watch lists what opts selects, then follows every change from the
 // list's resourceVersion until ctx ends. A watch the server closes or the
 // connection drops resumes from the last resourceVersion seen (bookmarks
@@ -68,13 +71,17 @@ func (b *Backend) watch(ctx context.Context, sel selection, h func(model.Event))
 			st.rv = ""
 			continue
 		}
-		slog.Debug("watch interrupted, resuming", "kind", sel.kind.Kind, "resourceVersion", st.rv, "err", err)
+		level := slog.LevelDebug
+		if backoff == maxBackoff {
+			level = slog.LevelWarn // failing for a while: say so
+		}
+		slog.Log(ctx, level, "watch interrupted, resuming", "kind", sel.kind.Kind, "resourceVersion", st.rv, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
