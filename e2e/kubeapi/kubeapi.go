@@ -56,6 +56,8 @@ type Server struct {
 
 	caCert *x509.Certificate
 	caKey  *ecdsa.PrivateKey
+	bin    string
+	args   []string
 	cmd    *exec.Cmd
 	exited chan struct{}
 	stop   sync.Once
@@ -144,31 +146,9 @@ func Start(t testing.TB, etcdEndpoint string, opts ...Option) *Server {
 		"--shutdown-delay-duration=0s",
 		"--shutdown-send-retry-after=false",
 	}
-	args = append(args, o.args...)
-	s.cmd = exec.Command(bin, args...)
-	logFile, err := os.Create(s.LogPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	// Killed if the test binary dies (a go test timeout, say) rather than
-	// left running. The signal follows the thread that forked, so that
-	// thread stays locked to a goroutine until the process exits.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.bin, s.args = bin, append(args, o.args...)
 	started := time.Now()
-	startErr := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(s.exited)
-		defer logFile.Close()
-		err := s.cmd.Start()
-		startErr <- err
-		if err == nil {
-			_ = s.cmd.Wait()
-		}
-	}()
-	if err := <-startErr; err != nil {
+	if err := s.launch(); err != nil {
 		t.Fatalf("kube-apiserver: %v", err)
 	}
 	t.Cleanup(func() {
@@ -285,6 +265,48 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	}
 }
 
+// launch starts the apiserver process (its output appended to LogPath).
+func (s *Server) launch() error {
+	logFile, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(s.bin, s.args...)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// Killed if the test binary dies (a go test timeout, say) rather than
+	// left running. The signal follows the thread that forked, so that
+	// thread stays locked to a goroutine until the process exits.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.exited = make(chan struct{})
+	startErr := make(chan error, 1)
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(exited)
+		defer logFile.Close()
+		err := cmd.Start()
+		startErr <- err
+		if err == nil {
+			_ = cmd.Wait()
+		}
+	}(s.cmd, s.exited)
+	return <-startErr
+}
+
+// halt stops the running process: SIGTERM, then SIGKILL after 10 s.
+func (s *Server) halt() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
 // Stop stops the apiserver: SIGTERM, then SIGKILL after 10 s (idempotent).
 func (s *Server) Stop() {
 	s.stop.Do(func() {
@@ -292,17 +314,25 @@ func (s *Server) Stop() {
 		if s.client != nil {
 			s.client.CloseIdleConnections()
 		}
-		if s.cmd == nil || s.cmd.Process == nil {
-			return
-		}
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
+		s.halt()
 	})
+}
+
+// Restart stops the apiserver and starts it again with the same flags,
+// address, certificates and etcd (so the same data), and returns once it
+// is ready: clients see their connections and watches cut.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.halt()
+	began := time.Now()
+	if err := s.launch(); err != nil {
+		t.Fatalf("kube-apiserver restart: %v", err)
+	}
+	if err := s.waitReady(60 * time.Second); err != nil {
+		s.dumpLog(t)
+		t.Fatalf("kube-apiserver restart: %v", err)
+	}
+	t.Logf("kube-apiserver %s restarted in %v", s.URL, time.Since(began).Round(time.Millisecond))
 }
 
 func (s *Server) dumpLog(t testing.TB) {

@@ -45,7 +45,7 @@ func handleJSON(cidr string) func(int) []byte {
 }
 
 func ipamConfigJSON(v int) []byte {
-	return fmt.Appendf(nil, `{"strict_affinity":false,"auto_allocate_blocks":true,"maxBlocksPerHost":%d}`, v)
+	return fmt.Appendf(nil, `{"auto_allocate_blocks":true,"maxBlocksPerHost":%d}`, v)
 }
 
 // samples are objects of every kind class the contract names: a
@@ -55,7 +55,7 @@ func samples() []sample {
 	pool := store.Key{Kind: "IPPool", Name: "pool-a"}
 	np1 := store.Key{Kind: "NetworkPolicy", Namespace: "ns1", Name: "default.allow-web"}
 	np2 := store.Key{Kind: "NetworkPolicy", Namespace: "ns2", Name: "default.allow-web"}
-	npSpec := `{"tier":"default","order":100,"selector":"app == 'web'","types":["Ingress"],"ingress":[{"action":"Allow","protocol":"TCP","source":{},"destination":{"ports":[80]}}]}`
+	npSpec := `{"tier":"default","order":100,"selector":"app == 'web'","types":["Ingress"],"ingress":[{"action":"Allow","protocol":"TCP","destination":{"ports":[80]}}]}`
 	out := []sample{
 		{pool, resourceJSON(pool, `{"cidr":"10.65.0.0/16","vxlanMode":"Never","ipipMode":"Never","natOutgoing":true,"blockSize":26,"nodeSelector":"all()","allowedUses":["Workload","Tunnel"],"assignmentMode":"Automatic"}`)},
 		{np1, resourceJSON(np1, npSpec)},

@@ -1,0 +1,264 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/calico-aio/calico-aio/store/kdd"
+	"github.com/calico-aio/calico-aio/store/model"
+)
+
+// Writes ask the API server to refuse, naming it, any field its schema
+// does not have rather than drop it: a field we send is a field stored.
+const fieldValidation = "Strict"
+
+// Get reads one object.
+func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) {
+	if k, ok := kdd.LookupKind(key.Kind); ok && k.Storage == kdd.Derived {
+		return b.getDerived(ctx, k, key)
+	}
+	r, err := refOf(key)
+	if err != nil {
+		return model.Object{}, err
+	}
+	u, err := b.resource(r).Get(ctx, r.name, metav1.GetOptions{})
+	if err != nil {
+		return model.Object{}, b.apiError("get", key, "", err)
+	}
+	src, err := sourceOf(r.kind)
+	if err != nil {
+		return model.Object{}, err
+	}
+	o, _, err := b.read(src, u)
+	return o, err
+}
+
+// ReadMany makes each read in turn (the API has no multi-object read, so
+// they are not at one point): a key's object (none when it does not
+// exist), or what a list selects.
+func (b *Backend) ReadMany(ctx context.Context, reads []model.Read) ([][]model.Object, error) {
+	out := make([][]model.Object, len(reads))
+	for i, r := range reads {
+		if r.List != nil {
+			objs, _, err := b.List(ctx, *r.List)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = objs
+			continue
+		}
+		o, err := b.Get(ctx, r.Key)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			out[i] = []model.Object{}
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = []model.Object{o}
+		}
+	}
+	return out, nil
+}
+
+// Create stores a new object.
+func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (model.Revision, error) {
+	r, err := refOf(key)
+	if err != nil {
+		return "", err
+	}
+	u, err := toCR(r, key, value, "", "")
+	if err != nil {
+		return "", err
+	}
+	out, err := b.resource(r).Create(ctx, u, metav1.CreateOptions{FieldValidation: fieldValidation})
+	if err != nil {
+		return "", b.apiError("create", key, "", err)
+	}
+	if out, err = b.writeStatus(ctx, r, key, u, out); err != nil {
+		return "", err
+	}
+	return b.written(r, out), nil
+}
+
+// Update replaces an object if its resourceVersion is still rev. A Node
+// is written as annotations on the Kubernetes Node (nodewrite.go).
+func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev model.Revision) (model.Revision, error) {
+	if key.Kind == "Node" {
+		return b.updateNode(ctx, key, value, rev)
+	}
+	r, err := refOf(key)
+	if err != nil {
+		return "", err
+	}
+	u, err := toCR(r, key, value, rev, b.handleUID(r, rev))
+	if err != nil {
+		return "", err
+	}
+	out, err := b.resource(r).Update(ctx, u, metav1.UpdateOptions{FieldValidation: fieldValidation})
+	if err != nil {
+		return "", b.apiError("update", key, rev, err)
+	}
+	if out, err = b.writeStatus(ctx, r, key, u, out); err != nil {
+		return "", err
+	}
+	return b.written(r, out), nil
+}
+
+// writeStatus writes the status of u, which the API server ignores in a
+// write of the object when the CRD has a status subresource
+// (KubeControllersConfiguration), through that subresource when the
+// object as the first write left it (out) has another.
+func (b *Backend) writeStatus(ctx context.Context, r ref, key model.Key, u, out *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	want, _ := u.Object["status"].(map[string]any)
+	have, _ := out.Object["status"].(map[string]any)
+	if !r.kind.CRStatus || len(want) == 0 && len(have) == 0 || reflect.DeepEqual(want, have) {
+		return out, nil
+	}
+	out.Object["status"] = want
+	if want == nil {
+		delete(out.Object, "status")
+	}
+	res, err := b.resource(r).UpdateStatus(ctx, out, metav1.UpdateOptions{FieldValidation: fieldValidation})
+	if err != nil {
+		return nil, b.apiError("update status of", key, model.Revision(out.GetResourceVersion()), err)
+	}
+	return res, nil
+}
+
+// Delete removes an object if its resourceVersion is rev (any when rev is
+// empty). A handle's delete also names its uid, as Calico's does.
+func (b *Backend) Delete(ctx context.Context, key model.Key, rev model.Revision) error {
+	r, err := refOf(key)
+	if err != nil {
+		return err
+	}
+	opts := metav1.DeleteOptions{}
+	if rev != "" {
+		if err := checkRevision(rev); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		rv := string(rev)
+		opts.Preconditions = &metav1.Preconditions{ResourceVersion: &rv}
+		if uid := b.handleUID(r, rev); uid != "" {
+			opts.Preconditions.UID = (*types.UID)(&uid)
+		}
+	}
+	if err := b.resource(r).Delete(ctx, r.name, opts); err != nil {
+		return b.apiError("delete", key, rev, err)
+	}
+	b.forgetHandle(r)
+	return nil
+}
+
+// Commit applies writes one object at a time, in the order given, and
+// stops at the first that fails: a lost precondition (the object changed,
+// was created or vanished since it was read) is a *model.ConflictError.
+func (b *Backend) Commit(ctx context.Context, writes []model.Write) (int, error) {
+	for i, w := range writes {
+		if err := b.apply(ctx, w); err != nil {
+			return i, err
+		}
+	}
+	return len(writes), nil
+}
+
+func (b *Backend) apply(ctx context.Context, w model.Write) error {
+	var err error
+	switch {
+	case w.Op == model.OpPut && w.Revision == "":
+		_, err = b.Create(ctx, w.Key, w.Value)
+	case w.Op == model.OpPut:
+		_, err = b.Update(ctx, w.Key, w.Value, w.Revision)
+	case w.Op == model.OpDelete:
+		err = b.Delete(ctx, w.Key, w.Revision)
+	default:
+		return fmt.Errorf("%s: write operation %d is neither put nor delete", w.Key, w.Op)
+	}
+	if errors.Is(err, model.ErrAlreadyExists) || errors.Is(err, model.ErrNotFound) {
+		return &model.ConflictError{Key: w.Key, Expected: w.Revision}
+	}
+	return err
+}
+
+// read converts an object read from the API server; ok is false when it
+// has no model object.
+func (b *Backend) read(src source, u *unstructured.Unstructured) (model.Object, bool, error) {
+	o, uid, ok, err := src.convert(u)
+	if err != nil || !ok {
+		return o, ok, err
+	}
+	b.sawHandle(src.kind, u.GetName(), string(o.Revision), uid)
+	return o, true, nil
+}
+
+// written notes what a write returned and gives its revision.
+func (b *Backend) written(r ref, out *unstructured.Unstructured) model.Revision {
+	b.sawHandle(r.kind, out.GetName(), out.GetResourceVersion(), string(out.GetUID()))
+	return model.Revision(out.GetResourceVersion())
+}
+
+// readable converts a listed or watched object; one that does not
+// convert (written by something else, in a shape Calico does not write)
+// is left out and logged once.
+func (b *Backend) readable(src source, u *unstructured.Unstructured) (model.Object, bool) {
+	o, ok, err := b.read(src, u)
+	if err == nil {
+		return o, ok
+	}
+	id := src.gvr.Resource + "/" + u.GetNamespace() + "/" + u.GetName() + "@" + u.GetResourceVersion()
+	b.mu.Lock()
+	first := !b.unreadable[id]
+	if len(b.unreadable) >= maxRemembered {
+		clear(b.unreadable) // bounded: at worst a warning is logged again
+	}
+	b.unreadable[id] = true
+	b.mu.Unlock()
+	if first {
+		slog.Warn("object left out: it does not convert to Calico's model", "kind", src.kind.Kind, "resource", src.gvr.Resource, "namespace", u.GetNamespace(), "name", u.GetName(), "resourceVersion", u.GetResourceVersion(), "err", err)
+	}
+	return o, false
+}
+
+// sawHandle remembers an IPAMHandle's uid at a revision.
+func (b *Backend) sawHandle(kind kdd.Kind, name, rev, uid string) {
+	if kind.Kind != kdd.KindIPAMHandle || uid == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.handleUIDs) >= maxRemembered {
+		clear(b.handleUIDs) // bounded: a delete then names the revision only
+	}
+	b.handleUIDs[name] = seenUID{rev: rev, uid: uid}
+}
+
+// handleUID is an IPAMHandle's uid at rev, if seen.
+func (b *Backend) handleUID(r ref, rev model.Revision) string {
+	if r.kind.Kind != kdd.KindIPAMHandle || rev == "" {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.handleUIDs[r.name]; s.rev == string(rev) {
+		return s.uid
+	}
+	return ""
+}
+
+// forgetHandle drops a deleted IPAMHandle's uid.
+func (b *Backend) forgetHandle(r ref) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.handleUIDs, r.name)
+}
+
+// maxRemembered bounds the backend's memory of handle uids and of the
+// objects it logged as unreadable.
+const maxRemembered = 100000
