@@ -12,6 +12,7 @@ import (
 // off so a watch can resume across a restart from etcd's history (watch_test.go
 // shows what a lone restarted server with its cache does instead).
 func TestBackendConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunBackendConformance(t, func(t *testing.T) storetest.Subject {
 		c := startCluster(t, kubeapi.WithArgs("--watch-cache=false"))
 		c.namespace(t, "ns1")

@@ -63,6 +63,7 @@ func wantRead(t *testing.T, got model.Object, err error, key model.Key, want kdd
 // derives them (store/kdd's derivations of what the server holds), under
 // Calico's names; they are not written through the backend.
 func TestDerivedKinds(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ctx := context.Background()
 	ns := c.create(t, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",
@@ -144,6 +145,7 @@ func checkDerivedLists(t *testing.T, c *cluster) {
 // TestDerivedWatches: watches of the derived kinds follow their
 // Kubernetes objects.
 func TestDerivedWatches(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	c.namespace(t, "shop")
 	t.Run("WorkloadEndpoint", func(t *testing.T) { checkEndpointWatch(t, c) })

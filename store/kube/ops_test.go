@@ -16,6 +16,7 @@ import (
 // TestBackend runs the backend's operations against one real
 // kube-apiserver with our CRDs (each subtest on objects of its own).
 func TestBackend(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	c.namespace(t, "ns1")
 	c.namespace(t, "shop")

@@ -167,6 +167,7 @@ func createAll(t *testing.T, c *cluster, ss []sample) map[model.Key]model.Revisi
 // (what the Gone case shows); with the cache off, watches are served from
 // etcd's history, as across a restart of one of several servers.
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, kubeapi.WithArgs("--watch-cache=false"))
 	t.Run("ListsThenFollows", func(t *testing.T) { checkWatchFollows(t, c) })
 	t.Run("ResumesAcrossRestart", func(t *testing.T) { checkWatchResumes(t, c) })
@@ -266,6 +267,7 @@ func containsAll(got, want []model.Revision) bool {
 // had: the watch is answered 410, lists once and converges on the state,
 // deletes included.
 func TestWatchCachedRestart(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t)
 	ss := affinities("wc-node", 4)
 	revs := createAll(t, c, ss)

@@ -22,12 +22,13 @@ type Subject struct {
 // the backends newSubject makes: each call an empty datastore, closed when
 // the test ends. Both datastores run it.
 func RunBackendConformance(t *testing.T, newSubject func(t *testing.T) Subject) {
-	t.Run("CreateGetUpdateDelete", func(t *testing.T) { forEachSample(t, newSubject(t).Backend, checkLifecycle) })
-	t.Run("TypedErrorsNameTheKey", func(t *testing.T) { forEachSample(t, newSubject(t).Backend, checkTypedErrors) })
-	t.Run("ListSelects", func(t *testing.T) { checkList(t, newSubject(t).Backend) })
-	t.Run("ReadMany", func(t *testing.T) { checkReadMany(t, newSubject(t).Backend) })
-	t.Run("WatchListsThenFollows", func(t *testing.T) { checkWatch(t, newSubject(t).Backend) })
+	t.Run("CreateGetUpdateDelete", func(t *testing.T) { t.Parallel(); forEachSample(t, newSubject(t).Backend, checkLifecycle) })
+	t.Run("TypedErrorsNameTheKey", func(t *testing.T) { t.Parallel(); forEachSample(t, newSubject(t).Backend, checkTypedErrors) })
+	t.Run("ListSelects", func(t *testing.T) { t.Parallel(); checkList(t, newSubject(t).Backend) })
+	t.Run("ReadMany", func(t *testing.T) { t.Parallel(); checkReadMany(t, newSubject(t).Backend) })
+	t.Run("WatchListsThenFollows", func(t *testing.T) { t.Parallel(); checkWatch(t, newSubject(t).Backend) })
 	t.Run("WatchResumesAfterRestart", func(t *testing.T) {
+		t.Parallel()
 		s := newSubject(t)
 		if s.Restart == nil {
 			t.Log("this backend's harness cannot restart its datastore")
@@ -35,8 +36,8 @@ func RunBackendConformance(t *testing.T, newSubject func(t *testing.T) Subject) 
 		}
 		checkWatchResumes(t, s)
 	})
-	t.Run("Commit", func(t *testing.T) { checkCommit(t, newSubject(t).Backend) })
-	t.Run("CommitLosesPrecondition", func(t *testing.T) { checkCommitConflict(t, newSubject(t).Backend) })
+	t.Run("Commit", func(t *testing.T) { t.Parallel(); checkCommit(t, newSubject(t).Backend) })
+	t.Run("CommitLosesPrecondition", func(t *testing.T) { t.Parallel(); checkCommitConflict(t, newSubject(t).Backend) })
 }
 
 func forEachSample(t *testing.T, b store.Backend, check func(*testing.T, store.Backend, sample)) {
