@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+
 	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
@@ -37,4 +39,14 @@ func (c Config) EmbeddedEtcd() bool {
 	d := c.Datastore
 	return d != nil && d.Type == apiconfig.EtcdV3 &&
 		d.Source(apiconfig.KeyEtcdEndpoints) == apiconfig.SourceDefault && d.Source(apiconfig.KeyEtcdDiscoverySrv) == apiconfig.SourceDefault
+}
+
+// checkEtcdOnly refuses what lives in etcd only, as in Calico: Docker's
+// libnetwork endpoints, with the Kubernetes datastore.
+func (c Config) checkEtcdOnly() error {
+	if c.Libnetwork && c.Datastore.Type == apiconfig.Kubernetes {
+		return fmt.Errorf("--libnetwork (CALICO_LIBNETWORK_ENABLED): Docker's network and IPAM driver keeps its endpoints in etcd only, "+
+			"as in Calico; it is not available with the Kubernetes datastore (datastore type kubernetes from %s)", c.Datastore.Source(apiconfig.KeyDatastoreType))
+	}
+	return nil
 }

@@ -97,3 +97,17 @@ func merged(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Docker's libnetwork driver lives in etcd only, as in Calico: refused at
+// start with the Kubernetes datastore, served with etcd.
+func TestParseFlagsLibnetworkEtcdOnly(t *testing.T) {
+	env := map[string]string{"NODENAME": "n1", "CALICO_LIBNETWORK_ENABLED": "true", "DATASTORE_TYPE": "kubernetes", "KUBECONFIG": "/k"}
+	_, err := ParseFlags(nil, func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "--libnetwork (CALICO_LIBNETWORK_ENABLED)") || !strings.Contains(err.Error(), "from DATASTORE_TYPE") {
+		t.Errorf("libnetwork with kubernetes: %v", err)
+	}
+	env["DATASTORE_TYPE"] = "etcdv3"
+	if cfg, err := ParseFlags(nil, func(k string) string { return env[k] }); err != nil || !cfg.Libnetwork {
+		t.Errorf("libnetwork with etcd: %v", err)
+	}
+}

@@ -169,8 +169,10 @@ func Parse(args []string, getenv func(string) string, environ []string) (Config,
 	if c.NodeName == "" {
 		return c, fmt.Errorf("--nodename: no node name given and the hostname is empty")
 	}
-	c.Datastore, err = chooseDatastore(getenv, etcd)
-	return c, err
+	if c.Datastore, err = chooseDatastore(getenv, etcd); err != nil {
+		return c, err
+	}
+	return c, c.checkEtcdOnly()
 }
 
 func envInt(getenv func(string) string, name string, def int) int {
