@@ -2,11 +2,15 @@ package cni
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
 func dsConf(extra string) []byte {
@@ -88,6 +92,33 @@ func TestNetconfKubernetesAPIRoot(t *testing.T) {
 		kc, err := s.kubeClient()
 		if err != nil || kc.Server() != want {
 			t.Errorf("%s: client %v %v, want server %s", extra, kc, err, want)
+		}
+	}
+}
+
+// An agent on the Kubernetes datastore serves calls that reach the same
+// API with the same credentials, and no others.
+func TestAgentServesOnlyItsKubernetesAPI(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig") // the agent checks the netconf's is readable
+	if err := os.WriteFile(kc, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ag := &Agent{Node: "node1", Datastore: &apiconfig.Config{Type: apiconfig.Kubernetes, Kube: apiconfig.Kube{Kubeconfig: kc}}}
+	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/proc/self/ns/net", "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin", "DATASTORE_TYPE=kubernetes"}
+	for _, c := range []struct {
+		env    string
+		extra  string
+		served bool
+	}{
+		{"KUBECONFIG=" + kc, "", true},
+		{"", `,"kubernetes":{"kubeconfig":"` + kc + `"}`, true},
+		{"KUBECONFIG=/other", "", false},
+		{"KUBECONFIG=" + kc, `,"policy":{"k8s_auth_token":"t"}`, false},
+		{"KUBECONFIG=" + kc, `,"datastore_type":"etcdv3"`, false},
+	} {
+		_, _, reason := ag.admit("calico", envLookup(append(env, c.env)), dsConf(c.extra))
+		if (reason == "") != c.served {
+			t.Errorf("env %s netconf %s: served %v (%s), want %v", c.env, c.extra, reason == "", reason, c.served)
 		}
 	}
 }
