@@ -15,6 +15,7 @@ import (
 	cniversion "github.com/containernetworking/cni/pkg/version"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
 // Agent runs CNI calls inside calico-node with its warm datastore client:
@@ -22,10 +23,11 @@ import (
 // It serves only calls it can answer exactly as the in-process plugin
 // would; for any other it says why not, and the caller runs in-process.
 type Agent struct {
-	Client                    *store.Client
-	Node                      string
-	Endpoints                 []string // the agent's etcd endpoints
-	CAFile, CertFile, KeyFile string
+	Client *store.Client
+	Node   string
+	// Datastore is the agent's (calls resolving to another are not
+	// served); nil is etcdv3 at store.DefaultEndpoint.
+	Datastore *apiconfig.Config
 
 	logs servedLogs // the netconfs' log_file_path (log.go)
 }
@@ -48,7 +50,7 @@ func (ag *Agent) Serve(name string, env []string, stdin []byte) AgentReply {
 	}
 	var out bytes.Buffer
 	// The agent's warm connection, with the in-process per-call timeout.
-	b := backend{out: &out, shared: ag.Client.WithTimeout(requestTimeout)}
+	b := backend{out: &out, shared: ag.Client.WithTimeout(requestTimeout), getenv: getenv}
 	var funcs skel.CNIFuncs
 	if name == "calico" {
 		p := &plugin{b}
@@ -116,17 +118,14 @@ func (ag *Agent) admit(plugin string, getenv func(string) string, stdin []byte) 
 	if err != nil || utils.ValidateNetworkName(conf.Name) != nil {
 		return nil, "", "invalid netconf"
 	}
-	if conf.DatastoreType == "" && checkDatastoreType("DATASTORE_TYPE", getenv("DATASTORE_TYPE")) != nil {
-		return nil, "", "DATASTORE_TYPE names a datastore the agent does not serve"
-	}
 	if plugin == "calico" && conf.IPAM.Type != "calico-ipam" {
 		return nil, "", "IPAM is delegated to " + conf.IPAM.Type
 	}
 	if plugin == "calico" && conf.maxWait() > maxServedWait {
 		return nil, "", "its waits (policy_setup_timeout_seconds, readiness_gates) may outlast the socket's reply timeout"
 	}
-	if !sameEndpoints(conf.endpoints(), ag.Endpoints) || conf.EtcdCACertFile != ag.CAFile || conf.EtcdCertFile != ag.CertFile || conf.EtcdKeyFile != ag.KeyFile {
-		return nil, "", "another datastore than the agent's"
+	if reason := ag.sameDatastore(conf, getenv); reason != "" {
+		return nil, "", reason
 	}
 	if node, err := conf.NodeName(); err != nil || node != ag.Node {
 		return nil, "", "another node name than the agent's"
@@ -162,6 +161,29 @@ func versionRefusal(cmd string, stdin []byte) string {
 		if ok, err := cniversion.GreaterThanOrEqualTo(v, min); err != nil || !ok {
 			return "cniVersion " + v + " does not allow " + cmd
 		}
+	}
+	return ""
+}
+
+// sameDatastore is empty when the call's datastore (its netconf over the
+// caller's environment) is the agent's, else why not.
+func (ag *Agent) sameDatastore(conf *NetConf, getenv func(string) string) string {
+	ds, err := conf.datastore(getenv)
+	if err != nil {
+		return "invalid datastore settings"
+	}
+	mine := ag.Datastore
+	if mine == nil {
+		mine = &apiconfig.Config{Type: apiconfig.EtcdV3, Etcd: store.Config{Endpoints: []string{store.DefaultEndpoint}}}
+	}
+	switch {
+	case ds.Type != mine.Type:
+		return "another datastore than the agent's (" + string(ds.Type) + ")"
+	case ds.Type == apiconfig.Kubernetes && ds.Kube != mine.Kube:
+		return "another Kubernetes API or credentials than the agent's"
+	case ds.Type == apiconfig.EtcdV3 && (!sameEndpoints(ds.Etcd.Endpoints, mine.Etcd.Endpoints) ||
+		ds.Etcd.CAFile != mine.Etcd.CAFile || ds.Etcd.CertFile != mine.Etcd.CertFile || ds.Etcd.KeyFile != mine.Etcd.KeyFile):
+		return "another datastore than the agent's"
 	}
 	return ""
 }

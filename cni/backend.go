@@ -2,6 +2,7 @@ package cni
 
 import (
 	"io"
+	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -16,6 +17,16 @@ import (
 type backend struct {
 	out    io.Writer
 	shared *store.Client // nil: dial one from the netconf
+	// getenv is the caller's environment (the agent serves other
+	// processes' calls); nil: this process's.
+	getenv func(string) string
+}
+
+func (b backend) env() func(string) string {
+	if b.getenv != nil {
+		return b.getenv
+	}
+	return os.Getenv
 }
 
 // print writes a result converted to the netconf's CNI version.

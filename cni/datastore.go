@@ -11,17 +11,50 @@ import (
 
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
 // requestTimeout bounds each datastore call of a CNI invocation.
 const requestTimeout = 5 * time.Second
 
-func (c *NetConf) storeClient() (*store.Client, error) {
-	cl, err := store.New(store.Config{
-		Endpoints: c.endpoints(), CAFile: c.EtcdCACertFile, CertFile: c.EtcdCertFile, KeyFile: c.EtcdKeyFile,
-		DialTimeout: requestTimeout, RequestTimeout: requestTimeout,
-	})
+// apiNetConf is the netconf's datastore keys, as store/apiconfig reads them.
+func (c *NetConf) apiNetConf() apiconfig.NetConf {
+	return apiconfig.NetConf{
+		DatastoreType: c.DatastoreType, EtcdEndpoints: c.EtcdEndpoints, EtcdDiscoverySrv: c.EtcdDiscoverySrv,
+		EtcdKeyFile: c.EtcdKeyFile, EtcdCertFile: c.EtcdCertFile, EtcdCACertFile: c.EtcdCACertFile,
+		Kubeconfig: c.Kubernetes.Kubeconfig, K8sAPIRoot: c.Kubernetes.K8sAPIRoot,
+		PolicyK8sAPIRoot: c.Policy.K8sAPIRoot, PolicyK8sAuthToken: c.Policy.K8sAuthToken,
+		PolicyK8sClientCertificate: c.Policy.K8sClientCertificate, PolicyK8sClientKey: c.Policy.K8sClientKey,
+		PolicyK8sCertificateAuthority: c.Policy.K8sCertificateAuthority,
+	}
+}
+
+// datastore resolves the plugin's datastore as Calico's plugin does: the
+// netconf's keys over the environment (getenv). A bad setting is CNI
+// error 7 naming the key or variable.
+func (c *NetConf) datastore(getenv func(string) string) (*apiconfig.Config, error) {
+	h := apiconfig.OSHost()
+	h.Getenv = getenv
+	ds, err := apiconfig.FromNetConf(h, c.apiNetConf())
 	if err != nil {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, "invalid network config: "+err.Error(), "")
+	}
+	for _, w := range ds.Warnings {
+		slog.Warn("datastore setting not used", "warning", w)
+	}
+	return ds, nil
+}
+
+// storeClient connects to the datastore ds names, each call bounded by
+// requestTimeout. A datastore this build cannot open is error 7.
+func storeClient(ds *apiconfig.Config) (*store.Client, error) {
+	cfg := *ds
+	cfg.Etcd.DialTimeout, cfg.Etcd.RequestTimeout = requestTimeout, requestTimeout
+	cl, err := apiconfig.Open(&cfg, apiconfig.OSHost())
+	switch {
+	case errors.Is(err, apiconfig.ErrKubernetesNotWired):
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, "invalid network config: "+err.Error(), "")
+	case err != nil:
 		return nil, types.NewError(types.ErrTryAgainLater, "cannot connect to the datastore", err.Error())
 	}
 	return cl, nil

@@ -1,43 +1,124 @@
 package cni
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
-// The plugin reads the datastore as Calico's does: netconf datastore_type,
-// else the DATASTORE_TYPE variable; kubernetes is refused (error 7 naming
-// where it came from) until the Kubernetes datastore exists, and a call
-// whose environment names it is not handed to the agent.
-func TestDatastoreTypeNetconfAndEnv(t *testing.T) {
-	conf := func(ds string) []byte {
-		return []byte(`{"cniVersion":"1.0.0","name":"n","type":"calico","nodename":"node1"` + ds + `,"ipam":{"type":"calico-ipam"}}`)
-	}
-	for ds, want := range map[string]string{
-		`,"datastore_type":"kubernetes"`: `datastore_type: "kubernetes": the Kubernetes datastore is not supported yet`,
-		`,"datastore_type":"etcd"`:       `datastore_type: "etcd": must be etcdv3 or kubernetes`,
+func dsConf(extra string) []byte {
+	return []byte(`{"cniVersion":"1.0.0","name":"n","type":"calico","nodename":"node1"` + extra + `,"ipam":{"type":"calico-ipam"}}`)
+}
+
+// The plugin resolves its datastore as Calico's does (store/apiconfig):
+// netconf keys over the environment. A bad setting, or the Kubernetes
+// datastore while its backend is not wired in, is error 7 naming where it
+// came from.
+func TestDatastoreNetconfAndEnv(t *testing.T) {
+	t.Setenv("DATASTORE_TYPE", "")
+	t.Setenv("KUBECONFIG", "")
+	for extra, want := range map[string]string{
+		`,"datastore_type":"etcd"`:                                           `invalid network config: datastore_type: "etcd": must be etcdv3 or kubernetes`,
+		`,"datastore_type":"kubernetes","kubernetes":{"kubeconfig":"/k"}`:    "datastore type kubernetes (netconf datastore_type): the Kubernetes datastore backend is not wired yet",
+		`,"datastore_type":"kubernetes"`:                                     "datastore type kubernetes (netconf datastore_type) but no Kubernetes API to reach",
+		`,"etcd_endpoints":"http://a:2379","etcd_discovery_srv":"example.x"`: "netconf etcd_endpoints and netconf etcd_discovery_srv: multiple discovery or bootstrap options specified",
 	} {
-		if _, err := LoadNetConf(conf(ds)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", ds, err, want)
+		_, err := backend{}.newSession(&skel.CmdArgs{StdinData: dsConf(extra)})
+		var e *types.Error
+		if !errors.As(err, &e) || e.Code != types.ErrInvalidNetworkConfig || !strings.Contains(e.Msg, want) {
+			t.Errorf("%s: %v, want error 7 containing %q", extra, err, want)
 		}
 	}
-	if _, err := LoadNetConf(conf(`,"datastore_type":"etcdv3"`)); err != nil {
-		t.Errorf("etcdv3: %v", err)
-	}
-
 	t.Setenv("DATASTORE_TYPE", "kubernetes")
-	_, err := backend{}.newSession(&skel.CmdArgs{StdinData: conf("")})
-	if err == nil || !strings.Contains(err.Error(), `DATASTORE_TYPE: "kubernetes": the Kubernetes datastore is not supported yet`) {
+	t.Setenv("KUBECONFIG", "/k")
+	_, err := backend{}.newSession(&skel.CmdArgs{StdinData: dsConf("")})
+	if err == nil || !strings.Contains(err.Error(), "datastore type kubernetes (DATASTORE_TYPE): the Kubernetes datastore backend is not wired yet") {
 		t.Errorf("DATASTORE_TYPE=kubernetes with a silent netconf: %v", err)
 	}
+}
+
+// The fast path serves only calls whose datastore (netconf over the
+// caller's environment) is the agent's.
+func TestAgentServesOnlyItsDatastore(t *testing.T) {
 	ag := &Agent{Node: "node1"}
 	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/proc/self/ns/net", "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"}
-	if _, _, reason := ag.admit("calico", envLookup(append(env, "DATASTORE_TYPE=kubernetes")), conf("")); reason == "" {
-		t.Errorf("a call with DATASTORE_TYPE=kubernetes was handed to the agent")
+	for _, c := range []struct {
+		env    []string
+		extra  string
+		served bool
+	}{
+		{nil, "", true},
+		{[]string{"DATASTORE_TYPE=etcdv3"}, "", true},
+		{[]string{"ETCD_ENDPOINTS=http://127.0.0.1:2379/"}, "", true},
+		{[]string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=/k"}, "", false},
+		{nil, `,"datastore_type":"kubernetes","kubernetes":{"kubeconfig":"/k"}`, false},
+		{[]string{"ETCD_ENDPOINTS=http://10.0.0.1:2379"}, "", false},
+		{nil, `,"etcd_endpoints":"http://10.0.0.1:2379"`, false},
+		{[]string{"ETCD_ENDPOINTS=http://10.0.0.1:2379"}, `,"etcd_endpoints":"http://127.0.0.1:2379"`, true},
+		{nil, `,"etcd_ca_cert_file":"/ca"`, false},
+		{nil, `,"datastore_type":"etcd"`, false},
+	} {
+		_, _, reason := ag.admit("calico", envLookup(append(env, c.env...)), dsConf(c.extra))
+		if (reason == "") != c.served {
+			t.Errorf("env %v netconf %s: served %v (%s), want %v", c.env, c.extra, reason == "", reason, c.served)
+		}
 	}
-	if _, _, reason := ag.admit("calico", envLookup(append(env, "DATASTORE_TYPE=etcdv3")), conf("")); reason != "" {
-		t.Errorf("a call with DATASTORE_TYPE=etcdv3 was not served: %s", reason)
+}
+
+// The netconf's Kubernetes keys reach the client that reads pods:
+// kubernetes.k8s_api_root over policy.k8s_api_root (its /api/v1 cut off),
+// either enough to read the pod.
+func TestNetconfKubernetesAPIRoot(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	for extra, want := range map[string]string{
+		`,"policy":{"type":"k8s","k8s_api_root":"https://10.0.0.1:6443/api/v1/","k8s_auth_token":"tok"}`:           "https://10.0.0.1:6443",
+		`,"kubernetes":{"k8s_api_root":"https://10.0.0.2:6443"},"policy":{"k8s_api_root":"https://10.0.0.1:6443"}`: "https://10.0.0.2:6443",
+	} {
+		s, err := backend{}.newSession(&skel.CmdArgs{StdinData: dsConf(extra)})
+		if err != nil {
+			t.Fatalf("%s: %v", extra, err)
+		}
+		defer s.close()
+		if !s.usesKubernetes(identity{orchestrator: OrchestratorK8s}) {
+			t.Errorf("%s: the API root does not make the plugin read the pod", extra)
+		}
+		kc, err := s.kubeClient()
+		if err != nil || kc.Server() != want {
+			t.Errorf("%s: client %v %v, want server %s", extra, kc, err, want)
+		}
+	}
+}
+
+// An agent on the Kubernetes datastore serves calls that reach the same
+// API with the same credentials, and no others.
+func TestAgentServesOnlyItsKubernetesAPI(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig") // the agent checks the netconf's is readable
+	if err := os.WriteFile(kc, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ag := &Agent{Node: "node1", Datastore: &apiconfig.Config{Type: apiconfig.Kubernetes, Kube: apiconfig.Kube{Kubeconfig: kc}}}
+	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/proc/self/ns/net", "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin", "DATASTORE_TYPE=kubernetes"}
+	for _, c := range []struct {
+		env    string
+		extra  string
+		served bool
+	}{
+		{"KUBECONFIG=" + kc, "", true},
+		{"", `,"kubernetes":{"kubeconfig":"` + kc + `"}`, true},
+		{"KUBECONFIG=/other", "", false},
+		{"KUBECONFIG=" + kc, `,"policy":{"k8s_auth_token":"t"}`, false},
+		{"KUBECONFIG=" + kc, `,"datastore_type":"etcdv3"`, false},
+	} {
+		_, _, reason := ag.admit("calico", envLookup(append(env, c.env)), dsConf(c.extra))
+		if (reason == "") != c.served {
+			t.Errorf("env %s netconf %s: served %v (%s), want %v", c.env, c.extra, reason == "", reason, c.served)
+		}
 	}
 }

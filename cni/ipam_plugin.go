@@ -16,6 +16,7 @@ import (
 	"github.com/calico-aio/calico-aio/build/version"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
 // Versions are the CNI spec versions both plugins speak.
@@ -42,6 +43,7 @@ type ipamPlugin struct{ backend }
 // session is what every invocation sets up: config, node, datastore.
 type session struct {
 	conf *NetConf
+	ds   *apiconfig.Config // the datastore chosen (datastore.go)
 	args Args
 	node string
 	cl   *store.Client
@@ -61,10 +63,9 @@ func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if conf.DatastoreType == "" {
-		if err := checkDatastoreType("DATASTORE_TYPE", os.Getenv("DATASTORE_TYPE")); err != nil {
-			return nil, err
-		}
+	ds, err := conf.datastore(b.env())
+	if err != nil {
+		return nil, err
 	}
 	args, err := ParseArgs(a.Args)
 	if err != nil {
@@ -74,10 +75,10 @@ func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{conf: conf, args: args, node: node, cl: b.shared, shared: b.shared != nil}
+	s := &session{conf: conf, ds: ds, args: args, node: node, cl: b.shared, shared: b.shared != nil}
 	if s.cl == nil {
 		conf.configureLogging()
-		if s.cl, err = conf.storeClient(); err != nil {
+		if s.cl, err = storeClient(ds); err != nil {
 			return nil, err
 		}
 	}

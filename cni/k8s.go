@@ -15,6 +15,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
 // The pod annotations Calico's CNI plugin honours.
@@ -53,9 +54,27 @@ type kubePod struct {
 	ipamStdin []byte // the delegated IPAM's netconf with usePodCidr replaced; nil: unchanged
 }
 
-// usesKubernetes: Kubernetes pod arguments, and a way to the API.
+// usesKubernetes: Kubernetes pod arguments, and a way to the API (a
+// kubeconfig or API root in the netconf, or policy type k8s).
 func (s *session) usesKubernetes(id identity) bool {
-	return id.orchestrator == OrchestratorK8s && (s.conf.Kubernetes.Kubeconfig != "" || s.conf.Policy.Type == "k8s")
+	c := s.conf
+	return id.orchestrator == OrchestratorK8s &&
+		(c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "" || c.Policy.K8sAPIRoot != "" || c.Policy.Type == "k8s")
+}
+
+// kubeClient is the Kubernetes client of the datastore settings (the
+// netconf's kubernetes and policy keys over the environment, as
+// apiconfig resolves them); with none naming the API, the usual
+// kubeconfig rules ($KUBECONFIG, ~/.kube/config, in-cluster).
+func (s *session) kubeClient() (*k8s.Client, error) {
+	cfg, err := s.ds.RESTConfig(apiconfig.OSHost())
+	if errors.Is(err, apiconfig.ErrNoKubernetesAPI) {
+		return k8s.NewClient("")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return k8s.NewClientFromConfig(cfg)
 }
 
 // kubeError is a CNI error about a read from the Kubernetes API (err names
@@ -79,9 +98,9 @@ func kubeError(err error, about string) error {
 // readKubePod reads the pod, its namespace and (for usePodCidr) the node,
 // and checks the pod's annotations against the netconf.
 func (s *session) readKubePod(ctx context.Context, stdin []byte, id identity) (*kubePod, error) {
-	kc, err := k8s.NewClient(s.conf.Kubernetes.Kubeconfig)
+	kc, err := s.kubeClient()
 	if err != nil {
-		return nil, ConfigError("kubernetes.kubeconfig", "%v", err)
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, "invalid network config: "+err.Error(), "")
 	}
 	// The two reads are independent: one round trip instead of two (they
 	// share the connection). The pod's error, when both fail, is the one

@@ -73,20 +73,30 @@ type NetConf struct {
 	Nodename     string `json:"nodename"`
 	NodenameFile string `json:"nodename_file"`
 
-	DatastoreType  string `json:"datastore_type"`
-	EtcdEndpoints  string `json:"etcd_endpoints"`
-	EtcdKeyFile    string `json:"etcd_key_file"`
-	EtcdCertFile   string `json:"etcd_cert_file"`
-	EtcdCACertFile string `json:"etcd_ca_cert_file"`
-	LogLevel       string `json:"log_level"`
+	// The datastore (datastore.go: store/apiconfig resolves it with the
+	// environment and the Kubernetes keys below).
+	DatastoreType    string `json:"datastore_type"`
+	EtcdEndpoints    string `json:"etcd_endpoints"`
+	EtcdDiscoverySrv string `json:"etcd_discovery_srv"`
+	EtcdKeyFile      string `json:"etcd_key_file"`
+	EtcdCertFile     string `json:"etcd_cert_file"`
+	EtcdCACertFile   string `json:"etcd_ca_cert_file"`
+	LogLevel         string `json:"log_level"`
 
 	IPAM   IPAMConf `json:"ipam"`
 	Policy struct {
 		Type string `json:"type"`
+		// The Kubernetes API's access, as older netconfs give it.
+		K8sAPIRoot              string `json:"k8s_api_root"`
+		K8sAuthToken            string `json:"k8s_auth_token"`
+		K8sClientCertificate    string `json:"k8s_client_certificate"`
+		K8sClientKey            string `json:"k8s_client_key"`
+		K8sCertificateAuthority string `json:"k8s_certificate_authority"`
 	} `json:"policy"`
 	Kubernetes struct {
 		Kubeconfig string `json:"kubeconfig"`
 		NodeName   string `json:"node_name"`
+		K8sAPIRoot string `json:"k8s_api_root"`
 	} `json:"kubernetes"`
 	FeatureControl struct {
 		IPAddrsNoIpam bool `json:"ip_addrs_no_ipam"`
@@ -145,21 +155,7 @@ func LoadNetConf(data []byte) (*NetConf, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return c, checkDatastoreType("datastore_type", c.DatastoreType)
-}
-
-// checkDatastoreType refuses what Calico's DATASTORE_TYPE names but we do
-// not serve: the Kubernetes datastore is not built yet. source names where
-// the value came from (the netconf key, or the DATASTORE_TYPE variable that
-// Calico's plugin reads when the netconf is silent).
-func checkDatastoreType(source, t string) error {
-	switch t {
-	case "", "etcdv3":
-		return nil
-	case "kubernetes":
-		return ConfigError(source, "%q: the Kubernetes datastore is not supported yet; use etcdv3", t)
-	}
-	return ConfigError(source, "%q: must be etcdv3 or kubernetes", t)
+	return c, nil
 }
 
 func (c *NetConf) validate() error {
@@ -172,6 +168,8 @@ func (c *NetConf) validate() error {
 		return ConfigError("ipam.type", "no IPAM plugin named")
 	case c.IPAM.Type == "calico-ipam" && !c.IPAM.AssignIPv4.or(true) && !c.IPAM.AssignIPv6.or(false):
 		return ConfigError("ipam.assign_ipv4", "both assign_ipv4 and assign_ipv6 are false: nothing to assign")
+	case c.DatastoreType != "" && c.DatastoreType != "etcdv3" && c.DatastoreType != "kubernetes":
+		return ConfigError("datastore_type", "%q: must be etcdv3 or kubernetes", c.DatastoreType)
 	}
 	for _, e := range c.endpoints() {
 		u, err := url.Parse(e)

@@ -14,7 +14,7 @@ func TestNetConfErrorsNameTheField(t *testing.T) {
 		`{"name":"n","mtu":70000,"ipam":{"type":"calico-ipam"}}`:                                        "mtu",
 		`{"name":"n","ipam":{}}`:                                                                        "ipam.type",
 		`{"ipam":{"type":"calico-ipam"}}`:                                                               "name",
-		`{"name":"n","datastore_type":"kubernetes","ipam":{"type":"calico-ipam"}}`:                      "datastore_type",
+		`{"name":"n","datastore_type":"etcd","ipam":{"type":"calico-ipam"}}`:                            "datastore_type",
 		`{"name":"n","etcd_endpoints":"not a url","ipam":{"type":"calico-ipam"}}`:                       "etcd_endpoints",
 		`{"name":"n","ipam":{"type":"calico-ipam","assign_ipv4":"false"}}`:                              "assign_ipv4",
 		`{"name":"n","ipam":{"type":"calico-ipam","assign_ipv4":"maybe"}}`:                              "ipam",

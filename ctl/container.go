@@ -89,7 +89,7 @@ func newWorkloadEnv(ctx context.Context, o IO, f *workloadFlags) (*workloadEnv, 
 		return nil, fmt.Errorf("cannot tell this node's name: use --hostname or NODENAME")
 	}
 	e.node = node
-	c, err := connect(ctx, &f.ds, o)
+	c, err := connectFor("container", &f.ds, o)
 	if err != nil {
 		return nil, err
 	}

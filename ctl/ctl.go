@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
 // IO is what a command reads and writes.
@@ -125,15 +126,30 @@ func newFlagSet(name string, o IO) *pflag.FlagSet {
 	return fs
 }
 
-// connect opens the datastore described by the flags and environment.
+// connect opens the datastore described by the config file or the
+// environment and the flags.
 func connect(ctx context.Context, d *datastoreFlags, o IO) (*store.Client, error) {
-	cfg, err := d.storeConfig(o.Getenv)
+	return connectFor("", d, o)
+}
+
+// connectFor is connect for a verb that etcdOnly may refuse (verb "": any
+// datastore).
+func connectFor(verb string, d *datastoreFlags, o IO) (*store.Client, error) {
+	cfg, err := d.datastore(o.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	c, err := store.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to the datastore at %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	if verb != "" {
+		if err := etcdOnly(verb, cfg); err != nil {
+			return nil, err
+		}
+	}
+	c, err := apiconfig.Open(cfg, apiconfig.OSHost())
+	switch {
+	case errors.Is(err, apiconfig.ErrKubernetesNotWired):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("cannot connect to the datastore at %s: %w", strings.Join(cfg.Etcd.Endpoints, ","), err)
 	}
 	return c, nil
 }
@@ -141,7 +157,7 @@ func connect(ctx context.Context, d *datastoreFlags, o IO) (*store.Client, error
 // datastoreError rewords an unreachable-datastore error so the user sees where.
 func datastoreError(c *store.Client, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "connection refused") {
-		return fmt.Errorf("cannot reach the datastore (%v); check --etcd-endpoints, ETCD_ENDPOINTS or %s", err, DefaultConfigPath)
+		return fmt.Errorf("cannot reach the datastore (%v); check --etcd-endpoints, ETCD_ENDPOINTS or %s", err, apiconfig.DefaultConfigPath)
 	}
 	return err
 }

@@ -63,7 +63,7 @@ func runProfile(o IO, args []string) error {
 	}
 	ctx := context.Background()
 	run := func(do func(c *store.Client) error) error {
-		c, err := connect(ctx, &ds, o)
+		c, err := connectFor("profile", &ds, o)
 		if err != nil {
 			return err
 		}

@@ -13,25 +13,35 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 )
 
-// calico-node reads DATASTORE_TYPE as Calico does. Started with Calico's
-// stock DaemonSet environment (DATASTORE_TYPE=kubernetes, no
-// ETCD_ENDPOINTS), or in a pod with no etcd configured, it exits non-zero
-// with a clear message and starts no embedded etcd of its own.
+// calico-node chooses its datastore as Calico does (store/apiconfig).
+// Started with Calico's stock DaemonSet environment (DATASTORE_TYPE=
+// kubernetes, no ETCD_ENDPOINTS), or in a pod with no etcd configured, it
+// exits non-zero with a clear message (no way to the API: a usage error,
+// 2; the Kubernetes backend not wired in yet: a start-up error, 1) and
+// starts no embedded etcd of its own.
 func TestNodeDatastoreTypeRefused(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
 	n := newNS(t) // should the agent not exit, it programs only this namespace
-	for _, c := range []struct{ env, msg string }{
-		{"DATASTORE_TYPE=kubernetes", "DATASTORE_TYPE=kubernetes: the Kubernetes datastore is not supported yet"},
-		{"DATASTORE_TYPE=etcd", `DATASTORE_TYPE="etcd": must be etcdv3 or kubernetes`},
-		{"KUBERNETES_SERVICE_HOST=10.96.0.1", "running in a Kubernetes pod with no ETCD_ENDPOINTS"},
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	for _, c := range []struct {
+		env  []string
+		exit int
+		msg  string
+	}{
+		{[]string{"DATASTORE_TYPE=kubernetes"}, 2, "datastore type kubernetes (DATASTORE_TYPE) but no Kubernetes API to reach"},
+		{[]string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + kubeconfig}, 1, "datastore type kubernetes (DATASTORE_TYPE): the Kubernetes datastore backend is not wired yet"},
+		{[]string{"DATASTORE_TYPE=etcd"}, 2, `DATASTORE_TYPE="etcd": unknown datastore type, must be etcdv3 or kubernetes`},
+		{[]string{"KUBERNETES_SERVICE_HOST=10.96.0.1"}, 2, "datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)) but no Kubernetes API to reach"},
+		{[]string{"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443"}, 1,
+			"datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)): the Kubernetes datastore backend is not wired yet"},
 	} {
 		dataDir := filepath.Join(t.TempDir(), "etcd")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(ctx, binary, "node", "--nodename", "ds-node", "--etcd-data-dir", dataDir,
 			"--etcd-client-url", "http://127.0.0.1:0", "--etcd-peer-url", "http://127.0.0.1:0",
 			"--lib-dir", t.TempDir(), "--run-dir", t.TempDir(), "--health-addr", "", "--metrics-addr", "", "--bgp=false")
-		cmd.Env = append(os.Environ(), c.env)
+		cmd.Env = append(os.Environ(), c.env...)
 		var out []byte
 		err := n.Do(func(ns.NetNS) error {
 			var err error
@@ -40,8 +50,8 @@ func TestNodeDatastoreTypeRefused(t *testing.T) {
 		})
 		cancel()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.msg) {
-			t.Errorf("%s: %v, output %s; want exit 2 saying %q", c.env, err, out, c.msg)
+		if !errors.As(err, &ee) || ee.ExitCode() != c.exit || !strings.Contains(string(out), c.msg) {
+			t.Errorf("%s: %v, output %s; want exit %d saying %q", c.env, err, out, c.exit, c.msg)
 		}
 		if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: an embedded etcd data directory was made (%v)", c.env, err)

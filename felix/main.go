@@ -27,7 +27,6 @@ import (
 	"github.com/calico-aio/calico-aio/k8s/controller"
 	"github.com/calico-aio/calico-aio/libnetwork"
 	"github.com/calico-aio/calico-aio/store"
-	"github.com/calico-aio/calico-aio/store/embedded"
 )
 
 // Main runs calico-node until SIGTERM or SIGINT and returns the exit code.
@@ -53,23 +52,12 @@ func Main(args []string) int {
 // Run starts the agent and blocks until ctx ends.
 func Run(ctx context.Context, cfg config.Config) error {
 	slog.Info("calico-node starting", "version", version.Version, "node", cfg.NodeName)
-	var etcdSrv *embedded.Server
-	if len(cfg.EtcdEndpoints) == 0 {
-		// Compaction, quota and defrag check take the package defaults
-		// (5 min history, 2 GiB, hourly): see store/embedded/maintain.go.
-		srv, err := embedded.Start(ctx, embedded.Config{DataDir: cfg.EtcdDataDir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		etcdSrv = srv
-		cfg.EtcdEndpoints = srv.Endpoints()
-		slog.Info("embedded etcd serving", "client", cfg.EtcdClientURL, "data", cfg.EtcdDataDir,
-			"compactionRetention", embedded.DefaultCompactionRetention, "quotaBytes", embedded.DefaultQuotaBackendBytes)
-	}
-	c, err := store.New(cfg.StoreConfig())
+	c, etcdSrv, err := openDatastore(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if etcdSrv != nil {
+		defer etcdSrv.Close()
 	}
 	defer c.Close()
 	if err := retry(ctx, func() error { return c.EnsureClusterInformation(ctx, version.Version) }); err != nil {
@@ -98,8 +86,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
-	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Endpoints: cfg.EtcdEndpoints,
-		CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile}) // CNI calls through the agent
+	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Datastore: cfg.Datastore}) // CNI calls through the agent
 	defer stopCNI()
 	if cfg.KubeControllers != "" {
 		kc, err := controller.New(c, cfg.KubeControllers)
@@ -141,7 +128,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	go syncer.Run(ctx, c, a.updates)
-	slog.Info("calico-node running", "etcd", cfg.EtcdEndpoints)
+	slog.Info("calico-node running", "datastore", cfg.Datastore.Type)
 	err = a.loop(ctx)
 	slog.Info("calico-node stopping")
 	return err

@@ -63,11 +63,21 @@ func NewClient(kubeconfigPath string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err) // err names the file
 	}
+	return NewClientFromConfig(cfg)
+}
+
+// NewClientFromConfig is NewClient for a config already built (a copy of
+// cfg gets the client's timeout, user agent and, unless cfg sets one, its
+// rate limit). It does not contact the server.
+func NewClientFromConfig(in *rest.Config) (*Client, error) {
+	cfg := rest.CopyConfig(in)
 	cfg.Timeout = RequestTimeout
 	// client-go's default limit (5 requests/s, bursts of 10) would delay
 	// the controller's reconciliations after a burst of changes by 200 ms
 	// per list.
-	cfg.QPS, cfg.Burst = 50, 100
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	cfg.UserAgent = "calico-aio"
 	cfg.WarningHandler = rest.NoWarnings{}
 	dyn, err := dynamic.NewForConfig(cfg)

@@ -11,7 +11,9 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/cni/fastpath"
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -31,7 +33,7 @@ func TestCNIServerServesIPAMAndRefusesOthers(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
 	sock := filepath.Join(run, fastpath.SocketName)
-	s, err := listenCNI(sock, &cni.Agent{Client: c, Node: "n1", Endpoints: etcd.Endpoints()})
+	s, err := listenCNI(sock, &cni.Agent{Client: c, Node: "n1", Datastore: &apiconfig.Config{Type: apiconfig.EtcdV3, Etcd: store.Config{Endpoints: etcd.Endpoints()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,50 +2,51 @@ package config
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
 
-// Datastore selection, as Calico's DATASTORE_TYPE: etcdv3 (the default off
-// Kubernetes) or kubernetes. The Kubernetes datastore is not built yet, so
-// asking for it, or running in a Kubernetes pod with no etcd configured
-// (where Calico's default is the Kubernetes datastore), is a start-up
-// error: a node there must never start a private embedded etcd of its own,
-// which would hand out the same pod addresses as every other node.
+// Datastore selection is store/apiconfig's FromEnv, as Calico's calico-node
+// chooses: DATASTORE_TYPE (etcdv3 | kubernetes), the etcd and Kubernetes
+// variables, Felix's own FELIX_DATASTORETYPE and FELIX_ETCD*, then the
+// --etcd-* flags. With etcdv3 and no etcd listed or discovered the agent
+// runs the embedded etcd; in a Kubernetes pod with no etcd configured the
+// default is the Kubernetes datastore (apiconfig.Open refuses it until its
+// backend is wired in), never a private embedded etcd per node, which
+// would hand out the same pod addresses on every node.
 
-const (
-	datastoreEtcd       = "etcdv3"
-	datastoreKubernetes = "kubernetes"
-	// serviceAccountToken is where Kubernetes mounts a pod's token.
-	serviceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-)
+// felixDatastoreEnv are Felix's datastore variables: apiconfig reads them,
+// so the FELIX_* settings loader leaves them alone.
+var felixDatastoreEnv = []string{"FELIX_DATASTORETYPE", "FELIX_ETCDENDPOINTS", "FELIX_ETCDADDR", "FELIX_ETCDSCHEME",
+	"FELIX_ETCDKEYFILE", "FELIX_ETCDCERTFILE", "FELIX_ETCDCAFILE"}
 
-// inKubernetesPod says whether the agent runs in a Kubernetes pod: the
-// service account token is mounted or the API server's service variables
-// are set, as in every pod.
-func inKubernetesPod(getenv func(string) string) bool {
-	if getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return true
-	}
-	_, err := os.Stat(serviceAccountToken)
-	return err == nil
+// etcdFlags are the --etcd-* flags as given (empty: not given, so the
+// environment's value stands).
+type etcdFlags struct {
+	endpoints, caFile, certFile, keyFile string
 }
 
-// checkDatastore validates DATASTORE_TYPE against the rest of the
-// configuration: etcdConfigured is whether ETCD_ENDPOINTS (or
-// --etcd-endpoints) names an etcd cluster.
-func checkDatastore(getenv func(string) string, inPod, etcdConfigured bool) error {
-	switch t := getenv("DATASTORE_TYPE"); t {
-	case datastoreKubernetes:
-		return fmt.Errorf("DATASTORE_TYPE=kubernetes: the Kubernetes datastore is not supported yet; " +
-			"run with DATASTORE_TYPE=etcdv3 and ETCD_ENDPOINTS naming your etcd cluster")
-	case "", datastoreEtcd:
-		if inPod && !etcdConfigured {
-			return fmt.Errorf("running in a Kubernetes pod with no ETCD_ENDPOINTS: Calico's default here is the " +
-				"Kubernetes datastore, which is not supported yet, and a private embedded etcd per node would hand out " +
-				"the same pod addresses on every node; set ETCD_ENDPOINTS to your etcd cluster")
-		}
-		return nil
-	default:
-		return fmt.Errorf("DATASTORE_TYPE=%q: must be %s or %s", t, datastoreEtcd, datastoreKubernetes)
+// chooseDatastore resolves the datastore from the environment and flags.
+func chooseDatastore(getenv func(string) string, f etcdFlags) (*apiconfig.Config, error) {
+	h := apiconfig.OSHost()
+	h.Getenv = getenv
+	return apiconfig.FromEnv(h, apiconfig.EtcdFlags{Endpoints: f.endpoints, CAFile: f.caFile, CertFile: f.certFile, KeyFile: f.keyFile})
+}
+
+// EmbeddedEtcd says whether the agent runs the embedded etcd: the
+// datastore is etcdv3 and no etcd endpoints were listed or discovered.
+func (c Config) EmbeddedEtcd() bool {
+	d := c.Datastore
+	return d != nil && d.Type == apiconfig.EtcdV3 &&
+		d.Source(apiconfig.KeyEtcdEndpoints) == apiconfig.SourceDefault && d.Source(apiconfig.KeyEtcdDiscoverySrv) == apiconfig.SourceDefault
+}
+
+// checkEtcdOnly refuses what lives in etcd only, as in Calico: Docker's
+// libnetwork endpoints, with the Kubernetes datastore.
+func (c Config) checkEtcdOnly() error {
+	if c.Libnetwork && c.Datastore.Type == apiconfig.Kubernetes {
+		return fmt.Errorf("--libnetwork (CALICO_LIBNETWORK_ENABLED): Docker's network and IPAM driver keeps its endpoints in etcd only, "+
+			"as in Calico; it is not available with the Kubernetes datastore (datastore type kubernetes from %s)", c.Datastore.Source(apiconfig.KeyDatastoreType))
 	}
+	return nil
 }

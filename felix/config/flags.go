@@ -12,19 +12,18 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/k8s/controller"
-	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
 
 // Config is the agent's start-up configuration (flags, then environment).
 type Config struct {
-	NodeName      string
-	EtcdEndpoints []string
-	EtcdCAFile    string
-	EtcdCertFile  string
-	EtcdKeyFile   string
-	// Embedded datastore, used when EtcdEndpoints is empty.
+	NodeName string
+	// Datastore is the datastore chosen (datastore.go); apiconfig.Open
+	// connects to it.
+	Datastore *apiconfig.Config
+	// Embedded datastore, used when EmbeddedEtcd says so.
 	EtcdDataDir   string
 	EtcdClientURL string
 	EtcdPeerURL   string
@@ -71,11 +70,6 @@ type Config struct {
 	Logs *LogOutputs
 }
 
-// StoreConfig is how the agent's datastore client connects.
-func (c Config) StoreConfig() store.Config {
-	return store.Config{Endpoints: c.EtcdEndpoints, CAFile: c.EtcdCAFile, CertFile: c.EtcdCertFile, KeyFile: c.EtcdKeyFile}
-}
-
 // ParseFlags reads the agent's flags; every flag has an environment
 // variable used when the flag is not given. FELIX_* settings are looked up
 // by their upper-case names; Main passes the whole environment to Parse, so
@@ -94,7 +88,7 @@ func ParseFlags(args []string, getenv func(string) string) (Config, error) {
 // settings taken from environ (KEY=value lines) in any case.
 func Parse(args []string, getenv func(string) string, environ []string) (Config, error) {
 	var c Config
-	var endpoints string
+	var etcd etcdFlags
 	fs := pflag.NewFlagSet("calico-node", pflag.ContinueOnError)
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
@@ -104,10 +98,12 @@ func Parse(args []string, getenv func(string) string, environ []string) (Config,
 	}
 	host, _ := os.Hostname()
 	fs.StringVar(&c.NodeName, "nodename", env("NODENAME", host), "this node's name [NODENAME]")
-	fs.StringVar(&endpoints, "etcd-endpoints", env("ETCD_ENDPOINTS", ""), "comma-separated etcd endpoints; empty runs the embedded etcd [ETCD_ENDPOINTS]")
-	fs.StringVar(&c.EtcdCAFile, "etcd-ca-cert-file", env("ETCD_CA_CERT_FILE", ""), "etcd CA certificate [ETCD_CA_CERT_FILE]")
-	fs.StringVar(&c.EtcdCertFile, "etcd-cert-file", env("ETCD_CERT_FILE", ""), "etcd client certificate [ETCD_CERT_FILE]")
-	fs.StringVar(&c.EtcdKeyFile, "etcd-key-file", env("ETCD_KEY_FILE", ""), "etcd client key [ETCD_KEY_FILE]")
+	// The etcd flags default to nothing: apiconfig reads their variables
+	// (and CALICO_-prefixed and FELIX_ETCD* ones), the flags override them.
+	fs.StringVar(&etcd.endpoints, "etcd-endpoints", "", "comma-separated etcd endpoints; none set (nor ETCD_DISCOVERY_SRV) runs the embedded etcd off Kubernetes (docs/DATASTORE.md) [ETCD_ENDPOINTS]")
+	fs.StringVar(&etcd.caFile, "etcd-ca-cert-file", "", "etcd CA certificate [ETCD_CA_CERT_FILE]")
+	fs.StringVar(&etcd.certFile, "etcd-cert-file", "", "etcd client certificate [ETCD_CERT_FILE]")
+	fs.StringVar(&etcd.keyFile, "etcd-key-file", "", "etcd client key [ETCD_KEY_FILE]")
 	fs.StringVar(&c.EtcdDataDir, "etcd-data-dir", env("CALICO_ETCD_DATA_DIR", embedded.DefaultDataDir), "embedded etcd data directory [CALICO_ETCD_DATA_DIR]")
 	fs.StringVar(&c.EtcdClientURL, "etcd-client-url", env("CALICO_ETCD_CLIENT_URL", embedded.DefaultClientURL), "embedded etcd client URL [CALICO_ETCD_CLIENT_URL]")
 	fs.StringVar(&c.EtcdPeerURL, "etcd-peer-url", env("CALICO_ETCD_PEER_URL", embedded.DefaultPeerURL), "embedded etcd peer URL [CALICO_ETCD_PEER_URL]")
@@ -170,18 +166,13 @@ func Parse(args []string, getenv func(string) string, environ []string) (Config,
 		}
 		c.FelixEnv.LogSeverityScreen = lvl
 	}
-	for _, e := range strings.Split(endpoints, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			c.EtcdEndpoints = append(c.EtcdEndpoints, e)
-		}
-	}
 	if c.NodeName == "" {
 		return c, fmt.Errorf("--nodename: no node name given and the hostname is empty")
 	}
-	if err := checkDatastore(getenv, inKubernetesPod(getenv), len(c.EtcdEndpoints) > 0); err != nil {
+	if c.Datastore, err = chooseDatastore(getenv, etcd); err != nil {
 		return c, err
 	}
-	return c, nil
+	return c, c.checkEtcdOnly()
 }
 
 func envInt(getenv func(string) string, name string, def int) int {

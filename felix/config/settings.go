@@ -192,9 +192,10 @@ var settings = []setting{
 	field("endpointStatusPathPrefix", "/var/run/calico", true, func(s *spec) **string { return &s.EndpointStatusPathPrefix }, parseStatusPrefix, validStatusPrefix),
 }
 
-// envOnly are FELIX_* variables the agent reads as flags (flags.go),
-// not FelixConfiguration fields; the loader leaves them alone.
-var envOnly = []string{"FELIX_MTU", "FELIX_HEALTHADDR", "FELIX_METRICSADDR", "FELIX_RESYNC_INTERVAL"}
+// envOnly are FELIX_* variables the agent reads as flags (flags.go) or
+// as its datastore's (datastore.go), not FelixConfiguration fields; the
+// loader leaves them alone.
+var envOnly = append([]string{"FELIX_MTU", "FELIX_HEALTHADDR", "FELIX_METRICSADDR", "FELIX_RESYNC_INTERVAL"}, felixDatastoreEnv...)
 
 // ParseFelixEnv reads every FELIX_* variable of environ (KEY=value
 // lines) that names a supported setting, case-insensitively. A bad value

@@ -1,0 +1,35 @@
+package apiconfig
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Open makes the etcd client for etcdv3 (contacting nothing) and refuses
+// the Kubernetes datastore, naming where its type came from, until its
+// backend is wired in.
+func TestOpen(t *testing.T) {
+	h := fakeHost(map[string]string{"ETCD_ENDPOINTS": "http://127.0.0.1:1"}, nil)
+	cfg, err := FromEnv(h, EtcdFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(cfg, h)
+	if err != nil {
+		t.Fatalf("etcdv3: %v", err)
+	}
+	_ = c.Close()
+
+	h = fakeHost(merged(inPodEnv, nil), nil)
+	if cfg, err = FromEnv(h, EtcdFlags{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(cfg, h)
+	if !errors.Is(err, ErrKubernetesNotWired) || !strings.Contains(err.Error(), "datastore type kubernetes ("+string(SourceDefaultInPod)+")") {
+		t.Errorf("kubernetes in a pod: %v", err)
+	}
+	if _, err = Open(&Config{Type: "etcd"}, h); err == nil {
+		t.Errorf("an unknown type was opened")
+	}
+}
