@@ -1,0 +1,299 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/calico-aio/calico-aio/e2e/kubeapi"
+	"github.com/calico-aio/calico-aio/k8s"
+	"github.com/calico-aio/calico-aio/store/storetest"
+)
+
+// leaseWait bounds every wait of these tests: far longer than any handover
+// they provoke, far shorter than the hour-long leases that make a handover
+// possible only by the path under test.
+const leaseWait = 60 * time.Second
+
+// timeline records when each contender's work starts and stops, in order,
+// and whether two ever ran at once.
+type timeline struct {
+	mu      sync.Mutex
+	active  map[string]bool
+	events  []string // "+id" started, "-id" stopped
+	overlap []string
+}
+
+// work is a contender's controller: it runs until its context ends.
+func (tl *timeline) work(id string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		tl.mu.Lock()
+		for other := range tl.active {
+			tl.overlap = append(tl.overlap, other+" and "+id)
+		}
+		tl.active[id] = true
+		tl.events = append(tl.events, "+"+id)
+		tl.mu.Unlock()
+		<-ctx.Done()
+		tl.mu.Lock()
+		delete(tl.active, id)
+		tl.events = append(tl.events, "-"+id)
+		tl.mu.Unlock()
+		return nil
+	}
+}
+
+// leader is the one contender running, "" when none is.
+func (tl *timeline) leader() string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for id := range tl.active {
+		return id
+	}
+	return ""
+}
+
+func (tl *timeline) history() []string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return slices.Clone(tl.events)
+}
+
+// blockable is the real client, whose Lease updates hang until their
+// context ends while blocked is set (a leader cut off from the API).
+type blockable struct {
+	*k8s.Client
+	blocked atomic.Bool
+}
+
+func (b *blockable) UpdateLease(ctx context.Context, l *k8s.Lease) (*k8s.Lease, error) {
+	if b.blocked.Load() {
+		<-ctx.Done()
+		return nil, fmt.Errorf("update blocked by the test: %w", ctx.Err())
+	}
+	return b.Client.UpdateLease(ctx, l)
+}
+
+type contender struct {
+	api    *blockable
+	cancel context.CancelFunc
+	done   chan error // Run's result
+}
+
+// election is one Lease contended for by several electors on a real
+// kube-apiserver.
+type election struct {
+	t     *testing.T
+	kapi  *kubeapi.Server
+	name  string
+	tl    *timeline
+	cands map[string]*contender
+}
+
+func newElection(t *testing.T, kapi *kubeapi.Server, name string) *election {
+	return &election{t: t, kapi: kapi, name: name, tl: &timeline{active: map[string]bool{}}, cands: map[string]*contender{}}
+}
+
+// start runs an elector for id with the given timings until the test ends.
+func (el *election) start(id string, duration, deadline, retry time.Duration) {
+	kc, err := k8s.NewClient(el.kapi.KubeconfigPath)
+	if err != nil {
+		el.t.Fatal(err)
+	}
+	c := &contender{api: &blockable{Client: kc}, done: make(chan error, 1)}
+	e := &LeaseElector{Namespace: LeaseNamespace, Name: el.name, Identity: id,
+		LeaseDuration: duration, RenewDeadline: deadline, RetryPeriod: retry, Logf: el.t.Logf, api: c.api}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { c.done <- e.Run(ctx, el.tl.work(id)) }()
+	el.t.Cleanup(func() {
+		c.api.blocked.Store(false)
+		cancel()
+		<-c.done
+	})
+	el.cands[id] = c
+}
+
+// lease reads the Lease straight from the API server.
+func (el *election) lease() k8s.Lease {
+	el.t.Helper()
+	code, body := el.kapi.Do(el.t, http.MethodGet, el.path(), nil)
+	if code != http.StatusOK {
+		el.t.Fatalf("GET lease %s: %d %s", el.name, code, body)
+	}
+	var l k8s.Lease
+	if err := json.Unmarshal(body, &l); err != nil {
+		el.t.Fatal(err)
+	}
+	return l
+}
+
+func (el *election) path() string {
+	return "/apis/coordination.k8s.io/v1/namespaces/" + LeaseNamespace + "/leases/" + el.name
+}
+
+// waitLeader waits until one contender other than not runs, and returns it.
+func (el *election) waitLeader(not string) string {
+	el.t.Helper()
+	var id string
+	waitFor(el.t, "a leader other than "+not, func() bool {
+		id = el.tl.leader()
+		return id != "" && id != not
+	})
+	return id
+}
+
+// check fails the test if two contenders ever ran at once, or the Lease
+// does not name who runs now with the given number of transitions.
+func (el *election) check(holder string, transitions int32) {
+	el.t.Helper()
+	if el.tl.overlap != nil {
+		el.t.Fatalf("two leaders at once: %v (history %v)", el.tl.overlap, el.tl.history())
+	}
+	l := el.lease()
+	if got := holderOf(l); got != holder || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != transitions {
+		el.t.Fatalf("lease holder %q, transitions %v; want %q, %d", got, l.Spec.LeaseTransitions, holder, transitions)
+	}
+	if l.Spec.AcquireTime == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		el.t.Fatalf("lease %s lacks acquireTime, renewTime or leaseDurationSeconds: %+v", el.name, l.Spec)
+	}
+}
+
+func holderOf(l k8s.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(leaseWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", leaseWait, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLeaseElection runs contenders for a coordination.k8s.io Lease on a
+// real kube-apiserver.
+func TestLeaseElection(t *testing.T) {
+	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
+
+	// One leader among three; when its context ends it stops its work and
+	// releases the Lease, and another takes over. The hour-long lease
+	// means nobody could take it over otherwise within the test.
+	t.Run("OneLeaderAndHandoverOnCancel", func(t *testing.T) {
+		el := newElection(t, kapi, "handover")
+		for _, id := range []string{"node-a", "node-b", "node-c"} {
+			el.start(id, time.Hour, 30*time.Second, 100*time.Millisecond)
+		}
+		first := el.waitLeader("")
+		time.Sleep(time.Second) // ten attempts of each candidate
+		el.check(first, 0)
+		if h := el.tl.history(); len(h) != 1 {
+			t.Fatalf("more than one leader elected: %v", h)
+		}
+		c := el.cands[first]
+		c.cancel()
+		if err := <-c.done; err != nil {
+			t.Fatalf("Run of the cancelled leader: %v", err)
+		}
+		c.done <- nil // for the cleanup
+		second := el.waitLeader(first)
+		el.check(second, 1)
+		if h := el.tl.history(); !slices.Equal(h, []string{"+" + first, "-" + first, "+" + second}) {
+			t.Fatalf("history %v", h)
+		}
+	})
+
+	// A leader whose renewals hang stops its work after RenewDeadline;
+	// the others take over once the Lease has not changed for its
+	// duration, never while the old leader still works.
+	t.Run("LeaderThatCannotRenewStops", func(t *testing.T) {
+		el := newElection(t, kapi, "blocked")
+		for _, id := range []string{"node-a", "node-b", "node-c"} {
+			el.start(id, 4*time.Second, 2*time.Second, 200*time.Millisecond)
+		}
+		first := el.waitLeader("")
+		acquired := el.lease().Spec.AcquireTime
+		el.cands[first].api.blocked.Store(true)
+		second := el.waitLeader(first)
+		el.check(second, 1)
+		if h := el.tl.history(); !slices.Equal(h, []string{"+" + first, "-" + first, "+" + second}) {
+			t.Fatalf("history %v", h)
+		}
+		if now := el.lease().Spec.AcquireTime; !acquired.Before(now) {
+			t.Fatalf("acquireTime %v not after the first leader's %v", now, acquired)
+		}
+		select {
+		case err := <-el.cands[first].done:
+			t.Fatalf("the cut-off leader's Run returned (%v); it should campaign again", err)
+		default:
+		}
+	})
+
+	// Another holder writing the Lease is noticed at the leader's next
+	// renewal (long before its RenewDeadline); once that holder's lease
+	// expires, a contender takes it back.
+	t.Run("StolenLeaseIsNoticed", func(t *testing.T) {
+		el := newElection(t, kapi, "stolen")
+		for _, id := range []string{"node-a", "node-b", "node-c"} {
+			el.start(id, 5*time.Minute, 4*time.Minute, 100*time.Millisecond)
+		}
+		first := el.waitLeader("")
+		el.steal("intruder", 2)
+		waitFor(t, "the leader to stop", func() bool { return el.tl.leader() == "" })
+		second := el.waitLeader("")
+		el.check(second, 1)
+		if h := el.tl.history(); !slices.Equal(h, []string{"+" + first, "-" + first, "+" + second}) {
+			t.Fatalf("history %v", h)
+		}
+	})
+}
+
+// steal writes the Lease as another holder's for secs seconds.
+func (el *election) steal(holder string, secs int32) {
+	el.t.Helper()
+	l := el.lease()
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
+	l.Spec.RenewTime, l.Spec.AcquireTime = &now, &now
+	if code, body := el.kapi.Do(el.t, http.MethodPut, el.path(), l); code != http.StatusOK {
+		el.t.Fatalf("PUT lease as %s: %d %s", holder, code, body)
+	}
+}
+
+// TestLeaseElectorRefusesBadTimings: timings that would let two leaders
+// overlap are refused, naming the setting.
+func TestLeaseElectorRefusesBadTimings(t *testing.T) {
+	for _, tc := range []struct {
+		change func(e *LeaseElector)
+		want   string
+	}{
+		{func(e *LeaseElector) { e.Identity = "" }, "Identity"},
+		{func(e *LeaseElector) { e.RenewDeadline = e.LeaseDuration }, "LeaseDuration"},
+		{func(e *LeaseElector) { e.RetryPeriod = e.RenewDeadline }, "RenewDeadline"},
+		{func(e *LeaseElector) { e.RetryPeriod = 0 }, "RetryPeriod"},
+		{func(e *LeaseElector) { e.LeaseDuration = 15500 * time.Millisecond }, "whole seconds"},
+	} {
+		e := NewLeaseElector(nil, "node-a")
+		e.api = &blockable{} // never called
+		tc.change(e)
+		err := e.Run(context.Background(), func(context.Context) error { t.Fatal("ran"); return nil })
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one naming %s", err, tc.want)
+		}
+	}
+}
