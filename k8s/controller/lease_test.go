@@ -297,3 +297,101 @@ func TestLeaseElectorRefusesBadTimings(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseElectorKeepsWhatItDoesNotModel: an elector writing a Lease that
+// someone else made keeps the fields it does not model (here the owner
+// reference and a label), counts taking it from no holder as a transition,
+// and on release leaves no holder and a one-second duration.
+func TestLeaseElectorKeepsWhatItDoesNotModel(t *testing.T) {
+	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
+	el := newElection(t, kapi, "premade")
+	owner := map[string]any{"apiVersion": "v1", "kind": "Namespace", "name": "kube-system", "uid": "0a5e1d2c-5c3b-4d5e-9f00-000000000001"}
+	lease := map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+		"metadata": map[string]any{"name": el.name, "labels": map[string]string{"team": "net"}, "ownerReferences": []any{owner}},
+		"spec":     map[string]any{"leaseTransitions": 3}}
+	if code, body := kapi.Do(t, http.MethodPost, "/apis/coordination.k8s.io/v1/namespaces/"+LeaseNamespace+"/leases", lease); code != http.StatusCreated {
+		t.Fatalf("creating the lease: %d %s", code, body)
+	}
+	el.start("node-a", time.Hour, 30*time.Second, 100*time.Millisecond)
+	el.waitLeader("")
+	el.check("node-a", 4)
+	c := el.cands["node-a"]
+	c.cancel()
+	if err := <-c.done; err != nil {
+		t.Fatal(err)
+	}
+	c.done <- nil // for the cleanup
+	var got struct {
+		Metadata struct {
+			Labels          map[string]string
+			OwnerReferences []map[string]any
+		}
+		Spec k8s.LeaseSpec
+	}
+	_, body := kapi.Do(t, http.MethodGet, el.path(), nil)
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata.Labels["team"] != "net" || len(got.Metadata.OwnerReferences) != 1 || got.Metadata.OwnerReferences[0]["uid"] != owner["uid"] {
+		t.Fatalf("fields the elector does not model were lost: %s", body)
+	}
+	if s := got.Spec; s.HolderIdentity == nil || *s.HolderIdentity != "" || *s.LeaseDurationSeconds != 1 || *s.LeaseTransitions != 4 {
+		t.Fatalf("released lease %s; want no holder, 1 s, 4 transitions", body)
+	}
+}
+
+// TestRunLeaseElected runs the controller itself under the default Lease
+// on two nodes: only the leader's controller works, and when its context
+// ends the other node's controller takes over (it writes the profile of
+// a namespace created after the handover).
+func TestRunLeaseElected(t *testing.T) {
+	etcd := storetest.StartEtcd(t)
+	kapi := kubeapi.Start(t, etcd.Endpoints()[0])
+	cl := etcd.Client(t)
+	el := newElection(t, kapi, LeaseName)
+	for _, id := range []string{"node-a", "node-b"} {
+		c, err := New(cl, kapi.KubeconfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Resync, c.Logf = time.Hour, t.Logf
+		kc, err := k8s.NewClient(kapi.KubeconfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cand := &contender{cancel: cancel, done: make(chan error, 1)}
+		go func() { cand.done <- RunLeaseElected(ctx, kc, id, c) }()
+		t.Cleanup(func() { cancel(); <-cand.done })
+		el.cands[id] = cand
+	}
+	holderIs := func(not string) func() bool {
+		return func() bool {
+			code, body := kapi.Do(t, http.MethodGet, el.path(), nil)
+			var l k8s.Lease
+			return code == http.StatusOK && json.Unmarshal(body, &l) == nil && holderOf(l) != "" && holderOf(l) != not
+		}
+	}
+	profile := func(name string) func() bool {
+		return func() bool {
+			_, err := cl.GetResource(context.Background(), profileKind, "", name)
+			return err == nil
+		}
+	}
+	waitFor(t, "a leader", holderIs(""))
+	first := holderOf(el.lease())
+	waitFor(t, "the leader's controller to write kns.default", profile("kns.default"))
+
+	c := el.cands[first]
+	c.cancel()
+	if err := <-c.done; err != nil {
+		t.Fatalf("RunLeaseElected of the cancelled leader: %v", err)
+	}
+	c.done <- nil // for the cleanup
+	waitFor(t, "the other node to take over", holderIs(first))
+	if code, body := kapi.Do(t, http.MethodPost, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "shop"}}); code != http.StatusCreated {
+		t.Fatalf("creating namespace shop: %d %s", code, body)
+	}
+	waitFor(t, "the new leader's controller to write kns.shop", profile("kns.shop"))
+}
