@@ -57,8 +57,10 @@ type leaseAPI interface {
 // clock (so clocks need not agree); every write is a compare-and-swap on
 // the Lease's resourceVersion. A leader that cannot renew for RenewDeadline
 // stops its work, before anyone else may start (RenewDeadline <
-// LeaseDuration). Instances sharing an identity would both lead: use the
-// node name.
+// LeaseDuration). A deleted Lease is written again by its leader at its
+// next renewal; if another instance creates it first, the leader stops at
+// its next renewal. Instances sharing an identity would both lead: use
+// the node name.
 type LeaseElector struct {
 	Namespace, Name string // LeaseNamespace, LeaseName by NewLeaseElector
 	Identity        string // holderIdentity: this instance's node name
@@ -146,6 +148,9 @@ func (e *LeaseElector) Run(ctx context.Context, run func(context.Context) error)
 			e.logf("kube-controllers %s: %v", e.Identity, err)
 		}
 		e.release()
+		if returned {
+			sleep(ctx, e.RetryPeriod) // run failed by itself: not in a hot loop
+		}
 	}
 	return nil
 }
@@ -208,14 +213,15 @@ func (e *LeaseElector) tryAcquireOrRenew(ctx context.Context) (bool, error) {
 	sent := time.Now()
 	if e.isLeader && e.seen != nil {
 		// Renewal: write over what we wrote last, without reading first;
-		// a conflict means someone else wrote it, so read it below.
+		// a conflict means someone else wrote it (or deleted it), so read
+		// it below.
 		l, err := e.api.UpdateLease(ctx, e.record(e.seen, sent))
 		if err == nil {
 			e.observe(l, sent)
 			e.renewed = sent
 			return true, nil
 		}
-		if !errors.Is(err, k8s.ErrLeaseConflict) {
+		if !errors.Is(err, k8s.ErrLeaseConflict) && !errors.Is(err, k8s.ErrNotFound) {
 			return false, err
 		}
 	}

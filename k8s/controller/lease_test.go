@@ -244,6 +244,25 @@ func TestLeaseElection(t *testing.T) {
 		}
 	})
 
+	// A leader whose Lease is deleted writes it again at its next renewal
+	// and keeps working (its RenewDeadline is far away).
+	t.Run("DeletedLeaseIsRecreated", func(t *testing.T) {
+		el := newElection(t, kapi, "deleted")
+		el.start("node-a", time.Hour, 50*time.Second, 100*time.Millisecond)
+		el.waitLeader("")
+		if code, body := kapi.Do(t, http.MethodDelete, el.path(), nil); code != http.StatusOK {
+			t.Fatalf("DELETE lease: %d %s", code, body)
+		}
+		waitFor(t, "the lease written again", func() bool {
+			code, _ := kapi.Do(t, http.MethodGet, el.path(), nil)
+			return code == http.StatusOK
+		})
+		el.check("node-a", 0)
+		if h := el.tl.history(); !slices.Equal(h, []string{"+node-a"}) {
+			t.Fatalf("history %v; want the leader's work uninterrupted", h)
+		}
+	})
+
 	// Another holder writing the Lease is noticed at the leader's next
 	// renewal (long before its RenewDeadline); once that holder's lease
 	// expires, a contender takes it back.
