@@ -36,6 +36,16 @@ const (
 	LeaseName      = "calico-aio-kube-controllers"
 )
 
+// LeaseRBACRules are the rules of a Role in LeaseNamespace that let an
+// elector run as its user: create (which cannot be limited to a name),
+// get and update of LeaseName. Kubernetes-mode manifests grant calico-node
+// these (TestLeaseElection/LeastPrivilege runs an elector with no more).
+var LeaseRBACRules = []map[string]any{
+	{"apiGroups": []string{"coordination.k8s.io"}, "resources": []string{"leases"}, "verbs": []string{"create"}},
+	{"apiGroups": []string{"coordination.k8s.io"}, "resources": []string{"leases"}, "resourceNames": []string{LeaseName},
+		"verbs": []string{"get", "update"}},
+}
+
 // Kubernetes' own defaults for its controllers' leases.
 const (
 	DefaultLeaseDuration = 15 * time.Second

@@ -92,20 +92,21 @@ type contender struct {
 // election is one Lease contended for by several electors on a real
 // kube-apiserver.
 type election struct {
-	t     *testing.T
-	kapi  *kubeapi.Server
-	name  string
-	tl    *timeline
-	cands map[string]*contender
+	t          *testing.T
+	kapi       *kubeapi.Server
+	kubeconfig string // the contenders'
+	name       string
+	tl         *timeline
+	cands      map[string]*contender
 }
 
 func newElection(t *testing.T, kapi *kubeapi.Server, name string) *election {
-	return &election{t: t, kapi: kapi, name: name, tl: &timeline{active: map[string]bool{}}, cands: map[string]*contender{}}
+	return &election{t: t, kapi: kapi, kubeconfig: kapi.KubeconfigPath, name: name, tl: &timeline{active: map[string]bool{}}, cands: map[string]*contender{}}
 }
 
 // start runs an elector for id with the given timings until the test ends.
 func (el *election) start(id string, duration, deadline, retry time.Duration) {
-	kc, err := k8s.NewClient(el.kapi.KubeconfigPath)
+	kc, err := k8s.NewClient(el.kubeconfig)
 	if err != nil {
 		el.t.Fatal(err)
 	}
@@ -241,6 +242,30 @@ func TestLeaseElection(t *testing.T) {
 		case err := <-el.cands[first].done:
 			t.Fatalf("the cut-off leader's Run returned (%v); it should campaign again", err)
 		default:
+		}
+	})
+
+	// The permissions the elector needs (LeaseRBACRules) are enough: as
+	// a user with only those it creates, renews and releases the Lease.
+	t.Run("LeastPrivilege", func(t *testing.T) {
+		el := newElection(t, kapi, LeaseName)
+		el.kubeconfig = kapi.KubeconfigFor(t, "lease-tester")
+		grant(t, kapi, "lease-tester")
+		el.start("node-a", 3*time.Second, 2*time.Second, 100*time.Millisecond)
+		el.waitLeader("")
+		time.Sleep(500 * time.Millisecond) // renewals
+		el.check("node-a", 0)
+		c := el.cands["node-a"]
+		c.cancel()
+		if err := <-c.done; err != nil {
+			t.Fatal(err)
+		}
+		c.done <- nil // for the cleanup
+		if l := el.lease(); holderOf(l) != "" {
+			t.Fatalf("lease still held by %q after release", holderOf(l))
+		}
+		if h := el.tl.history(); !slices.Equal(h, []string{"+node-a", "-node-a"}) {
+			t.Fatalf("history %v", h)
 		}
 	})
 
@@ -413,4 +438,21 @@ func TestRunLeaseElected(t *testing.T) {
 		t.Fatalf("creating namespace shop: %d %s", code, body)
 	}
 	waitFor(t, "the new leader's controller to write kns.shop", profile("kns.shop"))
+}
+
+// grant gives user, in LeaseNamespace, only the rules of LeaseRBACRules.
+func grant(t *testing.T, kapi *kubeapi.Server, user string) {
+	t.Helper()
+	const rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/" + LeaseNamespace
+	role := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+		"metadata": map[string]any{"name": "lease-election"}, "rules": LeaseRBACRules}
+	binding := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": "lease-election"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease-election"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}}}
+	for path, o := range map[string]any{rbac + "/roles": role, rbac + "/rolebindings": binding} {
+		if code, body := kapi.Do(t, http.MethodPost, path, o); code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", path, code, body)
+		}
+	}
 }
