@@ -307,17 +307,38 @@ func (e *LeaseElector) release() {
 	// ctx may be done: release with a fresh one so the Lease goes now.
 	ctx, cancel := context.WithTimeout(context.Background(), k8s.RequestTimeout)
 	defer cancel()
-	l := e.seen.Clone()
+	cur := e.seen
+	for attempt := 1; ; attempt++ {
+		got, err := e.api.UpdateLease(ctx, released(cur))
+		if err == nil {
+			e.observe(got, time.Now())
+			e.logf("kube-controllers %s: released lease %s/%s", e.Identity, e.Namespace, e.Name)
+			return
+		}
+		if errors.Is(err, k8s.ErrLeaseConflict) && attempt < 3 {
+			// A renewal cut off by the end of ctx may have been applied
+			// all the same: release what is there if it still names us.
+			if cur, err = e.api.GetLease(ctx, e.Namespace, e.Name); err == nil {
+				e.observe(cur, time.Now())
+				if holder(cur) != e.Identity {
+					return
+				}
+				continue
+			}
+		}
+		e.logf("kube-controllers %s: releasing lease %s/%s: %v", e.Identity, e.Namespace, e.Name, err)
+		return
+	}
+}
+
+// released is l with no holder and a one-second duration.
+func released(l *k8s.Lease) *k8s.Lease {
+	r := l.Clone()
 	now := metav1.NewMicroTime(time.Now())
 	empty, one := "", int32(1)
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &empty, &one
-	l.Spec.RenewTime, l.Spec.AcquireTime = &now, &now
-	if got, err := e.api.UpdateLease(ctx, l); err != nil {
-		e.logf("kube-controllers %s: releasing lease %s/%s: %v", e.Identity, e.Namespace, e.Name, err)
-	} else {
-		e.observe(got, time.Now())
-		e.logf("kube-controllers %s: released lease %s/%s", e.Identity, e.Namespace, e.Name)
-	}
+	r.Spec.HolderIdentity, r.Spec.LeaseDurationSeconds = &empty, &one
+	r.Spec.RenewTime, r.Spec.AcquireTime = &now, &now
+	return r
 }
 
 func (e *LeaseElector) logf(format string, args ...any) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -69,10 +70,13 @@ func (tl *timeline) history() []string {
 }
 
 // blockable is the real client, whose Lease updates hang until their
-// context ends while blocked is set (a leader cut off from the API).
+// context ends while blocked is set (a leader cut off from the API), and
+// whose next update's reply is lost (the update applied, then onLost
+// called) once loseReply is set.
 type blockable struct {
 	*k8s.Client
-	blocked atomic.Bool
+	blocked, loseReply atomic.Bool
+	onLost             func()
 }
 
 func (b *blockable) UpdateLease(ctx context.Context, l *k8s.Lease) (*k8s.Lease, error) {
@@ -80,7 +84,12 @@ func (b *blockable) UpdateLease(ctx context.Context, l *k8s.Lease) (*k8s.Lease, 
 		<-ctx.Done()
 		return nil, fmt.Errorf("update blocked by the test: %w", ctx.Err())
 	}
-	return b.Client.UpdateLease(ctx, l)
+	got, err := b.Client.UpdateLease(ctx, l)
+	if err == nil && b.loseReply.CompareAndSwap(true, false) {
+		b.onLost()
+		return nil, errors.New("reply lost by the test")
+	}
+	return got, err
 }
 
 type contender struct {
@@ -266,6 +275,24 @@ func TestLeaseElection(t *testing.T) {
 		}
 		if h := el.tl.history(); !slices.Equal(h, []string{"+node-a", "-node-a"}) {
 			t.Fatalf("history %v", h)
+		}
+	})
+
+	// A renewal applied whose reply was lost (as when ctx ends mid-call)
+	// leaves the leader with an old resourceVersion: it still releases.
+	t.Run("ReleaseAfterALostReply", func(t *testing.T) {
+		el := newElection(t, kapi, "lost-reply")
+		el.start("node-a", time.Hour, 30*time.Second, 100*time.Millisecond)
+		el.waitLeader("")
+		c := el.cands["node-a"]
+		c.api.onLost = c.cancel // the reply is lost as ctx ends
+		c.api.loseReply.Store(true)
+		if err := <-c.done; err != nil {
+			t.Fatal(err)
+		}
+		c.done <- nil // for the cleanup
+		if l := el.lease(); holderOf(l) != "" {
+			t.Fatalf("lease still held by %q after release", holderOf(l))
 		}
 	})
 
