@@ -334,15 +334,22 @@ func TestLeaseElection(t *testing.T) {
 	})
 }
 
-// steal writes the Lease as another holder's for secs seconds.
+// steal writes the Lease as another holder's for secs seconds, reading it
+// again when a renewal got in between.
 func (el *election) steal(holder string, secs int32) {
 	el.t.Helper()
-	l := el.lease()
-	now := metav1.NewMicroTime(time.Now())
-	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
-	l.Spec.RenewTime, l.Spec.AcquireTime = &now, &now
-	if code, body := el.kapi.Do(el.t, http.MethodPut, el.path(), l); code != http.StatusOK {
-		el.t.Fatalf("PUT lease as %s: %d %s", holder, code, body)
+	for {
+		l := el.lease()
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
+		l.Spec.RenewTime, l.Spec.AcquireTime = &now, &now
+		code, body := el.kapi.Do(el.t, http.MethodPut, el.path(), l)
+		if code == http.StatusOK {
+			return
+		}
+		if code != http.StatusConflict {
+			el.t.Fatalf("PUT lease as %s: %d %s", holder, code, body)
+		}
 	}
 }
 
@@ -358,6 +365,7 @@ func TestLeaseElectorRefusesBadTimings(t *testing.T) {
 		{func(e *LeaseElector) { e.RetryPeriod = e.RenewDeadline }, "RenewDeadline"},
 		{func(e *LeaseElector) { e.RetryPeriod = 0 }, "RetryPeriod"},
 		{func(e *LeaseElector) { e.LeaseDuration = 15500 * time.Millisecond }, "whole seconds"},
+		{func(e *LeaseElector) { e.api = nil }, "no Kubernetes client"},
 	} {
 		e := NewLeaseElector(nil, "node-a")
 		e.api = &blockable{} // never called
