@@ -17,7 +17,8 @@
 // resources.go (profiles and policies), podlabels.go, services.go (service
 // endpoints), nodelabels.go (Kubernetes node labels onto Calico Nodes),
 // gc.go (deleted pods),
-// gcnodes.go (deleted nodes), elect.go (leader election).
+// gcnodes.go (deleted nodes), elect.go (leader election on etcd), lease.go
+// (leader election on a coordination.k8s.io Lease, Kubernetes datastore).
 package controller
 
 import (
