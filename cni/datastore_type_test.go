@@ -26,7 +26,7 @@ func TestDatastoreNetconfAndEnv(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	for extra, want := range map[string]string{
 		`,"datastore_type":"etcd"`:                                           `invalid network config: datastore_type: "etcd": must be etcdv3 or kubernetes`,
-		`,"datastore_type":"kubernetes","kubernetes":{"kubeconfig":"/k"}`:    "datastore type kubernetes (netconf datastore_type): the Kubernetes datastore backend is not wired yet",
+		`,"datastore_type":"kubernetes","kubernetes":{"kubeconfig":"/k"}`:    "datastore type kubernetes (netconf datastore_type): the Calico CNI plugin: the Kubernetes datastore is not supported by this component yet",
 		`,"datastore_type":"kubernetes"`:                                     "datastore type kubernetes (netconf datastore_type) but no Kubernetes API to reach",
 		`,"etcd_endpoints":"http://a:2379","etcd_discovery_srv":"example.x"`: "netconf etcd_endpoints and netconf etcd_discovery_srv: multiple discovery or bootstrap options specified",
 	} {
@@ -39,7 +39,7 @@ func TestDatastoreNetconfAndEnv(t *testing.T) {
 	t.Setenv("DATASTORE_TYPE", "kubernetes")
 	t.Setenv("KUBECONFIG", "/k")
 	_, err := backend{}.newSession(&skel.CmdArgs{StdinData: dsConf("")})
-	if err == nil || !strings.Contains(err.Error(), "datastore type kubernetes (DATASTORE_TYPE): the Kubernetes datastore backend is not wired yet") {
+	if err == nil || !strings.Contains(err.Error(), "datastore type kubernetes (DATASTORE_TYPE): the Calico CNI plugin: the Kubernetes datastore is not supported by this component yet") {
 		t.Errorf("DATASTORE_TYPE=kubernetes with a silent netconf: %v", err)
 	}
 }

@@ -89,7 +89,7 @@ func TestKubernetesDatastoreVerbs(t *testing.T) {
 		{[]string{"container", "add", "/var/run/netns/x", "ipv4", "--hostname", "n1"}, "calicoctl container: not available with the Kubernetes datastore (datastore type kubernetes from " + file + " spec.datastoreType)"},
 		{[]string{"profile", "show"}, "calicoctl profile: not available with the Kubernetes datastore"},
 		{[]string{"profile", "add", "p1"}, "etcd only, as in Calico"},
-		{[]string{"get", "ippools"}, "the Kubernetes datastore backend is not wired yet"},
+		{[]string{"get", "ippools"}, "cannot connect to the Kubernetes datastore"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(append(c.args, "-c", file), IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }})

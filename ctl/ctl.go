@@ -146,8 +146,8 @@ func connectFor(verb string, d *datastoreFlags, o IO) (*store.Client, error) {
 	}
 	c, err := apiconfig.Open(cfg, apiconfig.OSHost())
 	switch {
-	case errors.Is(err, apiconfig.ErrKubernetesNotWired):
-		return nil, err
+	case err != nil && cfg.Type == apiconfig.Kubernetes:
+		return nil, fmt.Errorf("cannot connect to the Kubernetes datastore: %w", err)
 	case err != nil:
 		return nil, fmt.Errorf("cannot connect to the datastore at %s: %w", strings.Join(cfg.Etcd.Endpoints, ","), err)
 	}

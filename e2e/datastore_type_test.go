@@ -30,11 +30,11 @@ func TestNodeDatastoreTypeRefused(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"DATASTORE_TYPE=kubernetes"}, 2, "datastore type kubernetes (DATASTORE_TYPE) but no Kubernetes API to reach"},
-		{[]string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + kubeconfig}, 1, "datastore type kubernetes (DATASTORE_TYPE): the Kubernetes datastore backend is not wired yet"},
+		{[]string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + kubeconfig}, 1, "datastore type kubernetes (DATASTORE_TYPE): calico-node: the Kubernetes datastore is not supported by this component yet"},
 		{[]string{"DATASTORE_TYPE=etcd"}, 2, `DATASTORE_TYPE="etcd": unknown datastore type, must be etcdv3 or kubernetes`},
 		{[]string{"KUBERNETES_SERVICE_HOST=10.96.0.1"}, 2, "datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)) but no Kubernetes API to reach"},
 		{[]string{"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443"}, 1,
-			"datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)): the Kubernetes datastore backend is not wired yet"},
+			"datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)): calico-node: the Kubernetes datastore is not supported by this component yet"},
 	} {
 		dataDir := filepath.Join(t.TempDir(), "etcd")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

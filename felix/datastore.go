@@ -19,6 +19,9 @@ func openDatastore(ctx context.Context, cfg config.Config) (*store.Client, *embe
 	for _, w := range cfg.Datastore.Warnings {
 		slog.Warn("datastore setting not used", "warning", w)
 	}
+	if err := apiconfig.RefuseKubernetes(cfg.Datastore, "calico-node"); err != nil {
+		return nil, nil, err
+	}
 	var srv *embedded.Server
 	if cfg.EmbeddedEtcd() {
 		// Compaction, quota and defrag check take the package defaults

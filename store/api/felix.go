@@ -120,6 +120,10 @@ type FelixConfigurationSpec struct {
 	WireguardMTU           *int    `json:"wireguardMTU,omitempty"`
 	BPFEnabled             *bool   `json:"bpfEnabled,omitempty"`
 	BPFLogLevel            string  `json:"bpfLogLevel,omitempty"`
+	// Calico's eBPF dataplane's; accepted only at the values calicoctl
+	// stores by default (Default), as the rest of the eBPF settings.
+	BPFConnectTimeLoadBalancing    string `json:"bpfConnectTimeLoadBalancing,omitempty"`
+	BPFHostNetworkedNATWithoutCTLB string `json:"bpfHostNetworkedNATWithoutCTLB,omitempty"`
 	XDPEnabled             *bool   `json:"xdpEnabled,omitempty"`
 	FloatingIPs            *string `json:"floatingIPs,omitempty"`
 
@@ -218,7 +222,24 @@ func init() {
 func (c *FelixConfiguration) GetObjectMeta() *ObjectMeta { return &c.Metadata }
 
 // Default does nothing: unset fields mean the agent's defaults.
-func (c *FelixConfiguration) Default() {}
+// Default fills in what Calico v3.32.1's calicoctl stores in every
+// FelixConfiguration it writes (recorded in Kubernetes datastore mode): the
+// eBPF connect-time load balancing and NAT defaults and floating IPs
+// Disabled. (calicoctl also shows an empty bpfLogLevel, which it does not
+// store.)
+func (c *FelixConfiguration) Default() {
+	s := &c.Spec
+	if s.BPFConnectTimeLoadBalancing == "" {
+		s.BPFConnectTimeLoadBalancing = "TCP"
+	}
+	if s.BPFHostNetworkedNATWithoutCTLB == "" {
+		s.BPFHostNetworkedNATWithoutCTLB = "Enabled"
+	}
+	if s.FloatingIPs == nil {
+		disabled := "Disabled"
+		s.FloatingIPs = &disabled
+	}
+}
 
 // Validate checks enumerations, ports, addresses and ranges of the
 // modelled fields.

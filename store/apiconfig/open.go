@@ -4,14 +4,30 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/kube"
 )
 
-// ErrKubernetesNotWired: the Kubernetes datastore was chosen but this build
-// has no backend for it yet (errors.Is).
-var ErrKubernetesNotWired = errors.New("the Kubernetes datastore backend is not wired yet")
+// ErrKubernetesNotWired: the Kubernetes datastore was chosen for a role that
+// does not run on it yet (errors.Is): calico-node and the CNI plugins still
+// need their Kubernetes-mode behaviour (Calico's pod annotations instead of
+// WorkloadEndpoints, start-up through the CRDs); calicoctl runs on it.
+var ErrKubernetesNotWired = errors.New("the Kubernetes datastore is not supported by this component yet")
 
-// Open connects to the datastore c chose: the etcd v3 client for etcdv3.
+// RefuseKubernetes is the refusal of a role (e.g. "calico-node") that does
+// not run on the Kubernetes datastore yet, nil for any other datastore.
+func RefuseKubernetes(c *Config, role string) error {
+	if c.Type != Kubernetes {
+		return nil
+	}
+	return fmt.Errorf("datastore type kubernetes (%s): %s: %w; "+
+		"use DATASTORE_TYPE=etcdv3 with etcd endpoints (ETCD_ENDPOINTS, etcd_endpoints or spec.etcdEndpoints) naming your etcd cluster",
+		c.Source(KeyDatastoreType), role, ErrKubernetesNotWired)
+}
+
+// Open connects to the datastore c chose: the etcd v3 client for etcdv3,
+// the Kubernetes backend (store/kube) for kubernetes.
 // It is the one place a backend is picked from a Config (calico-node, the
 // CNI plugins and calicoctl all come here); unlike the rest of the package
 // it makes a client, though it contacts nothing (the first call does).
@@ -21,14 +37,15 @@ func Open(c *Config, h Host) (*store.Client, error) {
 	case EtcdV3:
 		return store.New(c.Etcd)
 	case Kubernetes:
-		// LEAD: the Kubernetes backend's constructor goes here, once
-		// store/kube lands: c.RESTConfig(h) gives its client-go config
-		// (errors already name the setting's source), then
-		// store.NewClient(<the backend>).
-		_ = h
-		return nil, fmt.Errorf("datastore type kubernetes (%s): %w; "+
-			"use DATASTORE_TYPE=etcdv3 with etcd endpoints (ETCD_ENDPOINTS, etcd_endpoints or spec.etcdEndpoints) naming your etcd cluster",
-			c.Source(KeyDatastoreType), ErrKubernetesNotWired)
+		rc, err := c.RESTConfig(h)
+		if err != nil {
+			return nil, err
+		}
+		kc, err := k8s.NewClientFromConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		return store.NewClient(kube.NewWithClient(kc)), nil
 	}
 	return nil, fmt.Errorf("datastore type %q (%s): unknown", c.Type, c.Source(KeyDatastoreType))
 }

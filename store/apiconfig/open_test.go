@@ -25,9 +25,19 @@ func TestOpen(t *testing.T) {
 	if cfg, err = FromEnv(h, EtcdFlags{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(cfg, h)
-	if !errors.Is(err, ErrKubernetesNotWired) || !strings.Contains(err.Error(), "datastore type kubernetes ("+string(SourceDefaultInPod)+")") {
-		t.Errorf("kubernetes in a pod: %v", err)
+	// The Kubernetes backend is built from the in-cluster config: here the
+	// pod's token file is missing, and the error names it.
+	if _, err = Open(cfg, h); err == nil || !strings.Contains(err.Error(), "service account token") {
+		t.Errorf("kubernetes in a pod without its token: %v", err)
+	}
+	// Roles that do not run on the Kubernetes datastore yet refuse it by
+	// name, saying where the choice came from; other datastores pass.
+	err = RefuseKubernetes(cfg, "calico-node")
+	if !errors.Is(err, ErrKubernetesNotWired) || !strings.Contains(err.Error(), "datastore type kubernetes ("+string(SourceDefaultInPod)+"): calico-node") {
+		t.Errorf("calico-node on kubernetes: %v", err)
+	}
+	if err := RefuseKubernetes(&Config{Type: EtcdV3}, "calico-node"); err != nil {
+		t.Errorf("etcdv3 refused: %v", err)
 	}
 	if _, err = Open(&Config{Type: "etcd"}, h); err == nil {
 		t.Errorf("an unknown type was opened")
