@@ -1,0 +1,213 @@
+package ctl
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
+)
+
+// calicoctl datastore migrate: move a cluster's Calico data from an etcdv3
+// datastore to a Kubernetes one, as Calico's calicoctl does. lock sets
+// ClusterInformation "default" spec.datastoreReady false (Calico's
+// components stop changing the dataplane and the CNI plugin refuses pods),
+// export prints every Calico resource and every IPAM object of the locked
+// source, import writes them into an empty target, unlock sets
+// datastoreReady true there. docs/DATASTORE.md "Moving from etcd to
+// Kubernetes" has the steps.
+
+// exportHeader opens an export; import refuses a file without it.
+const exportHeader = "# calicoctl datastore migrate export"
+
+// ipamSeparator ends the resources of an export; IPAM objects follow.
+const ipamSeparator = "==="
+
+// notLockedExport is what export says of a source that is not locked.
+const notLockedExport = "Datastore is not locked. Run the `calicoctl datastore migrate lock` command in order to begin migration."
+
+// derivedKinds are the kinds a Kubernetes datastore derives from
+// Kubernetes objects (Pods, Namespaces, ServiceAccounts): they are not
+// exported. Nodes are exported and imported onto existing Kubernetes Nodes.
+var derivedKinds = map[string]bool{"WorkloadEndpoint": true, "Profile": true}
+
+// ipamKinds are exported after the resources, in the order import writes
+// them: config, then handles before the blocks that count on them (as
+// Calico's assign), then the affinities that confirm the blocks.
+var ipamKinds = []string{store.KindIPAMConfig, store.KindIPAMHandle, store.KindIPAMBlock, store.KindBlockAffinity}
+
+// ipamRecord is one IPAM object of an export: its model key and value.
+type ipamRecord struct {
+	Kind  string          `json:"kind"`
+	Name  string          `json:"name"`
+	Node  string          `json:"node,omitempty"`
+	Value json.RawMessage `json:"value"`
+}
+
+func runDatastore(o IO, args []string) error {
+	const usage = "usage: calicoctl datastore migrate <export|import|lock|unlock> [options]"
+	if len(args) < 2 || args[0] != "migrate" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(o.Stdout, usage)
+			return nil
+		}
+		return errors.New(usage)
+	}
+	fs := newFlagSet("datastore migrate "+args[1], o)
+	var ds datastoreFlags
+	ds.register(fs)
+	file := fs.StringP("filename", "f", "", "the file an export was saved to (import)")
+	if err := fs.Parse(args[2:]); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	c, err := connect(ctx, &ds, o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	switch args[1] {
+	case "lock", "unlock":
+		err = setDatastoreReady(ctx, c, args[1] == "unlock")
+		if err == nil {
+			fmt.Fprintf(o.Stdout, "Datastore %sed.\n", args[1])
+		}
+	case "export":
+		err = migrateExport(ctx, c, o.Stdout)
+	case "import":
+		err = importFile(ctx, c, o, *file)
+	default:
+		return errors.New(usage)
+	}
+	if err != nil {
+		return datastoreError(c, err)
+	}
+	return nil
+}
+
+// setDatastoreReady sets ClusterInformation default spec.datastoreReady,
+// keeping every other field (compare-and-swap on the read revision).
+func setDatastoreReady(ctx context.Context, c *store.Client, ready bool) error {
+	k, _ := api.LookupKind("ClusterInformation")
+	for range maxClusterInfoWrites {
+		r, err := c.GetResource(ctx, k, "", "default")
+		if errors.Is(err, store.ErrNotFound) {
+			return errors.New("the datastore has no ClusterInformation default: start calico-node on it first")
+		}
+		if err != nil {
+			return err
+		}
+		ci := r.(*api.ClusterInformation)
+		ci.Spec.DatastoreReady = &ready
+		_, err = c.UpdateResource(ctx, ci)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("ClusterInformation default: gave up after %d conflicting writes", maxClusterInfoWrites)
+}
+
+// maxClusterInfoWrites bounds setDatastoreReady's retries.
+const maxClusterInfoWrites = 5
+
+// datastoreLocked reports whether ClusterInformation default says the
+// datastore is not ready (locked for migration).
+func datastoreLocked(ctx context.Context, c *store.Client) (bool, error) {
+	k, _ := api.LookupKind("ClusterInformation")
+	r, err := c.GetResource(ctx, k, "", "default")
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	ready := r.(*api.ClusterInformation).Spec.DatastoreReady
+	return ready != nil && !*ready, nil
+}
+
+// migrateExport writes the locked datastore's resources (YAML documents,
+// exactly as stored) and then its IPAM objects to w.
+func migrateExport(ctx context.Context, c *store.Client, w io.Writer) error {
+	if _, isEtcd := etcdv3.Of(c.Backend); !isEtcd {
+		return errors.New("invalid datastore type: kubernetes to export from for datastore migration: the datastore type must be etcdv3")
+	}
+	locked, err := datastoreLocked(ctx, c)
+	if err != nil {
+		return err
+	}
+	if !locked {
+		return errors.New(notLockedExport)
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, exportHeader)
+	for _, k := range api.Kinds() {
+		if derivedKinds[k.Kind] {
+			continue
+		}
+		if err := exportKind(ctx, c, bw, k.Kind); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(bw, ipamSeparator)
+	for _, kind := range ipamKinds {
+		if err := exportIPAM(ctx, c, bw, kind); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// exportKind writes every stored object of kind as a YAML document.
+func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string) error {
+	objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
+	if err != nil {
+		return fmt.Errorf("exporting %s: %w", kind, err)
+	}
+	sortObjects(objs)
+	for _, o := range objs {
+		y, err := yaml.JSONToYAML(o.Value)
+		if err != nil {
+			return fmt.Errorf("exporting %s: %w", o.Key, err)
+		}
+		fmt.Fprintf(w, "---\n%s", y)
+	}
+	return nil
+}
+
+// exportIPAM writes every IPAM object of kind as one JSON line.
+func exportIPAM(ctx context.Context, c *store.Client, w io.Writer, kind string) error {
+	objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
+	if err != nil {
+		return fmt.Errorf("exporting %s: %w", kind, err)
+	}
+	sortObjects(objs)
+	for _, o := range objs {
+		line, err := json.Marshal(ipamRecord{Kind: kind, Name: o.Key.Name, Node: o.Key.Node, Value: o.Value})
+		if err != nil {
+			return fmt.Errorf("exporting %s: %w", o.Key, err)
+		}
+		fmt.Fprintf(w, "%s\n", line)
+	}
+	return nil
+}
+
+func sortObjects(objs []store.Object) {
+	sort.Slice(objs, func(i, j int) bool {
+		a, b := objs[i].Key, objs[j].Key
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		return a.Name < b.Name
+	})
+}
