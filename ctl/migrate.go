@@ -81,7 +81,7 @@ func runDatastore(o IO, args []string) error {
 			fmt.Fprintf(o.Stdout, "Datastore %sed.\n", args[1])
 		}
 	case "export":
-		err = migrateExport(ctx, c, o.Stdout)
+		err = migrateExport(ctx, c, o.Stdout, o.Stderr)
 	case "import":
 		err = importFile(ctx, c, o, *file)
 	default:
@@ -134,8 +134,9 @@ func datastoreLocked(ctx context.Context, c *store.Client) (bool, error) {
 }
 
 // migrateExport writes the locked datastore's resources (YAML documents,
-// exactly as stored) and then its IPAM objects to w.
-func migrateExport(ctx context.Context, c *store.Client, w io.Writer) error {
+// exactly as stored but for node names, nodeRenames) and then its IPAM
+// objects to w; what it leaves out that a user made goes to warn.
+func migrateExport(ctx context.Context, c *store.Client, w, warn io.Writer) error {
 	if _, isEtcd := etcdv3.Of(c.Backend); !isEtcd {
 		return errors.New("invalid datastore type: kubernetes to export from for datastore migration: the datastore type must be etcdv3")
 	}
@@ -146,19 +147,26 @@ func migrateExport(ctx context.Context, c *store.Client, w io.Writer) error {
 	if !locked {
 		return errors.New(notLockedExport)
 	}
+	renames, err := nodeRenames(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := warnSkippedProfiles(ctx, c, warn); err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, exportHeader)
 	for _, k := range api.Kinds() {
 		if derivedKinds[k.Kind] {
 			continue
 		}
-		if err := exportKind(ctx, c, bw, k.Kind); err != nil {
+		if err := exportKind(ctx, c, bw, k.Kind, renames); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintln(bw, ipamSeparator)
 	for _, kind := range ipamKinds {
-		if err := exportIPAM(ctx, c, bw, kind); err != nil {
+		if err := exportIPAM(ctx, c, bw, kind, renames); err != nil {
 			return err
 		}
 	}
@@ -166,10 +174,15 @@ func migrateExport(ctx context.Context, c *store.Client, w io.Writer) error {
 }
 
 // exportKind writes every stored object of kind as a YAML document.
-func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string) error {
+func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string, renames map[string]string) error {
 	objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
 	if err != nil {
 		return fmt.Errorf("exporting %s: %w", kind, err)
+	}
+	for i := range objs {
+		if err := renameObject(&objs[i], renames); err != nil {
+			return err
+		}
 	}
 	sortObjects(objs)
 	for _, o := range objs {
@@ -183,10 +196,15 @@ func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string) 
 }
 
 // exportIPAM writes every IPAM object of kind as one JSON line.
-func exportIPAM(ctx context.Context, c *store.Client, w io.Writer, kind string) error {
+func exportIPAM(ctx context.Context, c *store.Client, w io.Writer, kind string, renames map[string]string) error {
 	objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
 	if err != nil {
 		return fmt.Errorf("exporting %s: %w", kind, err)
+	}
+	for i := range objs {
+		if err := renameObject(&objs[i], renames); err != nil {
+			return err
+		}
 	}
 	sortObjects(objs)
 	for _, o := range objs {

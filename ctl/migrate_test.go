@@ -74,7 +74,19 @@ spec: {bgp: {ipv4Address: 10.0.0.1/24}}
 apiVersion: projectcalico.org/v3
 kind: Node
 metadata: {name: node2}
-spec: {bgp: {ipv4Address: 10.0.0.2/24}}
+spec:
+  bgp: {ipv4Address: 10.0.0.2/24}
+  orchRefs: [{orchestrator: k8s, nodeName: worker-2}]
+---
+apiVersion: projectcalico.org/v3
+kind: Node
+metadata: {name: node3}
+spec: {bgp: {ipv4Address: 10.0.0.3/24}}
+---
+apiVersion: projectcalico.org/v3
+kind: Profile
+metadata: {name: legacy}
+spec: {}
 `
 
 // migratedKinds are the kinds compared object for object after import.
@@ -103,10 +115,17 @@ func TestDatastoreMigrateEtcdToKubernetes(t *testing.T) {
 		t.Fatalf("export of an unlocked datastore: exit %d\n%s%s", code, out, errs)
 	}
 	h.mustRun("", "datastore", "migrate", "lock")
-	export := h.mustRun("", "datastore", "migrate", "export")
+	export, errs, code := h.run("", "datastore", "migrate", "export")
+	if code != 0 || !strings.Contains(errs, `Profile "legacy" is not exported`) {
+		t.Fatalf("export: exit %d, stderr %q", code, errs)
+	}
 
 	kc := startKubeCluster(t, "prod")
-	kc.Do(t, http.MethodPost, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "node1"}})
+	for _, n := range []string{"node1", "worker-2"} {
+		if code, body := kc.Do(t, http.MethodPost, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": n}}); code != http.StatusCreated {
+			t.Fatalf("node %s: %d %s", n, code, body)
+		}
+	}
 	kb, err := kube.New(kc.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
@@ -117,21 +136,25 @@ func TestDatastoreMigrateEtcdToKubernetes(t *testing.T) {
 	if err := ctl.MigrateImport(kcli, &warn, []byte(export)); err != nil {
 		t.Fatalf("import: %v\nexport:\n%s", err, export)
 	}
-	if !strings.Contains(warn.String(), `Node "node2": no Kubernetes Node`) {
+	if !strings.Contains(warn.String(), `Node "node3": no Kubernetes Node`) {
 		t.Errorf("import warnings = %q, want node2's", warn.String())
 	}
 	if err := ctl.SetDatastoreReady(kcli, true); err != nil {
 		t.Fatal(err)
 	}
 
+	// node2's Kubernetes name is worker-2 (its orchRef): its IPAM moves there.
+	renamed := map[string]string{"node2": "worker-2"}
 	for _, kind := range migratedKinds {
-		if got, want := modelObjects(t, kcli, kind), modelObjects(t, h.cli, kind); !reflect.DeepEqual(got, want) {
+		if got, want := modelObjects(t, kcli, kind, nil), modelObjects(t, h.cli, kind, renamed); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s after import:\n got %v\nwant %v", kind, got, want)
 		}
 	}
-	n, err := kcli.GetResource(bg, mustKind(t, "Node"), "", "node1")
-	if err != nil || n.(*api.Node).Spec.BGP == nil || n.(*api.Node).Spec.BGP.IPv4Address != "10.0.0.1/24" {
-		t.Errorf("node1 after import: %+v %v", n, err)
+	for name, addr := range map[string]string{"node1": "10.0.0.1/24", "worker-2": "10.0.0.2/24"} {
+		n, err := kcli.GetResource(bg, mustKind(t, "Node"), "", name)
+		if err != nil || n.(*api.Node).Spec.BGP == nil || n.(*api.Node).Spec.BGP.IPv4Address != addr {
+			t.Errorf("node %s after import: %+v %v", name, n, err)
+		}
 	}
 	kal := ipam.New(kcli)
 	for _, hd := range handles {
@@ -219,8 +242,9 @@ func dropEmpty(v any) any {
 }
 
 // modelObjects lists kind as key -> model value, without the fields the
-// datastore sets itself (uid, resourceVersion, creationTimestamp).
-func modelObjects(t *testing.T, c *store.Client, kind string) map[store.Key]map[string]any {
+// datastore sets itself (uid, resourceVersion, creationTimestamp), with the
+// node names in renamed replaced.
+func modelObjects(t *testing.T, c *store.Client, kind string, renamed map[string]string) map[store.Key]map[string]any {
 	t.Helper()
 	objs, _, err := c.List(bg, store.ListOptions{Kind: kind})
 	if err != nil {
@@ -228,6 +252,13 @@ func modelObjects(t *testing.T, c *store.Client, kind string) map[store.Key]map[
 	}
 	out := map[store.Key]map[string]any{}
 	for _, o := range objs {
+		for from, to := range renamed {
+			o.Value = bytes.ReplaceAll(o.Value, []byte(`"`+from+`"`), []byte(`"`+to+`"`))
+			o.Value = bytes.ReplaceAll(o.Value, []byte(`"host:`+from+`"`), []byte(`"host:`+to+`"`))
+			if o.Key.Node == from {
+				o.Key.Node = to
+			}
+		}
 		var v map[string]any
 		if err := json.Unmarshal(o.Value, &v); err != nil {
 			t.Fatal(err)
