@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"sigs.k8s.io/yaml"
@@ -24,6 +25,9 @@ import (
 // source, import writes them into an empty target, unlock sets
 // datastoreReady true there. docs/DATASTORE.md "Moving from etcd to
 // Kubernetes" has the steps.
+
+// migrateSubcommands are the verbs of calicoctl datastore migrate.
+var migrateSubcommands = map[string]bool{"export": true, "import": true, "lock": true, "unlock": true}
 
 // exportHeader opens an export; import refuses a file without it.
 const exportHeader = "# calicoctl datastore migrate export"
@@ -52,21 +56,38 @@ type ipamRecord struct {
 	Value json.RawMessage `json:"value"`
 }
 
+// migrateUsage is what "calicoctl datastore migrate --help" prints.
+const migrateUsage = `Usage:
+  calicoctl datastore migrate <command> [<args>...]
+
+    export  Export the contents of the etcdv3 datastore to yaml.
+    import  Store and convert yaml of resources into the Kubernetes datastore.
+    lock    Lock the datastore to prevent changes from occurring during datastore migration.
+    unlock  Unlock the datastore to allow changes once the migration is completed.
+
+See 'calicoctl datastore migrate <command> --help' to read about a specific subcommand.`
+
 func runDatastore(o IO, args []string) error {
-	const usage = "usage: calicoctl datastore migrate <export|import|lock|unlock> [options]"
-	if len(args) < 2 || args[0] != "migrate" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(o.Stdout, usage)
+	if len(args) < 2 || args[0] != "migrate" || !migrateSubcommands[args[1]] {
+		if slices.Contains(args, "-h") || slices.Contains(args, "--help") {
+			fmt.Fprintln(o.Stdout, migrateUsage)
 			return nil
 		}
-		return errors.New(usage)
+		fmt.Fprintln(o.Stderr, migrateUsage)
+		return exitError{code: 1}
 	}
 	fs := newFlagSet("datastore migrate "+args[1], o)
 	var ds datastoreFlags
 	ds.register(fs)
-	file := fs.StringP("filename", "f", "", "the file an export was saved to (import)")
+	var file *string
+	if args[1] == "import" {
+		file = fs.StringP("filename", "f", "", "the file an export was saved to (- for standard input)")
+	}
 	if err := fs.Parse(args[2:]); err != nil {
 		return err
+	}
+	if len(fs.Args()) > 0 {
+		return fmt.Errorf("calicoctl datastore migrate %s: unexpected argument %q", args[1], fs.Args()[0])
 	}
 	ctx := context.Background()
 	c, err := connect(ctx, &ds, o)
@@ -84,8 +105,6 @@ func runDatastore(o IO, args []string) error {
 		err = migrateExport(ctx, c, o.Stdout, o.Stderr)
 	case "import":
 		err = importFile(ctx, c, o, *file)
-	default:
-		return errors.New(usage)
 	}
 	if err != nil {
 		return datastoreError(c, err)

@@ -186,8 +186,17 @@ func TestDatastoreMigrateImportRefusesUnlockedExport(t *testing.T) {
 		t.Fatalf("export has no datastoreReady false:\n%s", export)
 	}
 	// An etcd target is refused before anything else.
-	if err := ctl.MigrateImport(h.cli, &bytes.Buffer{}, []byte(export)); err == nil || !strings.Contains(err.Error(), "must be kubernetes") {
-		t.Errorf("import into etcd: %v", err)
+	if _, errs, code := h.run(export, "datastore", "migrate", "import", "-f", "-"); code != 1 || !strings.Contains(errs, "must be kubernetes") {
+		t.Errorf("import into etcd: exit %d, %s", code, errs)
+	}
+	// Flags a verb does not honour, and verbs that do not exist, are refused.
+	for _, args := range [][]string{{"export", "-f", "x"}, {"lock", "extra"}, {"bogus"}, {}} {
+		if out, errs, code := h.run("", append([]string{"datastore", "migrate"}, args...)...); code == 0 {
+			t.Errorf("datastore migrate %v: exit 0\n%s%s", args, out, errs)
+		}
+	}
+	if out, _, code := h.run("", "datastore", "migrate", "--help"); code != 0 || !strings.Contains(out, "unlock  Unlock the datastore") {
+		t.Errorf("datastore migrate --help: exit %d\n%s", code, out)
 	}
 	for _, bad := range []string{unlocked, strings.TrimPrefix(export, "# calicoctl"), strings.Split(export, "\n===\n")[0]} {
 		if err := ctl.MigrateImport(store.NewClient(nonEtcd{h.cli.Backend}), &bytes.Buffer{}, []byte(bad)); err == nil {
