@@ -96,7 +96,11 @@ var migratedKinds = []string{"IPPool", "Tier", "GlobalNetworkPolicy", "NetworkPo
 
 func TestDatastoreMigrateEtcdToKubernetes(t *testing.T) {
 	h := newHarness(t)
+	// What calico-node leaves in etcd, then the user's resources.
 	if err := h.cli.EnsureClusterInformation(bg, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cli.EnsureDefaultTiers(bg); err != nil {
 		t.Fatal(err)
 	}
 	h.mustRun(migrateState, "apply", "-f", "-")
