@@ -104,6 +104,10 @@ func TestDatastoreMigrateEtcdToKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustRun(migrateState, "apply", "-f", "-")
+	h.mustRun("", "ipam", "configure", "--max-blocks-per-host=8")
+	if objs, _, err := h.cli.List(bg, store.ListOptions{Kind: store.KindIPAMConfig}); err != nil || len(objs) != 1 {
+		t.Fatalf("IPAMConfig in etcd: %v %v", objs, err)
+	}
 	al := ipam.New(h.cli)
 	handles := []string{"k8s-pod-network.c1", "k8s-pod-network.c2", "k8s-pod-network.c3", "ipip-tunnel-addr-node1"}
 	for i, hd := range handles {
