@@ -156,15 +156,15 @@ func datastoreLocked(ctx context.Context, c *store.Client) (bool, error) {
 // exactly as stored but for node names, nodeRenames) and then its IPAM
 // objects to w; what it leaves out that a user made goes to warn.
 func migrateExport(ctx context.Context, c *store.Client, w, warn io.Writer) error {
-	if _, isEtcd := etcdv3.Of(c.Backend); !isEtcd {
-		return errors.New("invalid datastore type: kubernetes to export from for datastore migration: the datastore type must be etcdv3")
-	}
 	locked, err := datastoreLocked(ctx, c)
 	if err != nil {
 		return err
 	}
 	if !locked {
 		return errors.New(notLockedExport)
+	}
+	if _, isEtcd := etcdv3.Of(c.Backend); !isEtcd {
+		return errors.New("Invalid datastore type: kubernetes to export from for datastore migration. Datastore type must be etcdv3")
 	}
 	renames, err := nodeRenames(ctx, c)
 	if err != nil {

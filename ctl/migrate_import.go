@@ -139,7 +139,7 @@ func ipamRank(kind string) int {
 // exist (warned about on warn otherwise), then IPAM in ipamKinds' order.
 func migrateImport(ctx context.Context, c *store.Client, warn io.Writer, ex *exportData) error {
 	if _, isEtcd := etcdv3.Of(c.Backend); isEtcd {
-		return errors.New("invalid datastore type: etcdv3 to import to for datastore migration: the datastore type must be kubernetes")
+		return errors.New("Invalid datastore type: etcdv3 to import to for datastore migration. Datastore type must be kubernetes")
 	}
 	if err := ex.checkLocked(); err != nil {
 		return err

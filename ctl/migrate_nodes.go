@@ -35,8 +35,8 @@ func nodeRenames(ctx context.Context, c *store.Client) (map[string]string, error
 }
 
 // renameObject rewrites o's node names per renames: a Node's name, an
-// affinity's node, a block's "host:" affinity and its allocations' node
-// attribute. Everything else in the value is kept as stored.
+// affinity's node, a tunnel address's handle, a block's "host:" affinity
+// and its allocations' node attribute and tunnel handles. Everything else in the value is kept as stored.
 func renameObject(o *store.Object, renames map[string]string) error {
 	if len(renames) == 0 {
 		return nil
@@ -54,10 +54,25 @@ func renameObject(o *store.Object, renames map[string]string) error {
 		if to, ok := renames[o.Key.Node]; ok {
 			o.Key.Node = to
 		}
+	case store.KindIPAMHandle:
+		o.Key.Name = renameHandle(o.Key.Name, renames)
 	case store.KindIPAMBlock:
 		return editValue(o, func(v map[string]any) { renameBlock(v, renames) })
 	}
 	return nil
+}
+
+// renameHandle renames a node's tunnel address handle (a prefix of
+// tunnelHandlePrefixes, then the node name) with its node.
+func renameHandle(id string, renames map[string]string) string {
+	for _, p := range tunnelHandlePrefixes {
+		if node, ok := strings.CutPrefix(id, p); ok {
+			if to, ok := renames[node]; ok {
+				return p + to
+			}
+		}
+	}
+	return id
 }
 
 func renameBlock(v map[string]any, renames map[string]string) {
@@ -72,6 +87,9 @@ func renameBlock(v map[string]any, renames map[string]string) {
 		sec, _ := m["secondary"].(map[string]any)
 		if to, ok := renames[fmt.Sprint(sec[ipam.AttrNode])]; ok {
 			sec[ipam.AttrNode] = to
+		}
+		if h, ok := m["handle_id"].(string); ok {
+			m["handle_id"] = renameHandle(h, renames)
 		}
 	}
 }

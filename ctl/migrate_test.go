@@ -109,11 +109,11 @@ func TestDatastoreMigrateEtcdToKubernetes(t *testing.T) {
 		t.Fatalf("IPAMConfig in etcd: %v %v", objs, err)
 	}
 	al := ipam.New(h.cli)
-	handles := []string{"k8s-pod-network.c1", "k8s-pod-network.c2", "k8s-pod-network.c3", "ipip-tunnel-addr-node1"}
+	handles := []string{"k8s-pod-network.c1", "k8s-pod-network.c2", "k8s-pod-network.c3", "ipip-tunnel-addr-node1", "ipip-tunnel-addr-node2"}
 	for i, hd := range handles {
 		args := ipam.AutoAssignArgs{HandleID: hd, Node: []string{"node1", "node2"}[i%2]}
-		if strings.HasPrefix(hd, "ipip") {
-			args.Node, args.Use, args.Attrs = "node1", api.IPPoolAllowedUseTunnel, map[string]string{ipam.AttrType: "ipipTunnelAddress"}
+		if node, ok := strings.CutPrefix(hd, "ipip-tunnel-addr-"); ok {
+			args.Node, args.Use, args.Attrs = node, api.IPPoolAllowedUseTunnel, map[string]string{ipam.AttrType: "ipipTunnelAddress"}
 		}
 		autoAssign(t, al, args)
 	}
@@ -164,9 +164,10 @@ func TestDatastoreMigrateEtcdToKubernetes(t *testing.T) {
 			t.Errorf("node %s after import: %+v %v", name, n, err)
 		}
 	}
+	// Every handle holds the same address; node2's tunnel handle is worker-2's.
 	kal := ipam.New(kcli)
 	for _, hd := range handles {
-		if got, want := held(t, kal, hd), held(t, al, hd); len(want) != 1 || !slices.Equal(got, want) {
+		if got, want := held(t, kal, strings.Replace(hd, "addr-node2", "addr-worker-2", 1)), held(t, al, hd); len(want) != 1 || !slices.Equal(got, want) {
 			t.Errorf("handle %s holds %v after import, %v before", hd, got, want)
 		}
 	}
@@ -194,7 +195,7 @@ func TestDatastoreMigrateImportRefusesUnlockedExport(t *testing.T) {
 		t.Fatalf("export has no datastoreReady false:\n%s", export)
 	}
 	// An etcd target is refused before anything else.
-	if _, errs, code := h.run(export, "datastore", "migrate", "import", "-f", "-"); code != 1 || !strings.Contains(errs, "must be kubernetes") {
+	if _, errs, code := h.run(export, "datastore", "migrate", "import", "-f", "-"); code != 1 || !strings.Contains(errs, "Invalid datastore type: etcdv3 to import to for datastore migration. Datastore type must be kubernetes") {
 		t.Errorf("import into etcd: exit %d, %s", code, errs)
 	}
 	// Flags a verb does not honour, and verbs that do not exist, are refused.
@@ -272,6 +273,8 @@ func modelObjects(t *testing.T, c *store.Client, kind string, renamed map[string
 		for from, to := range renamed {
 			o.Value = bytes.ReplaceAll(o.Value, []byte(`"`+from+`"`), []byte(`"`+to+`"`))
 			o.Value = bytes.ReplaceAll(o.Value, []byte(`"host:`+from+`"`), []byte(`"host:`+to+`"`))
+			o.Value = bytes.ReplaceAll(o.Value, []byte(`-tunnel-addr-`+from+`"`), []byte(`-tunnel-addr-`+to+`"`))
+			o.Key.Name = strings.Replace(o.Key.Name, "-tunnel-addr-"+from, "-tunnel-addr-"+to, 1)
 			if o.Key.Node == from {
 				o.Key.Node = to
 			}
