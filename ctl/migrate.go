@@ -3,7 +3,6 @@ package ctl
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,12 +28,6 @@ import (
 // migrateSubcommands are the verbs of calicoctl datastore migrate.
 var migrateSubcommands = map[string]bool{"export": true, "import": true, "lock": true, "unlock": true}
 
-// exportHeader opens an export; import refuses a file without it.
-const exportHeader = "# calicoctl datastore migrate export"
-
-// ipamSeparator ends the resources of an export; IPAM objects follow.
-const ipamSeparator = "==="
-
 // notLockedExport is what export says of a source that is not locked.
 const notLockedExport = "Datastore is not locked. Run the `calicoctl datastore migrate lock` command in order to begin migration."
 
@@ -42,19 +35,6 @@ const notLockedExport = "Datastore is not locked. Run the `calicoctl datastore m
 // Kubernetes objects (Pods, Namespaces, ServiceAccounts): they are not
 // exported. Nodes are exported and imported onto existing Kubernetes Nodes.
 var derivedKinds = map[string]bool{"WorkloadEndpoint": true, "Profile": true}
-
-// ipamKinds are exported after the resources, in the order import writes
-// them: config, then handles before the blocks that count on them (as
-// Calico's assign), then the affinities that confirm the blocks.
-var ipamKinds = []string{store.KindIPAMConfig, store.KindIPAMHandle, store.KindIPAMBlock, store.KindBlockAffinity}
-
-// ipamRecord is one IPAM object of an export: its model key and value.
-type ipamRecord struct {
-	Kind  string          `json:"kind"`
-	Name  string          `json:"name"`
-	Node  string          `json:"node,omitempty"`
-	Value json.RawMessage `json:"value"`
-}
 
 // migrateUsage is what "calicoctl datastore migrate --help" prints.
 const migrateUsage = `Usage:
@@ -174,20 +154,21 @@ func migrateExport(ctx context.Context, c *store.Client, w, warn io.Writer) erro
 		return err
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, exportHeader)
 	for _, k := range api.Kinds() {
-		if derivedKinds[k.Kind] {
+		if derivedKinds[k.Kind] || k.Kind == "ClusterInformation" {
 			continue
 		}
 		if err := exportKind(ctx, c, bw, k.Kind, renames); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(bw, ipamSeparator)
-	for _, kind := range ipamKinds {
-		if err := exportIPAM(ctx, c, bw, kind, renames); err != nil {
-			return err
-		}
+	fmt.Fprintln(bw, exportSeparator)
+	if err := writeClusterInfo(ctx, c, bw); err != nil {
+		return err
+	}
+	fmt.Fprintln(bw, exportSeparator)
+	if err := writeIPAM(ctx, c, bw, renames); err != nil {
+		return err
 	}
 	return bw.Flush()
 }
@@ -202,6 +183,9 @@ func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string, 
 		if err := renameObject(&objs[i], renames); err != nil {
 			return err
 		}
+		if err := editValue(&objs[i], clearServerMeta); err != nil {
+			return err
+		}
 	}
 	sortObjects(objs)
 	for _, o := range objs {
@@ -214,26 +198,14 @@ func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string, 
 	return nil
 }
 
-// exportIPAM writes every IPAM object of kind as one JSON line.
-func exportIPAM(ctx context.Context, c *store.Client, w io.Writer, kind string, renames map[string]string) error {
-	objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
-	if err != nil {
-		return fmt.Errorf("exporting %s: %w", kind, err)
+// clearServerMeta drops what a datastore sets on write (uid,
+// creationTimestamp), as Calico's export does: the target sets its own.
+func clearServerMeta(v map[string]any) {
+	if m, ok := v["metadata"].(map[string]any); ok {
+		delete(m, "uid")
+		delete(m, "creationTimestamp")
+		delete(m, "resourceVersion")
 	}
-	for i := range objs {
-		if err := renameObject(&objs[i], renames); err != nil {
-			return err
-		}
-	}
-	sortObjects(objs)
-	for _, o := range objs {
-		line, err := json.Marshal(ipamRecord{Kind: kind, Name: o.Key.Name, Node: o.Key.Node, Value: o.Value})
-		if err != nil {
-			return fmt.Errorf("exporting %s: %w", o.Key, err)
-		}
-		fmt.Fprintf(w, "%s\n", line)
-	}
-	return nil
 }
 
 func sortObjects(objs []store.Object) {

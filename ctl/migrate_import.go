@@ -1,14 +1,11 @@
 package ctl
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -18,7 +15,7 @@ import (
 // exportData is an export read back: resources in import order, then IPAM.
 type exportData struct {
 	resources []exportedResource
-	ipam      []ipamRecord
+	ipam      []store.Object // in ipamKinds' order
 }
 
 // exportedResource is one resource of an export: its decoded form (for the
@@ -48,27 +45,6 @@ func importFile(ctx context.Context, c *store.Client, o IO, file string) error {
 	return migrateImport(ctx, c, o.Stderr, ex)
 }
 
-// parseExport reads an export: the header, resource documents up to the
-// separator, then one IPAM object a line.
-func parseExport(data []byte) (*exportData, error) {
-	if !bytes.HasPrefix(data, []byte(exportHeader)) {
-		return nil, errors.New("not a calicoctl datastore migrate export: the first line must be " + exportHeader)
-	}
-	sep := []byte("\n" + ipamSeparator + "\n")
-	i := bytes.Index(data, sep)
-	if i < 0 {
-		return nil, fmt.Errorf("export is truncated: no %q line before the IPAM objects", ipamSeparator)
-	}
-	ex := &exportData{}
-	if err := ex.readResources(data[:i+1]); err != nil {
-		return nil, err
-	}
-	if err := ex.readIPAM(data[i+len(sep):]); err != nil {
-		return nil, err
-	}
-	return ex, nil
-}
-
 func (ex *exportData) readResources(data []byte) error {
 	raws, err := parseDocuments(data)
 	if err != nil {
@@ -79,22 +55,29 @@ func (ex *exportData) readResources(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("export document %d: %w", i+1, err)
 		}
-		k, _ := api.LookupKind(r.GetTypeMeta().Kind)
-		if derivedKinds[k.Kind] {
-			return fmt.Errorf("export document %d: a %s is derived from Kubernetes in a Kubernetes datastore and cannot be imported", i+1, k.Kind)
+		if err := ex.add(r, fmt.Sprintf("document %d", i+1)); err != nil {
+			return err
 		}
-		if err := r.Validate(); err != nil {
-			return fmt.Errorf("export document %d (%s): %w", i+1, resourceID(r), err)
-		}
-		m := r.GetObjectMeta()
-		m.ResourceVersion = ""
-		val, err := store.Encode(r)
-		if err != nil {
-			return fmt.Errorf("export document %d: %w", i+1, err)
-		}
-		ex.resources = append(ex.resources, exportedResource{res: r, key: store.ResourceKey(k, m.Namespace, m.Name), value: val})
 	}
-	sort.SliceStable(ex.resources, func(i, j int) bool { return rank(ex.resources[i].key.Kind) < rank(ex.resources[j].key.Kind) })
+	return nil
+}
+
+// add checks r (where names it in errors) and queues it for import.
+func (ex *exportData) add(r api.Resource, where string) error {
+	k, _ := api.LookupKind(r.GetTypeMeta().Kind)
+	if derivedKinds[k.Kind] {
+		return fmt.Errorf("export %s: a %s is derived from Kubernetes in a Kubernetes datastore and cannot be imported", where, k.Kind)
+	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("export %s (%s): %w", where, resourceID(r), err)
+	}
+	m := r.GetObjectMeta()
+	m.ResourceVersion = ""
+	val, err := store.Encode(r)
+	if err != nil {
+		return fmt.Errorf("export %s: %w", where, err)
+	}
+	ex.resources = append(ex.resources, exportedResource{res: r, key: store.ResourceKey(k, m.Namespace, m.Name), value: val})
 	return nil
 }
 
@@ -103,35 +86,6 @@ func rank(kind string) int {
 		return r
 	}
 	return len(importOrder)
-}
-
-func (ex *exportData) readIPAM(data []byte) error {
-	for n, line := range strings.Split(string(data), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var rec ipamRecord
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return fmt.Errorf("export IPAM line %d: %w", n+1, err)
-		}
-		if !isIPAMKind(rec.Kind) || rec.Name == "" || len(rec.Value) == 0 {
-			return fmt.Errorf("export IPAM line %d: not an IPAM object (kind %q, name %q)", n+1, rec.Kind, rec.Name)
-		}
-		ex.ipam = append(ex.ipam, rec)
-	}
-	sort.SliceStable(ex.ipam, func(i, j int) bool { return ipamRank(ex.ipam[i].Kind) < ipamRank(ex.ipam[j].Kind) })
-	return nil
-}
-
-func isIPAMKind(kind string) bool { return ipamRank(kind) < len(ipamKinds) }
-
-func ipamRank(kind string) int {
-	for i, k := range ipamKinds {
-		if k == kind {
-			return i
-		}
-	}
-	return len(ipamKinds)
 }
 
 // migrateImport writes an export into c, a Kubernetes datastore with no
@@ -147,15 +101,15 @@ func migrateImport(ctx context.Context, c *store.Client, warn io.Writer, ex *exp
 	if err := checkEmpty(ctx, c); err != nil {
 		return err
 	}
+	sort.SliceStable(ex.resources, func(i, j int) bool { return rank(ex.resources[i].key.Kind) < rank(ex.resources[j].key.Kind) })
 	for _, r := range ex.resources {
 		if err := importResource(ctx, c, warn, r); err != nil {
 			return err
 		}
 	}
-	for _, rec := range ex.ipam {
-		key := store.Key{Kind: rec.Kind, Name: rec.Name, Node: rec.Node}
-		if _, err := c.Create(ctx, key, rec.Value); err != nil {
-			return fmt.Errorf("importing %s %s: %w", rec.Kind, rec.Name, err)
+	for _, o := range ex.ipam {
+		if _, err := c.Create(ctx, o.Key, o.Value); err != nil {
+			return fmt.Errorf("importing %s: %w", o.Key, err)
 		}
 	}
 	return nil

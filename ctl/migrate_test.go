@@ -182,6 +182,7 @@ func TestDatastoreMigrateImportRefusesUnlockedExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustRun(poolYAML("pool", "10.71.0.0/16"), "apply", "-f", "-")
+	h.mustRun("", "ipam", "configure", "--strictaffinity=true")
 	h.mustRun("", "datastore", "migrate", "lock")
 	export := h.mustRun("", "datastore", "migrate", "export")
 	h.mustRun("", "datastore", "migrate", "unlock")
@@ -190,7 +191,7 @@ func TestDatastoreMigrateImportRefusesUnlockedExport(t *testing.T) {
 	if err != nil || ci.(*api.ClusterInformation).Spec.DatastoreReady == nil || !*ci.(*api.ClusterInformation).Spec.DatastoreReady {
 		t.Fatalf("after unlock: %+v %v", ci, err)
 	}
-	unlocked := strings.Replace(export, "datastoreReady: false", "datastoreReady: true", 1)
+	unlocked := strings.Replace(export, `"datastoreReady": false`, `"datastoreReady": true`, 1)
 	if unlocked == export {
 		t.Fatalf("export has no datastoreReady false:\n%s", export)
 	}
@@ -207,9 +208,18 @@ func TestDatastoreMigrateImportRefusesUnlockedExport(t *testing.T) {
 	if out, _, code := h.run("", "datastore", "migrate", "--help"); code != 0 || !strings.Contains(out, "unlock  Unlock the datastore") {
 		t.Errorf("datastore migrate --help: exit %d\n%s", code, out)
 	}
-	for _, bad := range []string{unlocked, strings.TrimPrefix(export, "# calicoctl"), strings.Split(export, "\n===\n")[0]} {
-		if err := ctl.MigrateImport(store.NewClient(nonEtcd{h.cli.Backend}), &bytes.Buffer{}, []byte(bad)); err == nil {
-			t.Errorf("import of %q succeeded", bad)
+	sections := strings.Split(export, "\n===\n")
+	if len(sections) != 3 {
+		t.Fatalf("export has %d sections:\n%s", len(sections), export)
+	}
+	for bad, want := range map[string]string{
+		unlocked:                              "not of a locked datastore",
+		strings.Join(sections[:2], "\n===\n"): "found 2 sections",
+		sections[0] + "\n===\n" + sections[1] + "\n===\n{}\n":         "No IPAM resources specified in file",
+		sections[0] + "\n===\n" + sections[1] + "\n===\n{\"x\": 1}\n": "unknown field",
+	} {
+		if err := ctl.MigrateImport(store.NewClient(nonEtcd{h.cli.Backend}), &bytes.Buffer{}, []byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("import: %v, want %q, of\n%s", err, want, bad)
 		}
 	}
 }
