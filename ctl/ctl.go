@@ -47,6 +47,7 @@ func init() {
 		"container": {"Attach containers and network namespaces to Calico (classic verbs)", runContainer},
 		"profile":   {"Add, remove and show profiles and their rules (classic verbs)", runProfile},
 		"endpoint":  {"Show workload endpoints (classic endpoint show)", runEndpoint},
+		"datastore": {"Migrate the contents of an etcdv3 datastore to a Kubernetes datastore", runDatastore},
 	}
 }
 
