@@ -83,24 +83,25 @@ func (e *KubeNodeMissingError) Error() string {
 // datastore error) wrapping ctx's.
 func WaitForKubeNode(ctx context.Context, c *store.Client, node string, every time.Duration) error {
 	k, _ := api.LookupKind("Node")
-	said := false
+	var last error // of the last attempt that ctx did not cut short
 	for {
 		_, err := c.GetResource(ctx, k, "", node)
-		if err == nil {
+		switch {
+		case err == nil:
 			return nil
-		}
-		if errors.Is(err, store.ErrNotFound) {
-			err = &KubeNodeMissingError{Node: node}
-			if !said {
-				slog.Warn("waiting for this node's Kubernetes Node", "err", err)
-				said = true
+		case ctx.Err() != nil && last != nil:
+		case errors.Is(err, store.ErrNotFound):
+			if last == nil || !errors.As(last, new(*KubeNodeMissingError)) {
+				slog.Warn("waiting for this node's Kubernetes Node", "err", &KubeNodeMissingError{Node: node})
 			}
-		} else {
+			last = &KubeNodeMissingError{Node: node}
+		default:
 			slog.Warn("reading this node's Kubernetes Node", "node", node, "err", err)
+			last = err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (%w)", err, ctx.Err())
+			return fmt.Errorf("%w (%w)", last, ctx.Err())
 		case <-time.After(every):
 		}
 	}

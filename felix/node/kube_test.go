@@ -168,7 +168,7 @@ func TestKubeClusterType(t *testing.T) {
 func TestKubeRegister(t *testing.T) {
 	k := startKube(t)
 	ctx := context.Background()
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	err := WaitForKubeNode(short, k.c, "n1", 50*time.Millisecond)
 	var missing *KubeNodeMissingError
@@ -203,6 +203,20 @@ func TestKubeRegister(t *testing.T) {
 	n := r.(*api.Node)
 	if n.Spec.BGP == nil || n.Spec.BGP.IPv4Address != "192.0.2.1/24" || n.Spec.BGP.ASNumber == nil || *n.Spec.BGP.ASNumber != 64512 || n.Metadata.Labels["zone"] != "a" {
 		t.Errorf("Calico node read back: %s", jsonOf(n))
+	}
+	// The pod MTU reads pools, this node's labels and FelixConfiguration
+	// through the backend: a VXLAN pool selecting zone a counts here.
+	pk, _ := api.LookupKind("IPPool")
+	pool := pk.NewObject().(*api.IPPool)
+	pool.Metadata.Name = "vx"
+	pool.Spec.CIDR, pool.Spec.VXLANMode, pool.Spec.NodeSelector = "10.61.0.0/16", "Always", "zone == 'a'"
+	if _, err := k.c.CreateResource(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	mw := NewMTUWatch(k.c, "n1", t.TempDir(), 0, api.FelixConfigurationSpec{})
+	mw.links = func() ([]LinkMTU, error) { return []LinkMTU{{Name: "eth0", MTU: 1500, Up: true}}, nil }
+	if mtu, err := mw.Update(ctx); err != nil || mtu != 1450 {
+		t.Errorf("pod MTU %d, %v; want 1450 (VXLAN on a 1500 link)", mtu, err)
 	}
 	// Another node claiming the same address is refused, as in etcd mode.
 	k.createNode(t, "n2", nil)
