@@ -3,8 +3,10 @@ package felix
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 	"github.com/calico-aio/calico-aio/felix/config"
@@ -14,17 +16,57 @@ import (
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
-// TestKubeStartup runs calico-node's start-up in a Kubernetes datastore on
-// a real kube-apiserver with Calico's CRDs: Calico's objects, the node's
-// annotations and NetworkUnavailable cleared while it runs, "CalicoIsDown"
-// once it stops.
-func TestKubeStartup(t *testing.T) {
-	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
-	kapi.InstallCRDs(t, "../build/k8s/crds.yaml")
-	kc, err := k8s.NewClient(kapi.KubeconfigPath)
+// calicoNodeUser is the calico-node service account of the manifest.
+const calicoNodeUser = "system:serviceaccount:kube-system:calico-node"
+
+// asCalicoNode is a client with the calico-node identity, bound to the
+// manifest's calico-node ClusterRole.
+func asCalicoNode(t *testing.T, kapi *kubeapi.Server) *k8s.Client {
+	t.Helper()
+	docs, err := kubeapi.ReadManifest("../build/k8s/calico-aio-kdd.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	rbac := "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+	for _, d := range docs {
+		if d["kind"] == "ClusterRole" && d["metadata"].(map[string]any)["name"] == "calico-node" {
+			if code, body := kapi.Do(t, http.MethodPost, rbac, d); code != http.StatusCreated {
+				t.Fatalf("creating the calico-node ClusterRole: %d %s", code, body)
+			}
+		}
+	}
+	if code, body := kapi.Do(t, http.MethodPost, "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+		"metadata": map[string]any{"name": "calico-node"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "calico-node"},
+		"subjects": []map[string]any{{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": calicoNodeUser}},
+	}); code != http.StatusCreated {
+		t.Fatalf("binding calico-node: %d %s", code, body)
+	}
+	kc, err := k8s.NewClient(kapi.KubeconfigFor(t, calicoNodeUser, "system:serviceaccounts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The authorizer sees the binding through its informer.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, err := kc.GetNode(context.Background(), "n1"); !errors.Is(err, k8s.ErrNotFound); _, err = kc.GetNode(context.Background(), "n1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("calico-node reading a node: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return kc
+}
+
+// TestKubeStartup runs calico-node's start-up in a Kubernetes datastore on
+// a real kube-apiserver with Calico's CRDs, as the manifest's calico-node
+// identity (its ClusterRole allows all of it): Calico's objects, the
+// node's annotations and NetworkUnavailable cleared while it runs,
+// "CalicoIsDown" once it stops.
+func TestKubeStartup(t *testing.T) {
+	kapi := kubeapi.Start(t, storetest.StartEtcd(t).Endpoints()[0])
+	kapi.InstallCRDs(t, "../build/k8s/crds.yaml")
+	kc := asCalicoNode(t, kapi)
 	c := store.NewClient(kube.NewWithClient(kc))
 	defer c.Close()
 	if code, body := kapi.Do(t, http.MethodPost, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
@@ -36,7 +78,8 @@ func TestKubeStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Config{NodeName: "n1", IP: "192.0.2.1/24", IP6: "none", ASNumber: 64512, DefaultPools: pools}
-	ctx, stop := context.WithCancel(context.Background())
+	// A request the role refused would be retried until ctx ends.
+	ctx, stop := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer stop()
 	v4, _, done, err := KubeStartup(ctx, c, kc, cfg, "k8s,bgp")
 	if err != nil {
