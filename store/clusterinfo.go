@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -24,12 +26,25 @@ const maxClusterInfoAttempts = 5
 // types do not model; one that names a release is left alone. buildVersion,
 // the writer's own version, is only logged.
 func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion string) error {
+	return c.ensureClusterInformation(ctx, buildVersion, "calico-aio", false)
+}
+
+// EnsureClusterInformationOfType is EnsureClusterInformation as Calico's
+// calico-node does it in a Kubernetes datastore: a new ClusterInformation
+// gets spec.clusterType clusterType (a comma-separated list, e.g.
+// "k8s,bgp,kdd"), and a stored one gets each type of the list it lacks
+// appended to its own, which stay first and in their order.
+func (c *Client) EnsureClusterInformationOfType(ctx context.Context, buildVersion, clusterType string) error {
+	return c.ensureClusterInformation(ctx, buildVersion, clusterType, true)
+}
+
+func (c *Client) ensureClusterInformation(ctx context.Context, buildVersion, clusterType string, mergeType bool) error {
 	k, _ := api.LookupKind("ClusterInformation")
 	key := ResourceKey(k, "", "default")
 	for range maxClusterInfoAttempts {
 		o, err := c.Get(ctx, key)
 		if errors.Is(err, ErrNotFound) {
-			err = c.createClusterInformation(ctx, k)
+			err = c.createClusterInformation(ctx, k, clusterType)
 			if errors.Is(err, ErrAlreadyExists) {
 				continue // created meanwhile: check what was written
 			}
@@ -46,11 +61,16 @@ func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion stri
 			return fmt.Errorf("reading ClusterInformation default: %w", err)
 		}
 		ci := r.(*api.ClusterInformation)
-		old := ci.Spec.CalicoVersion
-		if api.IsCalicoRelease(old) {
+		old, oldType := ci.Spec.CalicoVersion, ci.Spec.ClusterType
+		if mergeType {
+			ci.Spec.ClusterType = MergeClusterTypes(oldType, clusterType)
+		}
+		if api.IsCalicoRelease(old) && ci.Spec.ClusterType == oldType {
 			return nil
 		}
-		ci.Spec.CalicoVersion = api.CalicoAPIVersion
+		if !api.IsCalicoRelease(old) {
+			ci.Spec.CalicoVersion = api.CalicoAPIVersion
+		}
 		val, err := Encode(ci)
 		if err != nil {
 			return err
@@ -60,15 +80,33 @@ func (c *Client) EnsureClusterInformation(ctx context.Context, buildVersion stri
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("ClusterInformation default: setting spec.calicoVersion %q to %s: %w", old, api.CalicoAPIVersion, err)
+			return fmt.Errorf("ClusterInformation default: setting spec.calicoVersion %q to %s, spec.clusterType %q to %q: %w",
+				old, ci.Spec.CalicoVersion, oldType, ci.Spec.ClusterType, err)
 		}
-		slog.Info("repaired ClusterInformation default", "calicoVersion", api.CalicoAPIVersion, "was", old, "writer", buildVersion)
+		slog.Info("updated ClusterInformation default", "calicoVersion", ci.Spec.CalicoVersion, "was", old,
+			"clusterType", ci.Spec.ClusterType, "typeWas", oldType, "writer", buildVersion)
 		return nil
 	}
 	return fmt.Errorf("ClusterInformation default: gave up after %d conflicting writes", maxClusterInfoAttempts)
 }
 
-func (c *Client) createClusterInformation(ctx context.Context, k api.KindInfo) error {
+// MergeClusterTypes is the comma-separated list of cluster types have
+// followed by each type of add that it lacks, as Calico merges a
+// ClusterInformation's clusterType.
+func MergeClusterTypes(have, add string) string {
+	if have == "" {
+		return add
+	}
+	out := strings.Split(have, ",")
+	for _, t := range strings.Split(add, ",") {
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func (c *Client) createClusterInformation(ctx context.Context, k api.KindInfo, clusterType string) error {
 	ci := k.NewObject().(*api.ClusterInformation)
 	ci.Metadata.Name = "default"
 	guid := NewUID()
@@ -76,7 +114,7 @@ func (c *Client) createClusterInformation(ctx context.Context, k api.KindInfo) e
 	ci.Spec.ClusterGUID = guid[:8] + guid[9:13] + guid[14:18] + guid[19:23] + guid[24:]
 	ci.Spec.CalicoVersion = api.CalicoAPIVersion
 	ci.Spec.DatastoreReady = &ready
-	ci.Spec.ClusterType = "calico-aio"
+	ci.Spec.ClusterType = clusterType
 	if _, err := c.create(ctx, ci); err != nil {
 		return fmt.Errorf("creating ClusterInformation default: %w", err)
 	}

@@ -166,3 +166,56 @@ func TestEnsureClusterInformationConcurrent(t *testing.T) {
 		t.Errorf("calicoVersion %q", got)
 	}
 }
+
+// EnsureClusterInformationOfType creates with the cluster type given and
+// merges it into a stored one as Calico does (the stored types first);
+// EnsureClusterInformation leaves the stored type alone.
+func TestClusterInformationOfType(t *testing.T) {
+	ctx := context.Background()
+	c := storetestClient(t)
+	k, _ := api.LookupKind("ClusterInformation")
+	clusterType := func() string {
+		t.Helper()
+		r, err := c.GetResource(ctx, k, "", "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*api.ClusterInformation).Spec.ClusterType
+	}
+	if err := c.EnsureClusterInformationOfType(ctx, "test", "k8s,bgp,kdd"); err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterType(); got != "k8s,bgp,kdd" {
+		t.Errorf("created with clusterType %q", got)
+	}
+	for _, step := range []struct{ add, want string }{{"kdd,operator", "k8s,bgp,kdd,operator"}, {"bgp", "k8s,bgp,kdd,operator"}} {
+		if err := c.EnsureClusterInformationOfType(ctx, "test", step.add); err != nil {
+			t.Fatal(err)
+		}
+		if got := clusterType(); got != step.want {
+			t.Errorf("after adding %q: clusterType %q, want %q", step.add, got, step.want)
+		}
+	}
+	if err := c.EnsureClusterInformation(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterType(); got != "k8s,bgp,kdd,operator" {
+		t.Errorf("EnsureClusterInformation changed clusterType to %q", got)
+	}
+	if got := storedCalicoVersion(t, c); got != api.CalicoAPIVersion {
+		t.Errorf("calicoVersion %q", got)
+	}
+}
+
+func TestMergeClusterTypes(t *testing.T) {
+	for _, tc := range []struct{ have, add, want string }{
+		{"", "k8s,bgp,kdd", "k8s,bgp,kdd"},
+		{"kdd", "k8s,bgp,kdd", "kdd,k8s,bgp"},
+		{"k8s,bgp,kdd", "kdd", "k8s,bgp,kdd"},
+		{"calico-aio", "k8s,,kdd", "calico-aio,k8s,kdd"},
+	} {
+		if got := store.MergeClusterTypes(tc.have, tc.add); got != tc.want {
+			t.Errorf("MergeClusterTypes(%q, %q) = %q, want %q", tc.have, tc.add, got, tc.want)
+		}
+	}
+}
