@@ -9,6 +9,7 @@ import (
 	"github.com/calico-aio/calico-aio/build/version"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/etcdv3"
 )
 
 type writeOp struct {
@@ -82,7 +83,7 @@ func runWrite(o IO, op writeOp, args []string) error {
 			if err := validateAll(ctx, c, docs); err != nil {
 				return datastoreError(c, err)
 			}
-			if err := c.EnsureClusterInformation(ctx, version.Version); err != nil {
+			if err := ensureInitialized(ctx, c); err != nil {
 				return datastoreError(c, err)
 			}
 		}
@@ -231,4 +232,20 @@ func kindPhrase(docs []document) string {
 		kind = k
 	}
 	return "'" + kind + "' "
+}
+
+// ensureInitialized is what calicoctl does before it writes, as Calico's:
+// ClusterInformation default (clusterType "kdd" in a Kubernetes datastore,
+// as recorded) and the default tiers default, kube-admin and kube-baseline.
+func ensureInitialized(ctx context.Context, c *store.Client) error {
+	var err error
+	if _, onEtcd := etcdv3.Of(c.Backend); onEtcd {
+		err = c.EnsureClusterInformation(ctx, version.Version)
+	} else {
+		err = c.EnsureClusterInformationOfType(ctx, version.Version, "kdd")
+	}
+	if err != nil {
+		return err
+	}
+	return c.EnsureDefaultTiers(ctx)
 }

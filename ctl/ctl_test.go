@@ -93,6 +93,10 @@ func TestApplyGetDeleteEveryKind(t *testing.T) {
 		"/calico/resources/v3/projectcalico.org/felixconfigurations/default":                       "FelixConfiguration",
 		"/calico/resources/v3/projectcalico.org/tiers/security":                                    "Tier",
 		"/calico/resources/v3/projectcalico.org/clusterinformations/default":                       "ClusterInformation",
+		// Created before the first write, as Calico's calicoctl does.
+		"/calico/resources/v3/projectcalico.org/tiers/default":       "Tier",
+		"/calico/resources/v3/projectcalico.org/tiers/kube-admin":    "Tier",
+		"/calico/resources/v3/projectcalico.org/tiers/kube-baseline": "Tier",
 	}
 	for key, kind := range want {
 		kv, err := storetest.Raw(t, h.cli).GetKey(context.Background(), key)
@@ -152,8 +156,8 @@ func TestApplyGetDeleteEveryKind(t *testing.T) {
 	if !strings.Contains(out, "Successfully deleted 14 resource(s)") {
 		t.Errorf("delete output = %q", out)
 	}
-	if keys := h.resourceKeys(); len(keys) != 1 {
-		t.Errorf("after delete: %v, want only clusterinformations/default", keys)
+	if keys := h.resourceKeys(); len(keys) != 4 {
+		t.Errorf("after delete: %v, want only clusterinformations/default and the default tiers", keys)
 	}
 	// Delete again: not found, unless --skip-not-exists.
 	if _, errs, code := h.run(fixture, "delete", "-f", "-"); code == 0 || !strings.Contains(errs, "resource does not exist") {

@@ -145,7 +145,7 @@ spec: {listenPort: 1790}
 	}
 	var keys []string
 	for _, key := range h.resourceKeys() {
-		if !strings.Contains(key, "/ippools/") && !strings.Contains(key, "/clusterinformations/") {
+		if !strings.Contains(key, "/ippools/") && !strings.Contains(key, "/clusterinformations/") && !strings.Contains(key, "/tiers/") {
 			keys = append(keys, key[strings.Index(key, "projectcalico.org/")+len("projectcalico.org/"):])
 		}
 	}

@@ -173,3 +173,32 @@ func TestPoolOverlap(t *testing.T) {
 		t.Errorf("error names non-overlapping pool c: %v", err)
 	}
 }
+
+// Calico v3.32.1's calicoctl stores these in every FelixConfiguration it
+// writes (recorded in Kubernetes datastore mode); the eBPF ones are accepted
+// only at those values, since this agent has no eBPF dataplane.
+func TestFelixConfigurationDefaults(t *testing.T) {
+	f := &FelixConfiguration{TypeMeta: TypeMeta{Kind: "FelixConfiguration", APIVersion: APIVersion}, Metadata: ObjectMeta{Name: "default"}}
+	f.Default()
+	b, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"bpfConnectTimeLoadBalancing":"TCP"`, `"bpfHostNetworkedNATWithoutCTLB":"Enabled"`, `"bpfLogLevel":""`, `"floatingIPs":"Disabled"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("defaulted FelixConfiguration %s lacks %s", b, want)
+		}
+	}
+	if err := f.Validate(); err != nil {
+		t.Errorf("the defaults are refused: %v", err)
+	}
+	info := "Info"
+	f.Spec.BPFLogLevel = &info
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "spec.bpfLogLevel") {
+		t.Errorf("bpfLogLevel Info accepted: %v", err)
+	}
+	f.Spec.BPFLogLevel, f.Spec.BPFConnectTimeLoadBalancing = nil, "Disabled"
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "spec.bpfConnectTimeLoadBalancing") {
+		t.Errorf("bpfConnectTimeLoadBalancing Disabled accepted: %v", err)
+	}
+}

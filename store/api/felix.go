@@ -119,7 +119,7 @@ type FelixConfigurationSpec struct {
 	WireguardInterfaceName string  `json:"wireguardInterfaceName,omitempty"`
 	WireguardMTU           *int    `json:"wireguardMTU,omitempty"`
 	BPFEnabled             *bool   `json:"bpfEnabled,omitempty"`
-	BPFLogLevel            string  `json:"bpfLogLevel,omitempty"`
+	BPFLogLevel            *string `json:"bpfLogLevel,omitempty"`
 	// Calico's eBPF dataplane's; accepted only at the values calicoctl
 	// stores by default (Default), as the rest of the eBPF settings.
 	BPFConnectTimeLoadBalancing    string `json:"bpfConnectTimeLoadBalancing,omitempty"`
@@ -224,9 +224,8 @@ func (c *FelixConfiguration) GetObjectMeta() *ObjectMeta { return &c.Metadata }
 // Default does nothing: unset fields mean the agent's defaults.
 // Default fills in what Calico v3.32.1's calicoctl stores in every
 // FelixConfiguration it writes (recorded in Kubernetes datastore mode): the
-// eBPF connect-time load balancing and NAT defaults and floating IPs
-// Disabled. (calicoctl also shows an empty bpfLogLevel, which it does not
-// store.)
+// eBPF connect-time load balancing and NAT defaults, an empty eBPF log level
+// and floating IPs Disabled.
 func (c *FelixConfiguration) Default() {
 	s := &c.Spec
 	if s.BPFConnectTimeLoadBalancing == "" {
@@ -234,6 +233,9 @@ func (c *FelixConfiguration) Default() {
 	}
 	if s.BPFHostNetworkedNATWithoutCTLB == "" {
 		s.BPFHostNetworkedNATWithoutCTLB = "Enabled"
+	}
+	if s.BPFLogLevel == nil {
+		s.BPFLogLevel = new(string)
 	}
 	if s.FloatingIPs == nil {
 		disabled := "Disabled"
@@ -282,7 +284,9 @@ func (c *FelixConfiguration) Validate() error {
 	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
 	f.oneOf("spec.routeSource", s.RouteSource, "WorkloadIPs", "CalicoIPAM")
 	f.oneOf("spec.programClusterRoutes", s.ProgramClusterRoutes, "Enabled", "Disabled")
-	f.oneOf("spec.bpfLogLevel", s.BPFLogLevel, "Off", "Info", "Debug")
+	if s.BPFLogLevel != nil {
+		f.oneOf("spec.bpfLogLevel", *s.BPFLogLevel, "", "Off", "Info", "Debug")
+	}
 	if c, k, ca := s.PrometheusMetricsCertFile, s.PrometheusMetricsKeyFile, s.PrometheusMetricsCAFile; (c != "" || k != "" || ca != "") && (c == "" || k == "" || ca == "") {
 		for _, m := range []struct{ field, v string }{{"spec.prometheusMetricsCertFile", c}, {"spec.prometheusMetricsKeyFile", k}, {"spec.prometheusMetricsCAFile", ca}} {
 			if m.v == "" {

@@ -108,7 +108,7 @@ var refusals = map[string][]refusal{
 		never("spec.wireguardEnabled", "false"), never("spec.wireguardEnabledV6", "false"),
 		never("spec.wireguardListeningPort", "51820"), never("spec.wireguardInterfaceName", "wireguard.cali"),
 		never("spec.wireguardMTU", "1440"),
-		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off"),
+		never("spec.bpfEnabled", "false"), never("spec.bpfLogLevel", "Off", ""),
 		// Not a v3.32 field (strict decoding refuses it from calicoctl);
 		// kept for objects older writers stored.
 		calicoOnly("spec.flowLogsFileEnabled", "false"),
