@@ -122,10 +122,10 @@ type FelixConfigurationSpec struct {
 	BPFLogLevel            *string `json:"bpfLogLevel,omitempty"`
 	// Calico's eBPF dataplane's; accepted only at the values calicoctl
 	// stores by default (Default), as the rest of the eBPF settings.
-	BPFConnectTimeLoadBalancing    string `json:"bpfConnectTimeLoadBalancing,omitempty"`
-	BPFHostNetworkedNATWithoutCTLB string `json:"bpfHostNetworkedNATWithoutCTLB,omitempty"`
-	XDPEnabled             *bool   `json:"xdpEnabled,omitempty"`
-	FloatingIPs            *string `json:"floatingIPs,omitempty"`
+	BPFConnectTimeLoadBalancing    string  `json:"bpfConnectTimeLoadBalancing,omitempty"`
+	BPFHostNetworkedNATWithoutCTLB string  `json:"bpfHostNetworkedNATWithoutCTLB,omitempty"`
+	XDPEnabled                     *bool   `json:"xdpEnabled,omitempty"`
+	FloatingIPs                    *string `json:"floatingIPs,omitempty"`
 
 	// Workloads may not send VXLAN or IP-in-IP unless these say so.
 	AllowVXLANPacketsFromWorkloads *bool `json:"allowVXLANPacketsFromWorkloads,omitempty"`

@@ -56,7 +56,6 @@ func TestRecordedResourcesRoundTrip(t *testing.T) {
 	}
 }
 
-
 // checkThroughAPITypes: for a kind our api package serves, the model
 // decodes and marshals back through our types to a model that converts to
 // the recorded custom resource.
