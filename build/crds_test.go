@@ -8,7 +8,6 @@ package build_test
 // writes, 64-bit integers and nulls included.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -148,16 +147,7 @@ func recordedCRs(t *testing.T) []recorded {
 }
 
 // decodeExact decodes JSON keeping numbers as written (64-bit exact).
-func decodeExact(t *testing.T, b []byte) obj {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var o obj
-	if err := d.Decode(&o); err != nil {
-		t.Fatalf("decoding %s: %v", b, err)
-	}
-	return o
-}
+func decodeExact(t *testing.T, b []byte) obj { return kubeapi.DecodeExact(t, b) }
 
 // serverSet are the metadata members the apiserver sets itself.
 var serverSet = []string{"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"}

@@ -142,16 +142,7 @@ func newDouble(kapi *kubeapi.Server, rec *recorder, opts ...calicoipam.Option) *
 }
 
 // decodeExact decodes JSON keeping numbers as written (64-bit exact).
-func decodeExact(t *testing.T, b []byte) obj {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var o obj
-	if err := d.Decode(&o); err != nil {
-		t.Fatalf("decoding %s: %v", b, err)
-	}
-	return o
-}
+func decodeExact(t *testing.T, b []byte) obj { return kubeapi.DecodeExact(t, b) }
 
 // mustDo sends a request as the admin and fails the test unless the answer
 // has one of the codes.

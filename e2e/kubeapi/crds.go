@@ -1,6 +1,7 @@
 package kubeapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -94,4 +95,18 @@ func (s *Server) WaitEstablished(t testing.TB, name string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// DecodeExact decodes a JSON object keeping numbers as written (an
+// IPAMBlock's 64-bit sequenceNumber stays exact), failing the test on bad
+// JSON.
+func DecodeExact(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var o map[string]any
+	if err := d.Decode(&o); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
+	}
+	return o
 }
