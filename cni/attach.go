@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/kdd/derive"
 )
 
 // This file exports the CNI wiring for calicoctl's classic verbs
@@ -47,7 +48,7 @@ type Workload struct {
 func (w Workload) identity() identity {
 	id := identity{
 		orchestrator: w.Orchestrator, namespace: EndpointNamespace, containerID: w.ID, ifName: w.IfName,
-		endpoint: escape(w.Node) + "-" + escape(w.Orchestrator) + "-" + escape(w.ID) + "-" + escape(w.IfName),
+		endpoint: derive.EndpointName(w.Node, w.Orchestrator, w.ID, w.IfName),
 	}
 	short := w.ID
 	if w.Orchestrator != OrchestratorDocker {

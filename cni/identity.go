@@ -3,7 +3,8 @@ package cni
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"strings"
+
+	"github.com/calico-aio/calico-aio/store/kdd/derive"
 )
 
 // Orchestrator names as Calico writes them.
@@ -30,9 +31,6 @@ func (id identity) hostIface(claims ClaimsSource) HostIface {
 	return HostIface{Preferred: id.hostVeth, Self: EndpointKey(id.namespace, id.endpoint), LoadClaims: claims}
 }
 
-// escape doubles '-' in a name part, as Calico does when joining parts with '-'.
-func escape(s string) string { return strings.ReplaceAll(s, "-", "--") }
-
 // newIdentity derives names the way Calico does: plain CNI pods are
 // <node>-cni-<containerID>-<ifname> in namespace default, host veth
 // "cali"+containerID[:11]; Kubernetes pods are <node>-k8s-<pod>-<ifname> in
@@ -43,14 +41,13 @@ func newIdentity(node, containerID, ifName string, a Args) identity {
 	if a.PodName != "" && a.PodNamespace != "" {
 		id.orchestrator = OrchestratorK8s
 		id.namespace, id.pod = a.PodNamespace, a.PodName
-		id.endpoint = escape(node) + "-k8s-" + escape(a.PodName) + "-" + escape(ifName)
-		sum := sha1.Sum([]byte(a.PodNamespace + "." + a.PodName))
-		id.hostVeth = "cali" + hex.EncodeToString(sum[:])[:11]
+		id.endpoint = derive.WorkloadEndpointName(node, a.PodName, ifName)
+		id.hostVeth = derive.HostVethName(a.PodNamespace, a.PodName)
 		return id
 	}
 	id.orchestrator = OrchestratorCNI
 	id.namespace = "default"
-	id.endpoint = escape(node) + "-cni-" + escape(containerID) + "-" + escape(ifName)
+	id.endpoint = derive.EndpointName(node, "cni", containerID, ifName)
 	short := containerID
 	if ifName != "eth0" {
 		// A second interface of the same container needs its own name.

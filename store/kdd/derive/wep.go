@@ -43,7 +43,13 @@ func escape(s string) string { return strings.ReplaceAll(s, "-", "--") }
 // WorkloadEndpointName is a pod's endpoint name: <node>-k8s-<pod>-<iface>,
 // each part with '-' doubled (node1-k8s-web--1-eth0).
 func WorkloadEndpointName(node, pod, iface string) string {
-	return escape(node) + "-k8s-" + escape(pod) + "-" + escape(iface)
+	return EndpointName(node, "k8s", pod, iface)
+}
+
+// EndpointName is Calico's endpoint name <node>-<orchestrator>-<workload>-<iface>,
+// each part with '-' doubled.
+func EndpointName(node, orchestrator, workload, iface string) string {
+	return escape(node) + "-" + escape(orchestrator) + "-" + escape(workload) + "-" + escape(iface)
 }
 
 // HostVethName is a pod's host-side interface: "cali" and the first 11 hex
