@@ -19,9 +19,10 @@ type Backend struct {
 	dyn    dynamic.Interface // requests time out after k8s.RequestTimeout
 
 	mu sync.Mutex
-	// handleUIDs are the uids of IPAMHandles at the revision last seen
-	// (by CR name): a handle delete carries Calico's uid precondition.
-	handleUIDs map[string]seenUID
+	// uids are the uids of IPAMHandles and of pods at the revision last
+	// seen (uidKey): a handle delete and an endpoint delete carry Calico's
+	// uid precondition.
+	uids map[string]seenUID
 	// unreadable are the custom resources (name@revision) already logged
 	// as unreadable, so each is logged once.
 	unreadable map[string]bool
@@ -44,7 +45,7 @@ func New(kubeconfigPath string) (*Backend, error) {
 
 // NewWithClient is a backend sharing c's configuration and connections.
 func NewWithClient(c *k8s.Client) *Backend {
-	return &Backend{client: c, dyn: c.Dynamic(), handleUIDs: map[string]seenUID{}, unreadable: map[string]bool{}}
+	return &Backend{client: c, dyn: c.Dynamic(), uids: map[string]seenUID{}, unreadable: map[string]bool{}}
 }
 
 // Atomic is false: Commit applies its writes one object at a time.

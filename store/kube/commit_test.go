@@ -106,7 +106,7 @@ func checkRefusals(t *testing.T, b *kube.Backend) {
 		want  string
 	}{
 		{model.Key{Kind: "Gadget", Name: "x"}, `{}`, `kind "Gadget" is not stored`},
-		{model.Key{Kind: "WorkloadEndpoint", Namespace: "ns1", Name: "x"}, `{}`, "derived from the Kubernetes pods"},
+		{model.Key{Kind: "WorkloadEndpoint", Namespace: "ns1", Name: "x"}, `{}`, "not a Kubernetes pod's WorkloadEndpoint"},
 		{model.Key{Kind: model.KindIPAMBlock, Name: "10.65.9.1/26"}, `{}`, "not canonical"},
 		{model.Key{Kind: model.KindBlockAffinity, Name: "10.65.9.0/26"}, `{"state":"pending"}`, "names its node"},
 		{model.Key{Kind: model.KindIPAMConfig, Name: "other"}, `{}`, `named "default"`},

@@ -29,6 +29,9 @@ rules:
 - level: Request
   verbs: ["delete"]
   resources: [{group: crd.projectcalico.org, resources: [ipamhandles]}]
+- level: Request
+  verbs: ["patch"]
+  resources: [{group: "", resources: ["pods/status"]}]
 - level: Metadata
 `
 
@@ -77,7 +80,7 @@ type auditEvent struct {
 	Verb          string
 	RequestURI    string
 	ObjectRef     struct{ Resource, Namespace, Name, Subresource string }
-	RequestObject json.RawMessage // handle deletes only
+	RequestObject json.RawMessage // handle deletes and pod status patches only
 }
 
 // requests are the audited requests of a resource so far, in order.

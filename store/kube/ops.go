@@ -67,8 +67,12 @@ func (b *Backend) ReadMany(ctx context.Context, reads []model.Read) ([][]model.O
 	return out, nil
 }
 
-// Create stores a new object.
+// Create stores a new object. A WorkloadEndpoint is written as its pod's
+// annotations (wepwrite.go).
 func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (model.Revision, error) {
+	if key.Kind == kindWEP {
+		return b.writeEndpoint(ctx, key, value, "")
+	}
 	r, err := refOf(key)
 	if err != nil {
 		return "", err
@@ -90,8 +94,14 @@ func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (mode
 // Update replaces an object if its resourceVersion is still rev. A Node
 // is written as annotations on the Kubernetes Node (nodewrite.go).
 func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev model.Revision) (model.Revision, error) {
-	if key.Kind == "Node" {
+	switch key.Kind {
+	case "Node":
 		return b.updateNode(ctx, key, value, rev)
+	case kindWEP:
+		if err := checkRevision(rev); err != nil {
+			return "", fmt.Errorf("%s: %w", key, err)
+		}
+		return b.writeEndpoint(ctx, key, value, rev)
 	}
 	r, err := refOf(key)
 	if err != nil {
@@ -133,8 +143,13 @@ func (b *Backend) writeStatus(ctx context.Context, r ref, key model.Key, u, out 
 }
 
 // Delete removes an object if its resourceVersion is rev (any when rev is
-// empty). A handle's delete also names its uid, as Calico's does.
+// empty). A handle's delete also names its uid, as Calico's does. A
+// WorkloadEndpoint's delete empties its pod's address annotations
+// (wepwrite.go).
 func (b *Backend) Delete(ctx context.Context, key model.Key, rev model.Revision) error {
+	if key.Kind == kindWEP {
+		return b.deleteEndpoint(ctx, key, rev)
+	}
 	r, err := refOf(key)
 	if err != nil {
 		return err
@@ -194,13 +209,13 @@ func (b *Backend) read(src source, u *unstructured.Unstructured) (model.Object, 
 	if err != nil || !ok {
 		return o, ok, err
 	}
-	b.sawHandle(src.kind, u.GetName(), string(o.Revision), uid)
+	b.sawUID(src.kind.Kind, u.GetNamespace(), u.GetName(), string(o.Revision), uid)
 	return o, true, nil
 }
 
 // written notes what a write returned and gives its revision.
 func (b *Backend) written(r ref, out *unstructured.Unstructured) model.Revision {
-	b.sawHandle(r.kind, out.GetName(), out.GetResourceVersion(), string(out.GetUID()))
+	b.sawUID(r.kind.Kind, out.GetNamespace(), out.GetName(), out.GetResourceVersion(), string(out.GetUID()))
 	return model.Revision(out.GetResourceVersion())
 }
 
@@ -226,37 +241,53 @@ func (b *Backend) readable(src source, u *unstructured.Unstructured) (model.Obje
 	return o, false
 }
 
-// sawHandle remembers an IPAMHandle's uid at a revision.
-func (b *Backend) sawHandle(kind kdd.Kind, name, rev, uid string) {
-	if kind.Kind != kdd.KindIPAMHandle || uid == "" {
+// kindWEP is the kind whose pods' uids are remembered besides handles'.
+const kindWEP = "WorkloadEndpoint"
+
+// uidKey is where an object's uid is remembered.
+func uidKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// sawUID remembers the uid at a revision of an IPAMHandle, or of the pod
+// of a WorkloadEndpoint: their deletes carry a uid precondition, as
+// Calico's do.
+func (b *Backend) sawUID(kind, ns, name, rev, uid string) {
+	if kind != kdd.KindIPAMHandle && kind != kindWEP || uid == "" {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.handleUIDs) >= maxRemembered {
-		clear(b.handleUIDs) // bounded: a delete then names the revision only
+	if len(b.uids) >= maxRemembered {
+		clear(b.uids) // bounded: a delete then reads the object again or names the revision only
 	}
-	b.handleUIDs[name] = seenUID{rev: rev, uid: uid}
+	b.uids[uidKey(kind, ns, name)] = seenUID{rev: rev, uid: uid}
 }
 
-// handleUID is an IPAMHandle's uid at rev, if seen.
-func (b *Backend) handleUID(r ref, rev model.Revision) string {
-	if r.kind.Kind != kdd.KindIPAMHandle || rev == "" {
+// seenUID is an object's uid at rev, if seen.
+func (b *Backend) seenUID(kind, ns, name, rev string) string {
+	if rev == "" {
 		return ""
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if s := b.handleUIDs[r.name]; s.rev == string(rev) {
+	if s := b.uids[uidKey(kind, ns, name)]; s.rev == rev {
 		return s.uid
 	}
 	return ""
+}
+
+// handleUID is an IPAMHandle's uid at rev, if seen.
+func (b *Backend) handleUID(r ref, rev model.Revision) string {
+	if r.kind.Kind != kdd.KindIPAMHandle {
+		return ""
+	}
+	return b.seenUID(r.kind.Kind, "", r.name, string(rev))
 }
 
 // forgetHandle drops a deleted IPAMHandle's uid.
 func (b *Backend) forgetHandle(r ref) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.handleUIDs, r.name)
+	delete(b.uids, uidKey(r.kind.Kind, "", r.name))
 }
 
 // maxRemembered bounds the backend's memory of handle uids and of the
