@@ -113,7 +113,9 @@ func endpointWith(t *testing.T, value []byte, edit func(spec map[string]any)) []
 // nothing is patched.
 func checkEndpointRefusals(t *testing.T, c *cluster, key model.Key, value []byte) {
 	t.Helper()
-	add := func(spec map[string]any) { spec["containerID"], spec["ipNetworks"] = "abc", []string{"10.244.166.128/32"} }
+	add := func(spec map[string]any) {
+		spec["containerID"], spec["ipNetworks"] = "abc", []string{"10.244.166.128/32"}
+	}
 	cases := []struct {
 		name  string
 		key   model.Key
