@@ -46,11 +46,8 @@ func (c *NetConf) datastore(getenv func(string) string) (*apiconfig.Config, erro
 }
 
 // storeClient connects to the datastore ds names, each call bounded by
-// requestTimeout. A datastore this build cannot open is error 7.
+// requestTimeout: etcd, or the Kubernetes API (cni/kdd.go).
 func storeClient(ds *apiconfig.Config) (*store.Client, error) {
-	if err := apiconfig.RefuseKubernetes(ds, "the Calico CNI plugin"); err != nil {
-		return nil, types.NewError(types.ErrInvalidNetworkConfig, "invalid network config: "+err.Error(), "")
-	}
 	cfg := *ds
 	cfg.Etcd.DialTimeout, cfg.Etcd.RequestTimeout = requestTimeout, requestTimeout
 	cl, err := apiconfig.Open(&cfg, apiconfig.OSHost())

@@ -1,6 +1,7 @@
 package cni
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,15 +19,14 @@ func dsConf(extra string) []byte {
 }
 
 // The plugin resolves its datastore as Calico's does (store/apiconfig):
-// netconf keys over the environment. A bad setting, or the Kubernetes
-// datastore while its backend is not wired in, is error 7 naming where it
-// came from.
+// netconf keys over the environment. A bad setting is error 7 naming where
+// it came from; the Kubernetes datastore is opened from the kubeconfig the
+// netconf or KUBECONFIG names.
 func TestDatastoreNetconfAndEnv(t *testing.T) {
 	t.Setenv("DATASTORE_TYPE", "")
 	t.Setenv("KUBECONFIG", "")
 	for extra, want := range map[string]string{
 		`,"datastore_type":"etcd"`:                                           `invalid network config: datastore_type: "etcd": must be etcdv3 or kubernetes`,
-		`,"datastore_type":"kubernetes","kubernetes":{"kubeconfig":"/k"}`:    "datastore type kubernetes (netconf datastore_type): the Calico CNI plugin: the Kubernetes datastore is not supported by this component yet",
 		`,"datastore_type":"kubernetes"`:                                     "datastore type kubernetes (netconf datastore_type) but no Kubernetes API to reach",
 		`,"etcd_endpoints":"http://a:2379","etcd_discovery_srv":"example.x"`: "netconf etcd_endpoints and netconf etcd_discovery_srv: multiple discovery or bootstrap options specified",
 	} {
@@ -39,10 +39,36 @@ func TestDatastoreNetconfAndEnv(t *testing.T) {
 	t.Setenv("DATASTORE_TYPE", "kubernetes")
 	t.Setenv("KUBECONFIG", "/k")
 	_, err := backend{}.newSession(&skel.CmdArgs{StdinData: dsConf("")})
-	if err == nil || !strings.Contains(err.Error(), "datastore type kubernetes (DATASTORE_TYPE): the Calico CNI plugin: the Kubernetes datastore is not supported by this component yet") {
-		t.Errorf("DATASTORE_TYPE=kubernetes with a silent netconf: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "KUBECONFIG: kubeconfig /k") {
+		t.Errorf("DATASTORE_TYPE=kubernetes with a missing kubeconfig: %v", err)
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(kubeconfigText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DATASTORE_TYPE", "")
+	t.Setenv("KUBECONFIG", "")
+	s, err := backend{}.newSession(&skel.CmdArgs{StdinData: dsConf(`,"datastore_type":"kubernetes","kubernetes":{"kubeconfig":"` + kc + `"}`)})
+	if err != nil || !s.kdd() {
+		t.Fatalf("netconf datastore_type kubernetes with a kubeconfig: %v", err)
+	}
+	defer s.close()
+	// An endpoint there is a pod's: a plain CNI workload is refused before
+	// the API is asked (this server does not exist).
+	err = s.kddReady(context.Background(), newIdentity("node1", "c1", "eth0", Args{}))
+	if err == nil || !strings.Contains(err.Error(), "a workload's endpoint is its Kubernetes pod") {
+		t.Errorf("plain CNI workload on the Kubernetes datastore: %v", err)
 	}
 }
+
+// kubeconfigText names an API server nobody serves.
+const kubeconfigText = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
 
 // The fast path serves only calls whose datastore (netconf over the
 // caller's environment) is the agent's.

@@ -77,18 +77,20 @@ func ReplayJournal(ctx context.Context, cl *store.Client, al *ipam.Allocator, di
 	return n, nil
 }
 
-// completeDelete releases the handle and deletes the endpoint when it still
-// belongs to the container.
+// completeDelete deletes the endpoint when it still belongs to the
+// container, then releases the handle: Calico's order (on Kubernetes the
+// pod's annotations are emptied before the IPAM calls).
 func completeDelete(ctx context.Context, cl *store.Client, al *ipam.Allocator, p pendingDelete) error {
-	if p.Handle != "" {
-		if _, err := al.ReleaseByHandle(ctx, p.Handle); err != nil {
+	if p.Endpoint != "" {
+		if err := deleteEndpoint(ctx, cl, p.Namespace, p.Endpoint, p.ContainerID); err != nil {
 			return err
 		}
 	}
-	if p.Endpoint == "" {
+	if p.Handle == "" {
 		return nil
 	}
-	return deleteEndpoint(ctx, cl, p.Namespace, p.Endpoint, p.ContainerID)
+	_, err := al.ReleaseByHandle(ctx, p.Handle)
+	return err
 }
 
 // deleteEndpoint deletes a WorkloadEndpoint only if it belongs to

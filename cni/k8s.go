@@ -54,12 +54,13 @@ type kubePod struct {
 	ipamStdin []byte // the delegated IPAM's netconf with usePodCidr replaced; nil: unchanged
 }
 
-// usesKubernetes: Kubernetes pod arguments, and a way to the API (a
-// kubeconfig or API root in the netconf, or policy type k8s).
+// usesKubernetes: Kubernetes pod arguments, and a way to the API (the
+// Kubernetes datastore, a kubeconfig or API root in the netconf, or policy
+// type k8s).
 func (s *session) usesKubernetes(id identity) bool {
 	c := s.conf
-	return id.orchestrator == OrchestratorK8s &&
-		(c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "" || c.Policy.K8sAPIRoot != "" || c.Policy.Type == "k8s")
+	return id.orchestrator == OrchestratorK8s && (s.kdd() ||
+		c.Kubernetes.Kubeconfig != "" || c.Kubernetes.K8sAPIRoot != "" || c.Policy.K8sAPIRoot != "" || c.Policy.Type == "k8s")
 }
 
 // kubeClient is the Kubernetes client of the datastore settings (the

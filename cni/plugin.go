@@ -50,6 +50,9 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	}
 	ctx := context.Background()
 	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
+	if err := s.kddReady(ctx, id); err != nil {
+		return err
+	}
 
 	// A repeated ADD of the same container returns what exists.
 	if wep, err := s.existingEndpoint(ctx, id); err != nil {
@@ -107,7 +110,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := s.writeEndpoint(ctx, wep); err != nil {
+	if err := s.writeEndpoint(ctx, s.storedEndpoint(wep)); err != nil {
 		return err
 	}
 	s.conf.waitForPolicy(wep)
@@ -118,8 +121,11 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 // endpointFor builds the pod's endpoint and makes sure its profiles exist.
 func (s *session) endpointFor(ctx context.Context, id identity, kp *kubePod, addrs []netip.Addr, mac string) (*api.WorkloadEndpoint, error) {
 	if kp != nil {
-		if err := s.ensureKubeProfiles(ctx, kp); err != nil {
-			return nil, err
+		// On Kubernetes the kns./ksa. profiles are derived, never written.
+		if !s.kdd() {
+			if err := s.ensureKubeProfiles(ctx, kp); err != nil {
+				return nil, err
+			}
 		}
 		wep := buildEndpoint(id, s.node, addrs, mac, k8s.PodProfiles(kp.pod))
 		return wep, kp.applyTo(wep, addrs)
@@ -141,10 +147,11 @@ func (s *session) existingEndpoint(ctx context.Context, id identity) (*api.Workl
 		return nil, nil
 	}
 	if err != nil {
-		return nil, types.NewError(types.ErrTryAgainLater, "datastore unreachable", err.Error())
+		// Unreachable, or (on Kubernetes) a pod whose endpoint does not convert.
+		return nil, types.NewError(types.ErrTryAgainLater, "reading WorkloadEndpoint "+id.namespace+"/"+id.endpoint, err.Error())
 	}
 	wep := r.(*api.WorkloadEndpoint)
-	if wep.Spec.ContainerID != id.containerID {
+	if wep.Spec.ContainerID != id.containerID || s.kdd() && !addressed(wep) {
 		return nil, nil
 	}
 	return wep, nil

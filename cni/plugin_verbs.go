@@ -28,6 +28,9 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	defer s.close()
 	ctx := context.Background()
 	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
+	if err := s.kddReady(ctx, id); err != nil {
+		return err
+	}
 	if err := RemoveHostIface(s.recordedHostIface(ctx, a, id), a.Netns, a.IfName); err != nil {
 		return types.NewError(types.ErrInternal, "removing the pod's veth", err.Error())
 	}
@@ -146,7 +149,7 @@ func checkPod(netnsPath, ifName, mac string, addrs []netip.Addr, custom []netip.
 		if err != nil {
 			return fmt.Errorf("pod interface %s: %w", ifName, err)
 		}
-		if got := link.Attrs().HardwareAddr.String(); got != mac {
+		if got := link.Attrs().HardwareAddr.String(); mac != "" && got != mac { // no MAC on Kubernetes (cni/kdd.go)
 			return fmt.Errorf("pod interface %s has MAC %s, endpoint says %s", ifName, got, mac)
 		}
 		have, err := netlink.AddrList(link, netlink.FAMILY_ALL)
@@ -241,7 +244,8 @@ func (p *plugin) status(a *skel.CmdArgs) error {
 
 // gc releases this network's stale allocations on this node (as the IPAM
 // plugin does) and deletes this node's endpoints of this network whose
-// attachment is no longer valid.
+// attachment is no longer valid (on Kubernetes: empties their pods'
+// address annotations; pods without addresses have nothing to delete).
 func (p *plugin) gc(a *skel.CmdArgs) error {
 	s, err := p.newSession(a)
 	if err != nil {
@@ -271,7 +275,7 @@ func (p *plugin) gc(a *skel.CmdArgs) error {
 	}
 	for _, r := range weps {
 		w := r.(*api.WorkloadEndpoint)
-		if w.Spec.Node != s.node || valid[w.Spec.ContainerID+"/"+w.Spec.Endpoint] {
+		if w.Spec.Node != s.node || valid[w.Spec.ContainerID+"/"+w.Spec.Endpoint] || s.kdd() && !addressed(w) {
 			continue
 		}
 		if !stale[handleID(s.conf.Name, w.Spec.ContainerID)] && !slices.Contains(w.Spec.Profiles, s.conf.Name) {

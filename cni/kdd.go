@@ -1,0 +1,72 @@
+package cni
+
+import (
+	"context"
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/apiconfig"
+)
+
+// On the Kubernetes datastore (datastore_type kubernetes) the plugin works
+// as Calico's does there: a pod's WorkloadEndpoint is its Pod, so the
+// endpoint write is a patch of the pod's Calico annotations
+// (store/kube), profiles are derived from Namespaces and ServiceAccounts
+// and never written, and every ADD and DEL first asks ClusterInformation
+// whether the datastore is ready.
+
+// Calico's refusals, matched by users and scripts (recorded from Calico
+// v3.32.1: compat/kdd/api-calls.json).
+const (
+	msgNotReady             = "Calico is currently not ready to process requests"
+	msgClusterInfoNotExists = `error getting ClusterInformation: resource does not exist: ClusterInformation(default) with error: clusterinformations.crd.projectcalico.org "default" not found`
+)
+
+var clusterInfoKind, _ = api.LookupKind("ClusterInformation")
+
+// kdd: the session's datastore is Kubernetes.
+func (s *session) kdd() bool { return s.ds != nil && s.ds.Type == apiconfig.Kubernetes }
+
+// kddReady is what Calico's plugin checks before an ADD or DEL on the
+// Kubernetes datastore: a workload that is a Kubernetes pod (an endpoint
+// there is a pod's), and ClusterInformation default saying the datastore
+// is ready. On etcd it checks nothing.
+func (s *session) kddReady(ctx context.Context, id identity) error {
+	if !s.kdd() {
+		return nil
+	}
+	if id.orchestrator != OrchestratorK8s {
+		return types.NewError(types.ErrInvalidNetworkConfig, "invalid network config: datastore_type kubernetes: "+
+			"a workload's endpoint is its Kubernetes pod, so CNI_ARGS must name one (K8S_POD_NAMESPACE and K8S_POD_NAME)", "")
+	}
+	r, err := s.cl.GetResource(ctx, clusterInfoKind, "", "default")
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return types.NewError(types.ErrInternal, msgClusterInfoNotExists, "")
+	case err != nil:
+		return types.NewError(types.ErrTryAgainLater, "error getting ClusterInformation: "+err.Error(), "")
+	}
+	if ci := r.(*api.ClusterInformation); ci.Spec.DatastoreReady == nil || !*ci.Spec.DatastoreReady {
+		return types.NewError(types.ErrInternal, msgNotReady, "")
+	}
+	return nil
+}
+
+// storedEndpoint is the endpoint as written to the datastore. On
+// Kubernetes the pod carries no MAC (Calico's endpoint there has none; the
+// CNI result still reports the pod interface's).
+func (s *session) storedEndpoint(wep *api.WorkloadEndpoint) *api.WorkloadEndpoint {
+	if !s.kdd() {
+		return wep
+	}
+	w := *wep
+	w.Spec.MAC = ""
+	return &w
+}
+
+// addressed: on Kubernetes a pod's endpoint exists as long as the pod; it
+// has addresses only between its ADD and DEL.
+func addressed(wep *api.WorkloadEndpoint) bool { return len(wep.Spec.IPNetworks) > 0 }
