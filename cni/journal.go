@@ -108,7 +108,9 @@ func deleteEndpoint(ctx context.Context, cl *store.Client, ns, name, containerID
 	if containerID != "" && wep.Spec.ContainerID != containerID {
 		return nil
 	}
-	_, err = cl.DeleteObject(ctx, wep)
+	// At the revision read (a newer container's write makes it fail), and
+	// without reading it again (on Kubernetes: GET pod, PATCH, as Calico's).
+	err = cl.Delete(ctx, store.ResourceKey(k, ns, name), store.Revision(wep.Metadata.ResourceVersion))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}

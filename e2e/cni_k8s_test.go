@@ -19,6 +19,7 @@ import (
 	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store/api"
+	"github.com/calico-aio/calico-aio/store/kdd/derive"
 	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
@@ -169,7 +170,7 @@ func podRuntimeIn(n ns.NetNS, namespace, name string) *libcni.RuntimeConf {
 
 func (e *kubeCNIEnv) endpoint(t *testing.T, namespace, pod string) *api.WorkloadEndpoint {
 	t.Helper()
-	r, err := e.cl.GetResource(context.Background(), wepKindInfo(), namespace, "node1-k8s-"+pod+"-eth0")
+	r, err := e.cl.GetResource(context.Background(), wepKindInfo(), namespace, derive.WorkloadEndpointName("node1", pod, "eth0"))
 	if err != nil {
 		t.Fatalf("endpoint of %s/%s: %v", namespace, pod, err)
 	}
