@@ -149,7 +149,12 @@ func (e *kubeCNIEnv) createPodWith(t testing.TB, namespace, name, sa string, lab
 // conflist is a Kubernetes-style calico network; extra is more top-level
 // fields, ipamConf the ipam section.
 func (e *kubeCNIEnv) conflist(kubeconfig, extra, ipamConf string) *libcni.NetworkConfigList {
-	return e.cniEnv.conflist("1.0.0", "k8s-pod-network", fmt.Sprintf(`{"type":"calico","nodename":"node1",
+	return e.conflistV("1.0.0", kubeconfig, extra, ipamConf)
+}
+
+// conflistV is conflist at a CNI version.
+func (e *kubeCNIEnv) conflistV(version, kubeconfig, extra, ipamConf string) *libcni.NetworkConfigList {
+	return e.cniEnv.conflist(version, "k8s-pod-network", fmt.Sprintf(`{"type":"calico","nodename":"node1",
 %s,"calico_lib_dir":%q,"calico_run_dir":%q,"log_level":"info",
 "kubernetes":{"kubeconfig":%q},"policy":{"type":"k8s"}%s,"ipam":%s}`,
 		e.datastoreKeys(), e.state+"/lib", e.state+"/run", kubeconfig, extra, ipamConf))

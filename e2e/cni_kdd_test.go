@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 	"github.com/calico-aio/calico-aio/ipam"
@@ -150,4 +152,58 @@ func (e *kubeCNIEnv) wantPodCleared(t *testing.T, rt *libcni.RuntimeConf, namesp
 	if an["cni.projectcalico.org/containerID"] != rt.ContainerID || an["cni.projectcalico.org/podIP"] != "" || an["cni.projectcalico.org/podIPs"] != "" {
 		t.Errorf("pod %s/%s annotations after DEL %v, want podIP and podIPs empty, containerID %s", namespace, pod, an, rt.ContainerID)
 	}
+}
+
+// TestCNIKDDVerbs: on the Kubernetes datastore, ADD and DEL are refused
+// with Calico's exact messages while ClusterInformation is missing or not
+// ready; CHECK passes for an added pod; GC
+// releases what no valid attachment holds and empties its pod's address
+// annotations.
+func TestCNIKDDVerbs(t *testing.T) {
+	t.Parallel()
+	e := newKubeCNIEnvOn(t, 251, onKube)
+	ctx := context.Background()
+	e.pool("default-ipv4-ippool", "10.244.0.0/16")
+	e.create(t, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}})
+	for _, pod := range []string{"web-1", "web-2", "web-3"} {
+		e.createPod(t, "shop", pod, "", nil, nil)
+	}
+	l := e.conflistV("1.1.0", e.kubeconfig, "", `{"type":"calico-ipam"}`)
+
+	k, _ := api.LookupKind("ClusterInformation")
+	if _, err := e.cl.DeleteResource(ctx, k, "", "default", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.addFails(t, l, podRuntime(t, "shop", "web-3"), `error getting ClusterInformation: resource does not exist: ClusterInformation(default) with error: clusterinformations.crd.projectcalico.org "default" not found`)
+	e.clusterReady(t, false)
+	e.addFails(t, l, podRuntime(t, "shop", "web-3"), "Calico is currently not ready to process requests")
+	if err := e.del(l, podRuntime(t, "shop", "web-3")); err == nil || !strings.Contains(err.Error(), "Calico is currently not ready to process requests") {
+		t.Errorf("DEL while not ready: %v", err)
+	}
+	e.clusterReady(t, true)
+
+	web1, web2 := podRuntime(t, "shop", "web-1"), podRuntime(t, "shop", "web-2")
+	ip1, ip2 := e.addOK(t, l, web1), e.addOK(t, l, web2)
+	for _, rt := range []*libcni.RuntimeConf{web1, web2} {
+		if err := e.inHost(func() error { return e.cfg.CheckNetworkList(ctx, l, rt) }); err != nil {
+			t.Errorf("CHECK %s: %v", rt.ContainerID, err)
+		}
+	}
+	// web-2 is no longer a valid attachment: GC releases it and empties
+	// its pod's addresses, web-1 keeps its own.
+	gc := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: web1.ContainerID, IfName: "eth0"}}}
+	if err := e.inHost(func() error { return e.cfg.GCNetworkList(ctx, l, gc) }); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	e.wantPodAddress(t, web1, "shop", "web-1", ip1)
+	e.wantPodCleared(t, web2, "shop", "web-2")
+	if hs, err := ipam.New(e.cl).ListHandles(ctx); err != nil || len(hs) != 1 || hs[0].ID != "k8s-pod-network."+web1.ContainerID {
+		t.Errorf("handles after GC: %+v %v, want web-1's only (web-2 had %s)", hs, err, ip2)
+	}
+	for _, rt := range []*libcni.RuntimeConf{web1, web2} {
+		if err := e.del(l, rt); err != nil {
+			t.Errorf("DEL %s: %v", rt.ContainerID, err)
+		}
+	}
+	e.assertClean()
 }
