@@ -148,7 +148,7 @@ func (s *session) existingEndpoint(ctx context.Context, id identity) (*api.Workl
 	}
 	if err != nil {
 		// Unreachable, or (on Kubernetes) a pod whose endpoint does not convert.
-		return nil, types.NewError(types.ErrTryAgainLater, "reading WorkloadEndpoint "+id.namespace+"/"+id.endpoint, err.Error())
+		return nil, types.NewError(types.ErrTryAgainLater, "reading WorkloadEndpoint "+id.namespace+"/"+id.endpoint+" from the datastore", err.Error())
 	}
 	wep := r.(*api.WorkloadEndpoint)
 	if wep.Spec.ContainerID != id.containerID || s.kdd() && !addressed(wep) {

@@ -34,6 +34,15 @@ type kubeCNIEnv struct {
 	// ds is the plugin's datastore (cni_kdd_test.go): etcd, or the
 	// apiserver's custom resources.
 	ds datastore
+	// node is the netconf's nodename ("": node1).
+	node string
+}
+
+func (e *kubeCNIEnv) nodeName() string {
+	if e.node == "" {
+		return "node1"
+	}
+	return e.node
 }
 
 // newKubeCNIEnv is a kubeCNIEnv whose plugin keeps its datastore in etcd.
@@ -154,10 +163,10 @@ func (e *kubeCNIEnv) conflist(kubeconfig, extra, ipamConf string) *libcni.Networ
 
 // conflistV is conflist at a CNI version.
 func (e *kubeCNIEnv) conflistV(version, kubeconfig, extra, ipamConf string) *libcni.NetworkConfigList {
-	return e.cniEnv.conflist(version, "k8s-pod-network", fmt.Sprintf(`{"type":"calico","nodename":"node1",
+	return e.cniEnv.conflist(version, "k8s-pod-network", fmt.Sprintf(`{"type":"calico","nodename":%q,
 %s,"calico_lib_dir":%q,"calico_run_dir":%q,"log_level":"info",
 "kubernetes":{"kubeconfig":%q},"policy":{"type":"k8s"}%s,"ipam":%s}`,
-		e.datastoreKeys(), e.state+"/lib", e.state+"/run", kubeconfig, extra, ipamConf))
+		e.nodeName(), e.datastoreKeys(), e.state+"/lib", e.state+"/run", kubeconfig, extra, ipamConf))
 }
 
 // podRuntime is the kubelet's CNI call for pod namespace/name, in a fresh
@@ -175,7 +184,7 @@ func podRuntimeIn(n ns.NetNS, namespace, name string) *libcni.RuntimeConf {
 
 func (e *kubeCNIEnv) endpoint(t *testing.T, namespace, pod string) *api.WorkloadEndpoint {
 	t.Helper()
-	r, err := e.cl.GetResource(context.Background(), wepKindInfo(), namespace, derive.WorkloadEndpointName("node1", pod, "eth0"))
+	r, err := e.cl.GetResource(context.Background(), wepKindInfo(), namespace, derive.WorkloadEndpointName(e.nodeName(), pod, "eth0"))
 	if err != nil {
 		t.Fatalf("endpoint of %s/%s: %v", namespace, pod, err)
 	}
