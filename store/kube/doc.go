@@ -14,10 +14,11 @@
 //     the list's resourceVersion; a dropped watch resumes from the last
 //     resourceVersion seen; only 410 Gone re-lists and delivers the
 //     difference.
-//   - source.go, derived.go, nodewrite.go: the kinds Calico derives from
-//     Kubernetes objects (Node, WorkloadEndpoint, Profile), read through
-//     store/kdd's derivations; a Node update is written as Calico's
-//     annotations on the Kubernetes Node.
+//   - source.go, derived.go, nodewrite.go, wepwrite.go: the kinds Calico
+//     derives from Kubernetes objects (Node, WorkloadEndpoint, Profile),
+//     read through store/kdd's derivations; a Node update is written as
+//     Calico's annotations on the Kubernetes Node, a WorkloadEndpoint
+//     write as the CNI plugin's pod status patch.
 //
 // A model revision is the custom resource's (or Kubernetes object's)
 // resourceVersion.
