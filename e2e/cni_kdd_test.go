@@ -156,7 +156,7 @@ func (e *kubeCNIEnv) wantPodCleared(t *testing.T, rt *libcni.RuntimeConf, namesp
 
 // TestCNIKDDVerbs: on the Kubernetes datastore, ADD and DEL are refused
 // with Calico's exact messages while ClusterInformation is missing or not
-// ready; CHECK passes for an added pod; GC
+// ready; STATUS passes; CHECK passes for an added pod; GC
 // releases what no valid attachment holds and empties its pod's address
 // annotations.
 func TestCNIKDDVerbs(t *testing.T) {
@@ -182,6 +182,10 @@ func TestCNIKDDVerbs(t *testing.T) {
 	}
 	e.clusterReady(t, true)
 
+	// STATUS: a pool serves the node.
+	if err := e.inHost(func() error { return e.cfg.GetStatusNetworkList(ctx, l) }); err != nil {
+		t.Errorf("STATUS: %v", err)
+	}
 	web1, web2 := podRuntime(t, "shop", "web-1"), podRuntime(t, "shop", "web-2")
 	ip1, ip2 := e.addOK(t, l, web1), e.addOK(t, l, web2)
 	for _, rt := range []*libcni.RuntimeConf{web1, web2} {
