@@ -158,7 +158,8 @@ func (e *kubeCNIEnv) wantPodCleared(t *testing.T, rt *libcni.RuntimeConf, namesp
 // with Calico's exact messages while ClusterInformation is missing or not
 // ready; STATUS passes; CHECK passes for an added pod; GC
 // releases what no valid attachment holds and empties its pod's address
-// annotations.
+// annotations; an older sandbox's DEL after a newer sandbox's ADD leaves
+// the newer one's address.
 func TestCNIKDDVerbs(t *testing.T) {
 	t.Parallel()
 	e := newKubeCNIEnvOn(t, 251, onKube)
@@ -209,5 +210,21 @@ func TestCNIKDDVerbs(t *testing.T) {
 			t.Errorf("DEL %s: %v", rt.ContainerID, err)
 		}
 	}
+	e.assertClean()
+
+	// A new sandbox of web-3 is added before the old one is deleted: the
+	// old one's DEL leaves the new one's annotations and address.
+	older, newer := podRuntime(t, "shop", "web-3"), podRuntime(t, "shop", "web-3")
+	newer.ContainerID = older.ContainerID + "-new"
+	e.addOK(t, l, older)
+	ip := e.addOK(t, l, newer)
+	if err := e.del(l, older); err != nil {
+		t.Fatalf("DEL of the older sandbox: %v", err)
+	}
+	e.wantPodAddress(t, newer, "shop", "web-3", ip)
+	if err := e.del(l, newer); err != nil {
+		t.Fatalf("DEL of the newer sandbox: %v", err)
+	}
+	e.wantPodCleared(t, newer, "shop", "web-3")
 	e.assertClean()
 }
