@@ -55,6 +55,19 @@ func TestEndpointWrites(t *testing.T) {
 	if err := c.b.Delete(ctx, key, rev1); !errors.As(err, new(*model.ConflictError)) {
 		t.Errorf("delete at the old sandbox's revision: %v, want a conflict", err)
 	}
+	// An update is a compare-and-swap on the pod's resourceVersion.
+	stale := endpointWith(t, o.Value, func(spec map[string]any) { spec["containerID"] = oldID })
+	if _, err := c.b.Update(ctx, key, stale, rev1); !errors.As(err, new(*model.ConflictError)) {
+		t.Errorf("update at the old sandbox's revision: %v, want a conflict", err)
+	}
+	cur, err := c.b.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev2, err = c.b.Update(ctx, key, cur.Value, rev2); err != nil {
+		t.Fatalf("update at the current revision: %v", err)
+	}
+	wantPatches(t, c, `{"metadata":{"annotations":{"cni.projectcalico.org/containerID":"`+newID+`","cni.projectcalico.org/podIP":"10.244.166.129/32","cni.projectcalico.org/podIPs":"10.244.166.129/32"},"resourceVersion":"`+string(cur.Revision)+`"}}`)
 	ann := podAnnotations(t, c)
 	if ann[derive.AnnotationContainerID] != newID || ann[derive.AnnotationPodIPs] != "10.244.166.129/32" {
 		t.Errorf("after the old sandbox's delete: %v, want the newer sandbox's", ann)
