@@ -37,15 +37,28 @@ func Open(c *Config, h Host) (*store.Client, error) {
 	case EtcdV3:
 		return store.New(c.Etcd)
 	case Kubernetes:
-		rc, err := c.RESTConfig(h)
-		if err != nil {
-			return nil, err
-		}
-		kc, err := k8s.NewClientFromConfig(rc)
-		if err != nil {
-			return nil, err
-		}
-		return store.NewClient(kube.NewWithClient(kc)), nil
+		sc, _, err := OpenKube(c, h)
+		return sc, err
 	}
 	return nil, fmt.Errorf("datastore type %q (%s): unknown", c.Type, c.Source(KeyDatastoreType))
+}
+
+// OpenKube is Open for the Kubernetes datastore that also hands out the
+// Kubernetes client the backend uses, for what calico-node reads and
+// writes in Kubernetes itself (its Node's conditions, the Lease,
+// NetworkPolicies, EndpointSlices): one client, one API server. It
+// refuses a Config of another type.
+func OpenKube(c *Config, h Host) (*store.Client, *k8s.Client, error) {
+	if c.Type != Kubernetes {
+		return nil, nil, fmt.Errorf("datastore type %q (%s): not kubernetes", c.Type, c.Source(KeyDatastoreType))
+	}
+	rc, err := c.RESTConfig(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	kc, err := k8s.NewClientFromConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store.NewClient(kube.NewWithClient(kc)), kc, nil
 }
