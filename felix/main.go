@@ -64,7 +64,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	defer func() { cancel(); done() }()                                        // the last Kubernetes Node condition is written before the client closes
+	// The last Kubernetes Node condition is written before the client closes.
+	defer func() { cancel(); done() }()
 	mw := node.NewMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.MTU, cfg.FelixEnv) // <lib-dir>/mtu (felix/node/mtuwatch.go)
 	var mtu int
 	if err := retry(ctx, func() (err error) { mtu, err = mw.Update(ctx); return err }); err != nil {
