@@ -30,6 +30,12 @@ func TestOpen(t *testing.T) {
 	if _, err = Open(cfg, h); err == nil || !strings.Contains(err.Error(), "service account token") {
 		t.Errorf("kubernetes in a pod without its token: %v", err)
 	}
+	if _, _, err = OpenKube(cfg, h); err == nil || !strings.Contains(err.Error(), "service account token") {
+		t.Errorf("OpenKube in a pod without its token: %v", err)
+	}
+	if _, _, err = OpenKube(&Config{Type: EtcdV3}, h); err == nil || !strings.Contains(err.Error(), "not kubernetes") {
+		t.Errorf("OpenKube of etcdv3: %v", err)
+	}
 	// Roles that do not run on the Kubernetes datastore yet refuse it by
 	// name, saying where the choice came from; other datastores pass.
 	err = RefuseKubernetes(cfg, "calico-node")
