@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/k8s"
@@ -72,47 +74,52 @@ func decodeKubePolicy(ev k8s.FollowEvent) []calc.Update {
 	return []calc.Update{u}
 }
 
-// sliceIndex is the EndpointSlices seen, to regroup a Service's slices
-// when one of them changes.
+// sliceIndex is the EndpointSlices seen, by Service, to regroup a
+// Service's slices when one of them changes.
 type sliceIndex struct {
-	slices map[[2]string]k8s.EndpointSlice // by namespace and name
+	service  map[[2]string]string                       // a slice's Service, by slice namespace and name
+	services map[[2]string]map[string]k8s.EndpointSlice // slices by Service namespace and name, then slice name
 }
 
-func newSliceIndex() *sliceIndex { return &sliceIndex{slices: map[[2]string]k8s.EndpointSlice{}} }
+func newSliceIndex() *sliceIndex {
+	return &sliceIndex{service: map[[2]string]string{}, services: map[[2]string]map[string]k8s.EndpointSlice{}}
+}
 
 // apply records a slice event and returns the updates of the Services it
 // touched (its old and new Service): their endpoints, or their deletion
-// when no slice of theirs is left.
+// when no slice of theirs is left. Slices of no Service are left out.
 func (x *sliceIndex) apply(ev k8s.FollowEvent) []calc.Update {
 	k := [2]string{ev.Namespace, ev.Name}
-	touched := map[string]bool{}
-	if old, ok := x.slices[k]; ok {
-		touched[old.Metadata.Labels[k8s.LabelServiceName]] = true
-		delete(x.slices, k)
+	var touched []string
+	if svc, ok := x.service[k]; ok {
+		touched = append(touched, svc)
+		delete(x.service, k)
+		delete(x.services[[2]string{ev.Namespace, svc}], ev.Name)
 	}
 	if ev.Type == k8s.FollowPut {
 		var es k8s.EndpointSlice
 		if err := json.Unmarshal(ev.Object, &es); err != nil {
 			slog.Warn("undecodable EndpointSlice: left out", "namespace", ev.Namespace, "name", ev.Name, "err", err)
-		} else {
-			x.slices[k] = es
-			touched[es.Metadata.Labels[k8s.LabelServiceName]] = true
-		}
-	}
-	var out []calc.Update
-	for svc := range touched {
-		if svc == "" {
-			continue
-		}
-		var mine []k8s.EndpointSlice
-		for sk, es := range x.slices {
-			if sk[0] == ev.Namespace && es.Metadata.Labels[k8s.LabelServiceName] == svc {
-				mine = append(mine, es)
+		} else if svc := es.Metadata.Labels[k8s.LabelServiceName]; svc != "" {
+			x.service[k] = svc
+			sk := [2]string{ev.Namespace, svc}
+			if x.services[sk] == nil {
+				x.services[sk] = map[string]k8s.EndpointSlice{}
+			}
+			x.services[sk][ev.Name] = es
+			if !slices.Contains(touched, svc) {
+				touched = append(touched, svc)
 			}
 		}
+	}
+	out := make([]calc.Update, 0, len(touched))
+	for _, svc := range touched {
+		sk := [2]string{ev.Namespace, svc}
 		u := calc.Update{Kind: calc.KindService, Key: etcdv3.ServiceEndpointsKey(ev.Namespace, svc), Deleted: true}
-		if se := k8s.ServiceEndpoints(mine)[ev.Namespace+"/"+svc]; se != nil {
+		if se := k8s.ServiceEndpoints(slices.Collect(maps.Values(x.services[sk])))[ev.Namespace+"/"+svc]; se != nil {
 			u.Deleted, u.Service = false, se
+		} else {
+			delete(x.services, sk)
 		}
 		out = append(out, u)
 	}
