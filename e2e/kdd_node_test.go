@@ -90,7 +90,8 @@ func (e *kubeCNIEnv) policyChain(t testing.TB, namespace, name string) bool {
 // Kubernetes NetworkPolicy, read directly from the API, is enforced with
 // real TCP traffic as knp.default.<name>; after an API server restart the
 // agent's watches carry on: a new policy is enforced and a deleted one
-// withdrawn.
+// withdrawn; a Calico policy's services match follows the Service's
+// EndpointSlices, read directly from the API.
 func TestKDDNode(t *testing.T) {
 	e := kddEnv(t, 171)
 	e.kddNode(t, "node1")
@@ -147,6 +148,18 @@ func TestKDDNode(t *testing.T) {
 		return nil
 	})
 	expectTraffic(t, "policy web-none", deny("client -> web:8080", tcpProbe(client, "10.171.0.2:8080")))
+
+	// A Calico policy (a custom resource, as kubectl writes it) allowing
+	// the endpoints of Service shop/clients: read from its EndpointSlices.
+	e.create(t, "/apis/crd.projectcalico.org/v1/namespaces/shop/networkpolicies", map[string]any{
+		"apiVersion": "crd.projectcalico.org/v1", "kind": "NetworkPolicy", "metadata": map[string]any{"name": "from-clients"},
+		"spec": map[string]any{"tier": "default", "order": 10, "selector": "app == 'web'", "types": []string{"Ingress"},
+			"ingress": []map[string]any{{"action": "Allow", "source": map[string]any{"services": map[string]any{"name": "clients", "namespace": "shop"}}}}},
+	})
+	ApplyEndpointSlice(t, e.api, "shop", "clients", ServiceSlice{Name: "clients-1", Addresses: []string{"10.171.0.3"}, Ports: []int{80}})
+	expectTraffic(t, "client in Service clients", allow("client -> web:8080", tcpProbe(client, "10.171.0.2:8080")))
+	DeleteEndpointSlice(t, e.api, "shop", "clients-1")
+	expectTraffic(t, "Service clients without endpoints", deny("client -> web:8080", tcpProbe(client, "10.171.0.2:8080")))
 
 	// No kubelet here: delete at once rather than mark for deletion.
 	e.do(t, http.MethodDelete, "/api/v1/namespaces/shop/pods/web?gracePeriodSeconds=0", nil, http.StatusOK)
