@@ -10,9 +10,9 @@ import (
 )
 
 // ErrKubernetesNotWired: the Kubernetes datastore was chosen for a role that
-// does not run on it yet (errors.Is): calico-node and the CNI plugins still
-// need their Kubernetes-mode behaviour (Calico's pod annotations instead of
-// WorkloadEndpoints, start-up through the CRDs); calicoctl runs on it.
+// does not run on it yet (errors.Is): the CNI plugins still need their
+// Kubernetes-mode behaviour (Calico's pod annotations instead of
+// WorkloadEndpoints); calicoctl and calico-node run on it.
 var ErrKubernetesNotWired = errors.New("the Kubernetes datastore is not supported by this component yet")
 
 // RefuseKubernetes is the refusal of a role (e.g. "calico-node") that does
