@@ -175,12 +175,14 @@ func TestKDDNode(t *testing.T) {
 }
 
 // TestKDDNodeLease runs two agents with the controllers on the
-// Kubernetes datastore: one holds the controllers' Lease; when it stops,
-// the other takes it over.
+// Kubernetes datastore: one holds the controllers' Lease and copies no
+// Kubernetes NetworkPolicy into a Calico one; when it stops, the other
+// takes the Lease over.
 func TestKDDNodeLease(t *testing.T) {
 	e := kddEnv(t, 172)
 	e.kddNode(t, "node1")
 	e.kddNode(t, "node2")
+	e.create(t, "/apis/networking.k8s.io/v1/namespaces/default/networkpolicies", kpPolicy("np", map[string]any{"podSelector": map[string]any{}}))
 	h2 := newTestHost(t, 173)
 	kc2 := e.writeKubeconfig(t, "https://"+relayIn(t, h2.ns, strings.TrimPrefix(e.api.URL, "https://")))
 	a1 := e.startKDDAgent(t, e.host.ns, "node1", e.kubeconfig, e.state, "--kube-controllers-kubeconfig", e.kubeconfig)
@@ -210,6 +212,20 @@ func TestKDDNodeLease(t *testing.T) {
 	time.Sleep(3 * time.Second) // node2 retries every 2 s: it must not take a held lease
 	if err := want("node1")(); err != nil {
 		t.Fatalf("with both running: %v", err)
+	}
+	// The leader has made its first pass: it copied nothing.
+	var crs struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(e.do(t, http.MethodGet, "/apis/crd.projectcalico.org/v1/networkpolicies", nil, http.StatusOK), &crs); err != nil {
+		t.Fatal(err)
+	}
+	if len(crs.Items) != 0 {
+		t.Errorf("the controller wrote Calico policies %v on the Kubernetes datastore", crs.Items)
 	}
 	a1.stop()
 	eventually(t, 30*time.Second, "node2 takes the lease over", want("node2"))
