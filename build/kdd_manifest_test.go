@@ -124,12 +124,14 @@ func TestKDDManifest(t *testing.T) {
 	}
 	datastore := obj{"name": "DATASTORE_TYPE", "value": kddDatastore}
 	account := obj{"name": "CNI_SERVICE_ACCOUNT", "value": cniSA}
+	// ClusterInformation's clusterType in this mode (felix/node/kube.go).
+	clusterType := obj{"name": "CLUSTER_TYPE", "value": "k8s,bgp"}
 	for _, c := range []struct {
 		list, name string
 		add        []obj
 	}{
 		{"initContainers", "install-cni", []obj{datastore, account}},
-		{"containers", "calico-node", []obj{datastore}},
+		{"containers", "calico-node", []obj{datastore, clusterType}},
 		{"containers", "cni-kubeconfig", []obj{account}},
 	} {
 		want := envByName(named(t, get(etcdDS, "spec", "template", "spec", c.list), c.name))

@@ -65,8 +65,15 @@ func startAgentIn(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string,
 // instead of NO_DEFAULT_POOLS=true.
 func startAgentEnv(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, env []string, extra ...string) *agentProc {
 	t.Helper()
+	return startAgentWith(t, n, node, stateDir, env, append([]string{"--etcd-endpoints", etcdEndpoint}, extra...)...)
+}
+
+// startAgentWith is startAgentEnv with the datastore left to env and args
+// (no --etcd-endpoints).
+func startAgentWith(t testing.TB, n ns.NetNS, node, stateDir string, env []string, extra ...string) *agentProc {
+	t.Helper()
 	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), done: make(chan error, 1)}
-	args := append([]string{"node", "--nodename", node, "--etcd-endpoints", etcdEndpoint,
+	args := append([]string{"node", "--nodename", node,
 		"--lib-dir", stateDir + "/lib", "--run-dir", stateDir + "/run", "--health-addr", a.health,
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), "--resync-interval", "3s"}, extra...)
 	a.cmd = exec.Command(binary, args...)

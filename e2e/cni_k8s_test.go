@@ -57,11 +57,16 @@ func (e *kubeCNIEnv) startAPI(t testing.TB, opts ...kubeapi.Option) {
 	e.kubeconfig = e.writeKubeconfig(t, "https://"+relay)
 }
 
-// relay listens on the host namespace's loopback and forwards each
-// connection to target in the test's namespace. It returns its address.
+// relay is relayIn the host namespace.
 func (e *kubeCNIEnv) relay(t testing.TB, target string) string {
+	return relayIn(t, e.host.ns, target)
+}
+
+// relayIn listens on namespace n's loopback and forwards each connection
+// to target in the test's namespace. It returns its address.
+func relayIn(t testing.TB, n ns.NetNS, target string) string {
 	var l net.Listener
-	if err := e.inHost(func() error {
+	if err := n.Do(func(ns.NetNS) error {
 		var err error
 		l, err = net.Listen("tcp", "127.0.0.1:0")
 		return err

@@ -16,9 +16,11 @@ import (
 // calico-node chooses its datastore as Calico does (store/apiconfig).
 // Started with Calico's stock DaemonSet environment (DATASTORE_TYPE=
 // kubernetes, no ETCD_ENDPOINTS), or in a pod with no etcd configured, it
-// exits non-zero with a clear message (no way to the API: a usage error,
-// 2; the Kubernetes backend not wired in yet: a start-up error, 1) and
-// starts no embedded etcd of its own.
+// runs on the Kubernetes datastore (e2e/kdd_node_test.go); when it cannot
+// reach the API it exits non-zero with a clear message (no way to the API
+// configured: a usage error, 2; a kubeconfig or service account token
+// that is not there: a start-up error, 1) and starts no embedded etcd of
+// its own.
 func TestNodeDatastoreTypeRefused(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
@@ -30,11 +32,11 @@ func TestNodeDatastoreTypeRefused(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"DATASTORE_TYPE=kubernetes"}, 2, "datastore type kubernetes (DATASTORE_TYPE) but no Kubernetes API to reach"},
-		{[]string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + kubeconfig}, 1, "datastore type kubernetes (DATASTORE_TYPE): calico-node: the Kubernetes datastore is not supported by this component yet"},
+		{[]string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + kubeconfig}, 1, "calico-node: KUBECONFIG: kubeconfig " + kubeconfig + ": stat " + kubeconfig + ": no such file or directory"},
 		{[]string{"DATASTORE_TYPE=etcd"}, 2, `DATASTORE_TYPE="etcd": unknown datastore type, must be etcdv3 or kubernetes`},
 		{[]string{"KUBERNETES_SERVICE_HOST=10.96.0.1"}, 2, "datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)) but no Kubernetes API to reach"},
 		{[]string{"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443"}, 1,
-			"datastore type kubernetes (default (in a Kubernetes pod, no etcd configured)): calico-node: the Kubernetes datastore is not supported by this component yet"},
+			"calico-node: in-cluster Kubernetes config: service account token: open /var/run/secrets/kubernetes.io/serviceaccount/token: no such file or directory"},
 	} {
 		dataDir := filepath.Join(t.TempDir(), "etcd")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -5,22 +5,45 @@ import (
 	"log/slog"
 
 	"github.com/calico-aio/calico-aio/felix/config"
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/apiconfig"
 	"github.com/calico-aio/calico-aio/store/embedded"
 )
 
+// datastore is what openDatastore connected to: the store client, and
+// either the embedded etcd it started (nil when etcd is external) or, on
+// the Kubernetes datastore, the Kubernetes client the backend uses.
+type datastore struct {
+	c    *store.Client
+	etcd *embedded.Server
+	kube *k8s.Client // nil unless the datastore is kubernetes
+}
+
+// close closes the client and then the embedded etcd, if any.
+func (d *datastore) close() {
+	_ = d.c.Close()
+	if d.etcd != nil {
+		d.etcd.Close()
+	}
+}
+
 // openDatastore logs the datastore chosen (once, with its warnings),
 // starts the embedded etcd when the choice is etcdv3 with no etcd
 // configured (cfg.Datastore then names its URL), and connects through
-// apiconfig.Open. The server, when started, is the caller's to close.
-func openDatastore(ctx context.Context, cfg config.Config) (*store.Client, *embedded.Server, error) {
+// apiconfig.Open (apiconfig.OpenKube on the Kubernetes datastore). The
+// caller closes what it returns.
+func openDatastore(ctx context.Context, cfg config.Config) (*datastore, error) {
 	slog.Info("datastore chosen", cfg.Datastore.LogAttrs()...)
 	for _, w := range cfg.Datastore.Warnings {
 		slog.Warn("datastore setting not used", "warning", w)
 	}
-	if err := apiconfig.RefuseKubernetes(cfg.Datastore, "calico-node"); err != nil {
-		return nil, nil, err
+	if cfg.Datastore.Type == apiconfig.Kubernetes {
+		c, kc, err := apiconfig.OpenKube(cfg.Datastore, apiconfig.OSHost())
+		if err != nil {
+			return nil, err
+		}
+		return &datastore{c: c, kube: kc}, nil
 	}
 	var srv *embedded.Server
 	if cfg.EmbeddedEtcd() {
@@ -28,7 +51,7 @@ func openDatastore(ctx context.Context, cfg config.Config) (*store.Client, *embe
 		// (5 min history, 2 GiB, hourly): see store/embedded/maintain.go.
 		var err error
 		if srv, err = embedded.Start(ctx, embedded.Config{DataDir: cfg.EtcdDataDir, ClientURL: cfg.EtcdClientURL, PeerURL: cfg.EtcdPeerURL}); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		cfg.Datastore.Etcd.Endpoints = srv.Endpoints()
 		slog.Info("embedded etcd serving", "client", cfg.EtcdClientURL, "data", cfg.EtcdDataDir,
@@ -39,7 +62,7 @@ func openDatastore(ctx context.Context, cfg config.Config) (*store.Client, *embe
 		if srv != nil {
 			srv.Close()
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	return c, srv, nil
+	return &datastore{c: c, etcd: srv}, nil
 }

@@ -52,30 +52,20 @@ func Main(args []string) int {
 // Run starts the agent and blocks until ctx ends.
 func Run(ctx context.Context, cfg config.Config) error {
 	slog.Info("calico-node starting", "version", version.Version, "node", cfg.NodeName)
-	c, etcdSrv, err := openDatastore(ctx, cfg)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ds, err := openDatastore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if etcdSrv != nil {
-		defer etcdSrv.Close()
-	}
-	defer c.Close()
-	if err := retry(ctx, func() error { return c.EnsureClusterInformation(ctx, version.Version) }); err != nil {
-		return err
-	}
-	if err := retry(ctx, func() error { return c.EnsureDefaultTiers(ctx) }); err != nil {
-		return err
-	}
-	if err := retry(ctx, func() error { return node.EnsureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
-		return err
-	}
-	v4, v6, err := node.Addrs(cfg.IP, cfg.IPAutodetectionMethod, cfg.IP6, cfg.IP6AutodetectionMethod)
+	defer ds.close()
+	c := ds.c
+	v4, v6, done, err := startup(ctx, cfg, ds)
 	if err != nil {
 		return err
 	}
-	if err := node.Register(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
-		return err
-	}
+	// The last Kubernetes Node condition is written before the client closes.
+	defer func() { cancel(); done() }()
 	mw := node.NewMTUWatch(c, cfg.NodeName, cfg.LibDir, cfg.MTU, cfg.FelixEnv) // <lib-dir>/mtu (felix/node/mtuwatch.go)
 	var mtu int
 	if err := retry(ctx, func() (err error) { mtu, err = mw.Update(ctx); return err }); err != nil {
@@ -89,16 +79,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Datastore: cfg.Datastore}) // CNI calls through the agent
 	defer stopCNI()
 	if cfg.KubeControllers != "" {
-		kc, err := controller.New(c, cfg.KubeControllers)
-		if err != nil {
-			return fmt.Errorf("kube controllers: %w", err)
+		if err := startControllers(ctx, cfg, ds); err != nil {
+			return err
 		}
-		kc.LeakGracePeriod = cfg.KubeControllersLeakGracePeriod
-		go func() {
-			if err := controller.RunElected(ctx, c, cfg.NodeName, kc); err != nil && ctx.Err() == nil {
-				slog.Error("kube controllers stopped", "err", err)
-			}
-		}()
 	}
 	if cfg.Libnetwork {
 		stop, err := serveLibnetwork(ctx, c, cfg.NodeName, mtu, cfg.LibnetworkSocketDir)
@@ -108,9 +91,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 		defer stop()
 	}
 	a := newAgent(cfg, c, v6.IsValid())
-	if etcdSrv != nil {
-		a.health.WatchEmbeddedEtcd(etcdSrv)
-		a.metrics.AddEmbeddedEtcd(etcdSrv)
+	if ds.etcd != nil {
+		a.health.WatchEmbeddedEtcd(ds.etcd)
+		a.metrics.AddEmbeddedEtcd(ds.etcd)
 	}
 	if err := a.startServers(ctx); err != nil {
 		return err
@@ -127,11 +110,61 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err := run.ServeStatus(ctx, cfg.RunDir); err != nil {
 		return err
 	}
-	go syncer.Run(ctx, c, a.updates)
+	go syncer.Run(ctx, c, ds.kube, a.updates)
 	slog.Info("calico-node running", "datastore", cfg.Datastore.Type)
 	err = a.loop(ctx)
 	slog.Info("calico-node stopping")
 	return err
+}
+
+// startup does calico-node's start-up duties: on etcd, ClusterInformation,
+// the default tiers and pools, then the Node; on the Kubernetes datastore,
+// KubeStartup's. It returns the node's addresses and done, which waits for
+// what start-up left running once ctx is cancelled.
+func startup(ctx context.Context, cfg config.Config, ds *datastore) (v4, v6 netip.Prefix, done func(), err error) {
+	if ds.kube != nil {
+		return KubeStartup(ctx, ds.c, ds.kube, cfg, cfg.ClusterType)
+	}
+	c := ds.c
+	if err := retry(ctx, func() error { return c.EnsureClusterInformation(ctx, version.Version) }); err != nil {
+		return v4, v6, nil, err
+	}
+	if err := retry(ctx, func() error { return c.EnsureDefaultTiers(ctx) }); err != nil {
+		return v4, v6, nil, err
+	}
+	if err := retry(ctx, func() error { return node.EnsureDefaultPools(ctx, c, cfg.DefaultPools) }); err != nil {
+		return v4, v6, nil, err
+	}
+	if v4, v6, err = node.Addrs(cfg.IP, cfg.IPAutodetectionMethod, cfg.IP6, cfg.IP6AutodetectionMethod); err != nil {
+		return v4, v6, nil, err
+	}
+	if err := node.Register(ctx, c, cfg.NodeName, cfg.K8sNodeRef, v4, v6, cfg.ASNumber); err != nil {
+		return v4, v6, nil, err
+	}
+	return v4, v6, func() {}, nil
+}
+
+// startControllers starts the Kubernetes controllers (cfg.KubeControllers
+// names their kubeconfig), elected among the nodes: on etcd by an etcd
+// election, on the Kubernetes datastore by a coordination.k8s.io Lease,
+// where they only collect garbage (controller.KDD).
+func startControllers(ctx context.Context, cfg config.Config, ds *datastore) error {
+	kc, err := controller.New(ds.c, cfg.KubeControllers)
+	if err != nil {
+		return fmt.Errorf("kube controllers: %w", err)
+	}
+	kc.LeakGracePeriod = cfg.KubeControllersLeakGracePeriod
+	run := func() error { return controller.RunElected(ctx, ds.c, cfg.NodeName, kc) }
+	if ds.kube != nil {
+		kc.KDD = true
+		run = func() error { return controller.RunLeaseElected(ctx, ds.kube, cfg.NodeName, kc) }
+	}
+	go func() {
+		if err := run(); err != nil && ctx.Err() == nil {
+			slog.Error("kube controllers stopped", "err", err)
+		}
+	}()
+	return nil
 }
 
 // retry calls f until it succeeds or ctx ends, backing off up to 5 s.

@@ -57,6 +57,10 @@ type Config struct {
 	// spec.nodeName); when set the Node is registered with a k8s orchRef,
 	// which lets the controller remove it once the Kubernetes node is gone.
 	K8sNodeRef string
+	// ClusterType is CLUSTER_TYPE (e.g. "k8s,bgp"): on the Kubernetes
+	// datastore, ClusterInformation's clusterType is made from it
+	// (felix/node/kube.go KubeClusterType).
+	ClusterType string
 	// DefaultPools are created at start when their family has no pool
 	// (CALICO_IPV4POOL_*, CALICO_IPV6POOL_*, NO_DEFAULT_POOLS: pools.go).
 	// felix/node/pools.go creates them.
@@ -127,6 +131,7 @@ func Parse(args []string, getenv func(string) string, environ []string) (Config,
 	fs.StringVar(&c.KubeControllers, "kube-controllers-kubeconfig", env("CALICO_KUBE_CONTROLLERS_KUBECONFIG", ""), "run the Kubernetes policy controller (leader-elected) with this kubeconfig [CALICO_KUBE_CONTROLLERS_KUBECONFIG]")
 	fs.DurationVar(&c.KubeControllersLeakGracePeriod, "kube-controllers-leak-grace-period", envDuration(getenv, "CALICO_KUBE_CONTROLLERS_LEAK_GRACE_PERIOD", controller.DefaultLeakGracePeriod), "how long a deleted pod's addresses and endpoints, or a deleted node, stay before the controller releases them; 0 disables [CALICO_KUBE_CONTROLLERS_LEAK_GRACE_PERIOD]")
 	fs.StringVar(&c.K8sNodeRef, "k8s-node-ref", env("CALICO_K8S_NODE_REF", ""), "this node's Kubernetes node name, registered as the Node's k8s orchRef [CALICO_K8S_NODE_REF]")
+	c.ClusterType = getenv("CLUSTER_TYPE")
 	fs.IntVar(&c.BGPPort, "bgp-port", envInt(getenv, "BGP_PORT", 179), "BGP listen port [BGP_PORT]")
 	fs.StringVar(&c.BGPRouterID, "router-id", env("CALICO_ROUTER_ID", ""), "BGP router ID: an IPv4 address, or \"hash\" to derive it from the node name; default the node's IPv4 address [CALICO_ROUTER_ID]")
 	if err := fs.Parse(args); err != nil {

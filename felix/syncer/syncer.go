@@ -11,6 +11,7 @@ import (
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 	"github.com/calico-aio/calico-aio/store/etcdv3"
@@ -20,13 +21,16 @@ import (
 // typed calc.Update. It reports "in sync" once every watch has delivered
 // its first full list.
 type syncer struct {
-	c   *store.Client
-	out chan<- calc.Update
+	c    *store.Client
+	kube *k8s.Client // nil unless the datastore is Kubernetes
+	out  chan<- calc.Update
 }
 
-// Run sends c's updates to out until ctx ends.
-func Run(ctx context.Context, c *store.Client, out chan<- calc.Update) {
-	(&syncer{c: c, out: out}).run(ctx)
+// Run sends c's updates to out until ctx ends. kube is the Kubernetes
+// client of a Kubernetes datastore (nil on etcd): the agent also reads
+// Kubernetes NetworkPolicies and EndpointSlices through it (kube.go).
+func Run(ctx context.Context, c *store.Client, kube *k8s.Client, out chan<- calc.Update) {
+	(&syncer{c: c, kube: kube, out: out}).run(ctx)
 }
 
 // watch is one stream the syncer follows.
@@ -37,13 +41,17 @@ type watch struct {
 
 // watches are one per resource kind and the IPAM blocks, and, on etcd,
 // the Service endpoint copies the controller publishes there (etcd only;
-// etcdv3.ServicePrefix).
+// etcdv3.ServicePrefix); on the Kubernetes datastore, Kubernetes
+// NetworkPolicies and EndpointSlices instead (kube.go).
 func (s *syncer) watches() []watch {
 	var out []watch
 	for _, k := range api.Kinds() {
 		out = append(out, s.modelWatch(store.ListOptions{Kind: k.Kind}))
 	}
 	out = append(out, s.modelWatch(store.ListOptions{Kind: store.KindIPAMBlock}))
+	if s.kube != nil {
+		out = append(out, kubeWatches(s.kube)...)
+	}
 	if raw, ok := etcdv3.Of(s.c.Backend); ok {
 		out = append(out, watch{name: etcdv3.ServicePrefix, run: func(ctx context.Context, synced func(), send func(calc.Update)) error {
 			return raw.WatchPrefix(ctx, etcdv3.ServicePrefix, func(ev etcdv3.RawEvent) {

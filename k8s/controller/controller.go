@@ -71,6 +71,9 @@ type Controller struct {
 	LeakGracePeriod time.Duration
 	// Logf reports errors and changes (log.Printf when nil).
 	Logf func(format string, args ...any)
+	// KDD: the datastore is Kubernetes itself, where only garbage is
+	// collected (kdd.go): no copies, no node labels, no watches.
+	KDD bool
 
 	store *store.Client
 	ipam  *ipam.Allocator
@@ -158,6 +161,9 @@ func (c *Controller) syncGroups(ctx context.Context, gs group) error {
 // and service endpoints, then a garbage collection pass. A group whose Kubernetes list
 // fails is left as it is; the others go ahead.
 func (c *Controller) Sync(ctx context.Context) error {
+	if c.KDD {
+		return errors.Join(c.collectPods(ctx), c.collectKDDNodes(ctx))
+	}
 	return errors.Join(
 		c.syncGroups(ctx, groupProfiles|groupPolicies|groupPods|groupServices|groupNodeLabels),
 		c.collectPods(ctx),
@@ -182,7 +188,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel()
 	wake := newWaker()
-	if w, ok := c.kube.(watcher); ok {
+	if w, ok := c.kube.(watcher); ok && !c.KDD {
 		c.startWatches(ctx, &wg, w, wake)
 	}
 

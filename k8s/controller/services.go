@@ -2,12 +2,9 @@ package controller
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/calico-aio/calico-aio/k8s"
@@ -22,70 +19,14 @@ import (
 // Calico, membership comes from the EndpointSlices alone, whatever the
 // endpoints' conditions, and a port without a number adds nothing.
 
-// serviceEndpoints groups slices by their Service, keyed by
-// etcdv3.ServiceEndpointsKey, in a deterministic form: slices by name,
-// addresses canonical and sorted, ports sorted. FQDN slices and addresses
-// that are not IP addresses are left out.
+// serviceEndpoints is k8s.ServiceEndpoints keyed by
+// etcdv3.ServiceEndpointsKey.
 func serviceEndpoints(in []k8s.EndpointSlice) map[string]*store.ServiceEndpoints {
 	out := map[string]*store.ServiceEndpoints{}
-	for _, es := range in {
-		svc := es.Metadata.Labels[k8s.LabelServiceName]
-		if svc == "" || es.AddressType == "FQDN" {
-			continue
-		}
-		key := etcdv3.ServiceEndpointsKey(es.Metadata.Namespace, svc)
-		se := out[key]
-		if se == nil {
-			se = &store.ServiceEndpoints{Namespace: es.Metadata.Namespace, Name: svc, Slices: []store.ServiceSlice{}}
-			out[key] = se
-		}
-		sl := store.ServiceSlice{Name: es.Metadata.Name, Addresses: []string{}}
-		for _, ep := range es.Endpoints {
-			for _, a := range ep.Addresses {
-				if ip, err := netip.ParseAddr(strings.TrimSpace(a)); err == nil && !ip.Is4In6() {
-					sl.Addresses = append(sl.Addresses, ip.String())
-				}
-			}
-		}
-		slices.Sort(sl.Addresses)
-		sl.Addresses = slices.Compact(sl.Addresses)
-		for _, p := range es.Ports {
-			if sp, ok := servicePort(p); ok {
-				sl.Ports = append(sl.Ports, sp)
-			}
-		}
-		slices.SortFunc(sl.Ports, func(a, b store.ServicePort) int {
-			return cmp.Or(cmp.Compare(a.Protocol, b.Protocol), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Name, b.Name))
-		})
-		sl.Ports = slices.Compact(sl.Ports)
-		se.Slices = append(se.Slices, sl)
-	}
-	for _, se := range out {
-		slices.SortFunc(se.Slices, func(a, b store.ServiceSlice) int { return cmp.Compare(a.Name, b.Name) })
+	for _, se := range k8s.ServiceEndpoints(in) {
+		out[etcdv3.ServiceEndpointsKey(se.Namespace, se.Name)] = se
 	}
 	return out
-}
-
-// servicePort is a slice port with a number (protocol TCP when unset); ok
-// is false for one without a number or with another protocol.
-func servicePort(p k8s.EndpointPort) (store.ServicePort, bool) {
-	if p.Port == nil || *p.Port < 1 || *p.Port > 65535 {
-		return store.ServicePort{}, false
-	}
-	proto := "TCP"
-	if p.Protocol != nil {
-		proto = strings.ToUpper(*p.Protocol)
-	}
-	switch proto {
-	case "TCP", "UDP", "SCTP":
-	default:
-		return store.ServicePort{}, false
-	}
-	sp := store.ServicePort{Protocol: proto, Port: uint16(*p.Port)}
-	if p.Name != nil {
-		sp.Name = *p.Name
-	}
-	return sp, true
 }
 
 // syncServices makes the published service endpoints those of the

@@ -1,30 +1,12 @@
 package apiconfig
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/kube"
 )
-
-// ErrKubernetesNotWired: the Kubernetes datastore was chosen for a role that
-// does not run on it yet (errors.Is): calico-node and the CNI plugins still
-// need their Kubernetes-mode behaviour (Calico's pod annotations instead of
-// WorkloadEndpoints, start-up through the CRDs); calicoctl runs on it.
-var ErrKubernetesNotWired = errors.New("the Kubernetes datastore is not supported by this component yet")
-
-// RefuseKubernetes is the refusal of a role (e.g. "calico-node") that does
-// not run on the Kubernetes datastore yet, nil for any other datastore.
-func RefuseKubernetes(c *Config, role string) error {
-	if c.Type != Kubernetes {
-		return nil
-	}
-	return fmt.Errorf("datastore type kubernetes (%s): %s: %w; "+
-		"use DATASTORE_TYPE=etcdv3 with etcd endpoints (ETCD_ENDPOINTS, etcd_endpoints or spec.etcdEndpoints) naming your etcd cluster",
-		c.Source(KeyDatastoreType), role, ErrKubernetesNotWired)
-}
 
 // Open connects to the datastore c chose: the etcd v3 client for etcdv3,
 // the Kubernetes backend (store/kube) for kubernetes.
@@ -37,15 +19,28 @@ func Open(c *Config, h Host) (*store.Client, error) {
 	case EtcdV3:
 		return store.New(c.Etcd)
 	case Kubernetes:
-		rc, err := c.RESTConfig(h)
-		if err != nil {
-			return nil, err
-		}
-		kc, err := k8s.NewClientFromConfig(rc)
-		if err != nil {
-			return nil, err
-		}
-		return store.NewClient(kube.NewWithClient(kc)), nil
+		sc, _, err := OpenKube(c, h)
+		return sc, err
 	}
 	return nil, fmt.Errorf("datastore type %q (%s): unknown", c.Type, c.Source(KeyDatastoreType))
+}
+
+// OpenKube is Open for the Kubernetes datastore that also hands out the
+// Kubernetes client the backend uses, for what calico-node reads and
+// writes in Kubernetes itself (its Node's conditions, the Lease,
+// NetworkPolicies, EndpointSlices): one client, one API server. It
+// refuses a Config of another type.
+func OpenKube(c *Config, h Host) (*store.Client, *k8s.Client, error) {
+	if c.Type != Kubernetes {
+		return nil, nil, fmt.Errorf("datastore type %q (%s): not kubernetes", c.Type, c.Source(KeyDatastoreType))
+	}
+	rc, err := c.RESTConfig(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	kc, err := k8s.NewClientFromConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store.NewClient(kube.NewWithClient(kc)), kc, nil
 }

@@ -1,7 +1,6 @@
 package apiconfig
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -30,14 +29,11 @@ func TestOpen(t *testing.T) {
 	if _, err = Open(cfg, h); err == nil || !strings.Contains(err.Error(), "service account token") {
 		t.Errorf("kubernetes in a pod without its token: %v", err)
 	}
-	// Roles that do not run on the Kubernetes datastore yet refuse it by
-	// name, saying where the choice came from; other datastores pass.
-	err = RefuseKubernetes(cfg, "calico-node")
-	if !errors.Is(err, ErrKubernetesNotWired) || !strings.Contains(err.Error(), "datastore type kubernetes ("+string(SourceDefaultInPod)+"): calico-node") {
-		t.Errorf("calico-node on kubernetes: %v", err)
+	if _, _, err = OpenKube(cfg, h); err == nil || !strings.Contains(err.Error(), "service account token") {
+		t.Errorf("OpenKube in a pod without its token: %v", err)
 	}
-	if err := RefuseKubernetes(&Config{Type: EtcdV3}, "calico-node"); err != nil {
-		t.Errorf("etcdv3 refused: %v", err)
+	if _, _, err = OpenKube(&Config{Type: EtcdV3}, h); err == nil || !strings.Contains(err.Error(), "not kubernetes") {
+		t.Errorf("OpenKube of etcdv3: %v", err)
 	}
 	if _, err = Open(&Config{Type: "etcd"}, h); err == nil {
 		t.Errorf("an unknown type was opened")
