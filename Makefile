@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
 # -parallel 4: the e2e tests that run in parallel mostly wait (agents
 # converging, grace periods), so four at a time fit on two cores.
-TESTFLAGS ?= -timeout 15m -parallel 4
+TESTFLAGS ?= -timeout 20m -parallel 4
 # System packages the tests and the demo need, as "command:debian-package".
 SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables curl:curl
 # What only `make bench` needs on top.
@@ -44,9 +44,11 @@ crds:
 kube-apiserver:
 	./tools/kube-apiserver/build.sh
 
-## test: everything CI runs: unit, kernel (root, namespaces) and e2e tests.
-test: deps build kube-apiserver
-	CI=$${CI:-true} $(GO) test $(TESTFLAGS) ./...
+## test: everything CI runs: unit, kernel (root, namespaces) and e2e tests
+## (build/test.sh: the first-run kube-apiserver build overlaps the tests that
+## do not need it).
+test: deps build
+	GO='$(GO)' TESTFLAGS='$(TESTFLAGS)' ./build/test.sh
 
 ## test-unit: the quick tests that need neither root nor system packages.
 test-unit:
