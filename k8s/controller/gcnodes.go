@@ -56,10 +56,25 @@ func (c *Controller) collectNodes(ctx context.Context) error {
 		}
 	}
 	slices.Sort(keys)
+	return c.reapGoneNodes(ctx, keys, func(k string) string { return k8sNodeRef(orphans[k]) },
+		func(ctx context.Context, k string) (string, error) {
+			if err := c.removeNode(ctx, orphans[k]); err != nil {
+				return "", err
+			}
+			return "removed node " + k, nil
+		})
+}
+
+// reapGoneNodes is the end of a node collection: of the candidate keys,
+// those missing at every pass for LeakGracePeriod (nodeGarbage) are
+// reaped when a GET of their Kubernetes node (refOf) answers NotFound;
+// reap says what it did, logged with the node and since when it was
+// missing. A node found again is forgotten. The errors are joined.
+func (c *Controller) reapGoneNodes(ctx context.Context, keys []string, refOf func(string) string,
+	reap func(context.Context, string) (string, error)) error {
 	var errs []error
 	for _, k := range c.nodeGarbage.observe(keys, c.clock(), c.LeakGracePeriod) {
-		n := orphans[k]
-		ref := k8sNodeRef(n)
+		ref := refOf(k)
 		_, err := c.kube.GetNode(ctx, ref)
 		switch {
 		case err == nil:
@@ -69,12 +84,13 @@ func (c *Controller) collectNodes(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("confirming Kubernetes node %s is gone: %w", ref, err))
 			continue
 		}
-		if err := c.removeNode(ctx, n); err != nil {
+		did, err := reap(ctx, k)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c.logf("kube-controllers: removed node %s: its Kubernetes node %s has been missing from the API since %s (grace period %v) and a GET confirms it is gone",
-			k, ref, c.nodeGarbage.since(k).Format(time.RFC3339), c.LeakGracePeriod)
+		c.logf("kube-controllers: %s: its Kubernetes node %s has been missing from the API since %s (grace period %v) and a GET confirms it is gone",
+			did, ref, c.nodeGarbage.since(k).Format(time.RFC3339), c.LeakGracePeriod)
 		c.nodeGarbage.forget(k)
 	}
 	return errors.Join(errs...)

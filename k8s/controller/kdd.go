@@ -2,13 +2,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/calico-aio/calico-aio/ipam"
-	"github.com/calico-aio/calico-aio/k8s"
 )
 
 // On the Kubernetes datastore (Controller.KDD) the controller copies
@@ -47,26 +44,13 @@ func (c *Controller) collectKDDNodes(ctx context.Context) error {
 			orphans = append(orphans, node)
 		}
 	}
-	var errs []error
-	for _, node := range c.nodeGarbage.observe(orphans, c.clock(), c.LeakGracePeriod) {
-		_, err := c.kube.GetNode(ctx, node)
-		switch {
-		case err == nil:
-			c.nodeGarbage.forget(node)
-			continue
-		case !errors.Is(err, k8s.ErrNotFound):
-			errs = append(errs, fmt.Errorf("confirming Kubernetes node %s is gone: %w", node, err))
-			continue
-		}
-		if err := c.releaseNodeIPAM(ctx, node); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.logf("kube-controllers: released the IPAM of node %s: it has been missing from the API since %s (grace period %v) and a GET confirms it is gone",
-			node, c.nodeGarbage.since(node).Format(time.RFC3339), c.LeakGracePeriod)
-		c.nodeGarbage.forget(node)
-	}
-	return errors.Join(errs...)
+	return c.reapGoneNodes(ctx, orphans, func(node string) string { return node },
+		func(ctx context.Context, node string) (string, error) {
+			if err := c.releaseNodeIPAM(ctx, node); err != nil {
+				return "", err
+			}
+			return "released the IPAM of node " + node, nil
+		})
 }
 
 // ipamNodes are the nodes blocks name, sorted: their affinities' hosts and
