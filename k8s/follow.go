@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -154,26 +153,12 @@ func (c *Client) followWatch(ctx context.Context, f *follower) error {
 		return err
 	}
 	defer w.Stop()
-	for {
-		var ev watch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev, open = <-w.ResultChan():
-		}
-		if !open {
-			return nil
-		}
-		if ev.Type == watch.Error {
-			_, err = c.watchError(f.what, f.rv, apierrors.FromObject(ev.Object))
-			return err
-		}
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("watching %s: event object %T", f.what, ev.Object)
-		}
-		switch ev.Type {
+	onError := func(err error) error {
+		_, err = c.watchError(f.what, f.rv, err)
+		return err
+	}
+	return Drain(ctx, w, f.what, onError, func(t watch.EventType, u *unstructured.Unstructured) error {
+		switch t {
 		case watch.Deleted:
 			k := [2]string{u.GetNamespace(), u.GetName()}
 			if _, ok := f.known[k]; ok {
@@ -186,5 +171,6 @@ func (c *Client) followWatch(ctx context.Context, f *follower) error {
 			}
 		}
 		f.rv = u.GetResourceVersion()
-	}
+		return nil
+	})
 }

@@ -125,27 +125,12 @@ func (b *Backend) follow(ctx context.Context, st *watchState, api interface {
 		return b.watchError(st, err)
 	}
 	defer w.Stop()
-	for {
-		var ev watch.Event
-		var open bool
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case ev, open = <-w.ResultChan():
-		}
-		if !open {
-			return nil
-		}
-		if ev.Type == watch.Error {
-			return b.watchError(st, apierrors.FromObject(ev.Object))
-		}
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("watch %s: event object %T", st.sel.kind.Kind, ev.Object)
-		}
-		b.deliver(st, ev.Type, u)
+	onError := func(err error) error { return b.watchError(st, err) }
+	return k8s.Drain(ctx, w, st.sel.kind.Kind, onError, func(t watch.EventType, u *unstructured.Unstructured) error {
+		b.deliver(st, t, u)
 		st.rv = u.GetResourceVersion()
-	}
+		return nil
+	})
 }
 
 // deliver hands one watch event to the handler.
