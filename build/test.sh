@@ -57,32 +57,30 @@ status=0
 run() { # go test args..., in the background; failures are remembered
 	$GO test -trimpath "${flags[@]}" "$@" || echo "$*" >>"$failed"
 }
+# phase E2E_FILTER PACKAGE...: the packages and e2e (its tests filtered by
+# E2E_FILTER: -run or -skip and a regex, or nothing) side by side.
+phase() {
+	local filter=($1)
+	shift
+	run "$@" &
+	local p1=$!
+	run ./e2e "${filter[@]}" &
+	wait $p1 $!
+}
+
 if $prebuilt; then
 	wait $kas
 	echo "== one phase: the kube-apiserver is already built"
-	run "${other_pkgs[@]}" "${kube_pkgs[@]}" &
-	p1=$!
-	run ./e2e &
-	p2=$!
-	wait $p1 $p2
+	phase "" "${other_pkgs[@]}" "${kube_pkgs[@]}"
 else
 	echo "== phase 1: ${#other_pkgs[@]} packages and e2e without the kube-apiserver (building it meanwhile)"
-	run "${other_pkgs[@]}" &
-	p1=$!
-	run ./e2e -skip "$KUBE_TESTS" &
-	p2=$!
-	wait $p1 $p2
-
+	phase "-skip $KUBE_TESTS" "${other_pkgs[@]}"
 	if ! wait $kas; then
 		echo "kube-apiserver build failed:" >&2
 		cat "$kas_log" >&2
 	fi
 	echo "== phase 2: ${#kube_pkgs[@]} packages and e2e with a kube-apiserver"
-	run "${kube_pkgs[@]}" &
-	p1=$!
-	run ./e2e -run "$KUBE_TESTS" &
-	p2=$!
-	wait $p1 $p2
+	phase "-run $KUBE_TESTS" "${kube_pkgs[@]}"
 fi
 
 if [ -s "$failed" ]; then
