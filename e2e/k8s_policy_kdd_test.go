@@ -86,7 +86,11 @@ func (s *kpPolicies) noCopies(t testing.TB, what string) {
 	if err := json.Unmarshal(s.e.do(t, http.MethodGet, "/apis/crd.projectcalico.org/v1/networkpolicies", nil, http.StatusOK), &crs); err != nil {
 		t.Fatal(err)
 	}
+	var written []string
 	for _, it := range crs.Items {
-		t.Errorf("%s: Calico NetworkPolicy %s/%s written on the Kubernetes datastore", what, it.Metadata.Namespace, it.Metadata.Name)
+		written = append(written, it.Metadata.Namespace+"/"+it.Metadata.Name)
+	}
+	if len(written) != 0 {
+		t.Fatalf("%s: Calico NetworkPolicies %v written on the Kubernetes datastore", what, written)
 	}
 }
