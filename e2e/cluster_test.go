@@ -27,6 +27,9 @@ type cluster struct {
 	bin    string
 	nodes  []*clusterNode
 	subnet string // "10.250.0"
+	// kube is the Kubernetes datastore the agents and the CNI plugin use
+	// (cluster_kdd_test.go); nil: the etcd above.
+	kube *clusterKube
 }
 
 type clusterNode struct {
@@ -45,16 +48,23 @@ const bridgeIP = "254"
 
 func newCluster(t testing.TB, n int, subnet string) *cluster {
 	t.Helper()
-	needRoot(t)
-	c := &cluster{t: t, br: newNS(t), bin: cniBinDir(t), subnet: subnet}
-	mustNS(t, c.br, "ip", "link", "add", "br0", "type", "bridge")
-	mustNS(t, c.br, "ip", "addr", "add", subnet+"."+bridgeIP+"/24", "dev", "br0")
-	mustNS(t, c.br, "ip", "link", "set", "br0", "up")
+	c := newBridge(t, subnet)
 	c.etcd = storetest.StartEtcdIn(t, func(f func() error) error { return c.br.Do(func(ns.NetNS) error { return f() }) }, subnet+"."+bridgeIP)
 	c.cl = c.etcd.Client(t)
 	for i := 1; i <= n; i++ {
 		c.addNode(i)
 	}
+	return c
+}
+
+// newBridge is a cluster of no nodes yet: the bridge in its namespace.
+func newBridge(t testing.TB, subnet string) *cluster {
+	t.Helper()
+	needRoot(t)
+	c := &cluster{t: t, br: newNS(t), bin: cniBinDir(t), subnet: subnet}
+	mustNS(t, c.br, "ip", "link", "add", "br0", "type", "bridge")
+	mustNS(t, c.br, "ip", "addr", "add", subnet+"."+bridgeIP+"/24", "dev", "br0")
+	mustNS(t, c.br, "ip", "link", "set", "br0", "up")
 	return c
 }
 
@@ -78,6 +88,10 @@ func (c *cluster) addNode(i int) *clusterNode {
 func (nd *clusterNode) start(extra ...string) {
 	nd.c.t.Helper()
 	args := append([]string{"--ip", nd.ip + "/24", "--bgp-port", "179"}, nd.args...)
+	if nd.c.kube != nil {
+		nd.agent = nd.c.kube.start(nd, append(args, extra...)...)
+		return
+	}
 	nd.agent = startAgentIn(nd.c.t, nd.ns, nd.name, nd.c.etcd.Endpoints()[0], nd.state, append(args, extra...)...)
 }
 
@@ -90,6 +104,9 @@ func (c *cluster) startAll() {
 // conflist is the node's CNI network config.
 func (nd *clusterNode) conflist(network string) *libcni.NetworkConfigList {
 	nd.c.t.Helper()
+	if nd.c.kube != nil {
+		return nd.c.kube.conflist(nd, network)
+	}
 	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":%q,"plugins":[{"type":"calico","nodename":%q,"etcd_endpoints":%q,
 "calico_lib_dir":%q,"calico_run_dir":%q,"ipam":{"type":"calico-ipam"}}]}`, network, nd.name, nd.c.etcd.Endpoints()[0], nd.state+"/lib", nd.state+"/run")
 	l, err := libcni.ConfListFromBytes([]byte(conf))

@@ -82,6 +82,7 @@ func kpMatch(kv ...string) map[string]any {
 type kpPolicies struct {
 	e    *kubeCNIEnv
 	have map[string]k8s.NetworkPolicy // namespace/name
+	gone map[string]bool              // namespace/name of the deleted ones
 }
 
 func kpPolicyPath(namespace string) string {
@@ -105,6 +106,7 @@ func (s *kpPolicies) delete(tb testing.TB, namespace, name string) {
 	tb.Helper()
 	s.e.do(tb, http.MethodDelete, kpPolicyPath(namespace)+"/"+name, nil, http.StatusOK)
 	delete(s.have, namespace+"/"+name)
+	s.gone[namespace+"/"+name] = true
 }
 
 func (s *kpPolicies) keep(tb testing.TB, body []byte) {
@@ -114,6 +116,7 @@ func (s *kpPolicies) keep(tb testing.TB, body []byte) {
 		tb.Fatalf("decoding %s: %v", body, err)
 	}
 	s.have[np.Metadata.Namespace+"/"+np.Metadata.Name] = np
+	delete(s.gone, np.Metadata.Namespace+"/"+np.Metadata.Name)
 }
 
 // inDatastore is nil when the datastore holds exactly the translations of
@@ -174,9 +177,28 @@ func (s *kpPolicies) inDatastore() error {
 // ingress alone, while without policyTypes the API defaults to Ingress (plus
 // Egress with egress rules); replies of allowed connections pass an
 // isolated pod's other direction.
+//
+// It runs on both datastores, in parallel. On etcd the controller copies
+// each NetworkPolicy into knp.default.<name> and each step first waits
+// until the datastore holds exactly the copies; on Kubernetes (the CNI
+// plugin and calico-node on Calico's CRDs, no etcd of ours) the agent
+// reads the NetworkPolicies directly: each step first waits until the
+// agent's dataplane has the chains of exactly the policies in the API, and
+// no knp.default.* custom resource may ever be written.
 func TestK8sNetworkPolicyConformance(t *testing.T) {
 	t.Parallel()
-	e := newKubeCNIEnv(t, 60)
+	for _, v := range []struct {
+		ds   datastore
+		host int
+	}{{onEtcd, 60}, {onKube, 186}} {
+		t.Run(string(v.ds), func(t *testing.T) {
+			t.Parallel()
+			testK8sNetworkPolicyConformance(t, newKubeCNIEnvOn(t, v.host, v.ds))
+		})
+	}
+}
+
+func testK8sNetworkPolicyConformance(t *testing.T, e *kubeCNIEnv) {
 	e.pool("k8s", kpPool)
 	l := e.conflist(e.kubeconfig, "", `{"type":"calico-ipam","ipv4_pools":["k8s"]}`)
 	tab := &kpTable{ports: kpPorts}
@@ -198,9 +220,14 @@ func TestK8sNetworkPolicyConformance(t *testing.T) {
 	if lb := e.profile(t, "kns.y").Spec.LabelsToApply; lb["pcns.ns"] != "y" {
 		t.Fatalf("kns.y labels %v", lb)
 	}
-	e.startAgent("node1", "--kube-controllers-kubeconfig", e.kubeconfig)
+	if e.ds == onKube {
+		e.kddNode(t, "node1")
+		e.startKDDAgent(t, e.host.ns, "node1", e.kubeconfig, e.state, "--kube-controllers-kubeconfig", e.kubeconfig)
+	} else {
+		e.startAgent("node1", "--kube-controllers-kubeconfig", e.kubeconfig)
+	}
 
-	pols := &kpPolicies{e: e, have: map[string]k8s.NetworkPolicy{}}
+	pols := &kpPolicies{e: e, have: map[string]k8s.NetworkPolicy{}, gone: map[string]bool{}}
 	is := func(p *kpPod, id string) bool { return p.String() == id }
 	var ya string // y/a's address, for the ipBlock except
 	for _, p := range tab.pods {
@@ -324,10 +351,13 @@ func TestK8sNetworkPolicyConformance(t *testing.T) {
 		s.change()
 		var ctl time.Duration
 		if i > 0 {
-			eventually(t, kpTimeout, what+": policies in the datastore", pols.inDatastore)
+			eventually(t, kpTimeout, what+": "+pols.syncedWhat(), pols.synced)
 			ctl = time.Since(start)
 		}
 		traffic := tab.expect(t, what, want, kpTimeout)
+		if e.ds == onKube {
+			pols.noCopies(t, what)
+		}
 		n := 0
 		for _, w := range want {
 			if w {
@@ -337,12 +367,12 @@ func TestK8sNetworkPolicyConformance(t *testing.T) {
 		times = append(times, timing{s.name, ctl, traffic, n, len(want) - n, len(want)})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-4s %-82s %10s %8s %8s\n", "step", "case", "API->store", "traffic", "allowed")
+	fmt.Fprintf(&b, "%-4s %-82s %10s %8s %8s\n", "step", "case", pols.syncedColumn(), "traffic", "allowed")
 	for i, tm := range times {
 		fmt.Fprintf(&b, "%-4d %-82s %10s %8s %4d/%d\n", i, tm.name, tm.controller.Round(time.Millisecond),
 			tm.traffic.Round(time.Millisecond), tm.allowed, tm.cell)
 	}
-	t.Logf("truth tables checked (API->store: until the datastore held the translations, polled every 100 ms; "+
+	t.Logf("truth tables checked (%s: until %s, polled every 100 ms; "+
 		"traffic: until one round of probes matched the table, a round with denied probes lasting the %s probe timeout):\n%s",
-		probeTimeout, b.String())
+		pols.syncedColumn(), pols.syncedWhat(), probeTimeout, b.String())
 }

@@ -23,14 +23,20 @@ import (
 // one node) is checked with TCP connections, with the Kubernetes
 // conformance test's table (kpTable, policy_table_test.go).
 //
-// Service accounts: the CNI plugin fills spec.serviceAccountName only from
-// a pod it reads from the Kubernetes API (its Kubernetes path, covered by
-// the k8s CNI tests), and the multi-node harness's nodes are network
-// namespaces that cannot reach the e2e kube-apiserver (e2e/kubeapi binds
-// 127.0.0.1 of the test's own namespace, with a certificate for it). So the test
-// writes what that path and the controller would: the endpoint's
-// serviceAccountName and ksa.<ns>.<sa> profile, and the ksa profile itself
-// (k8s.ServiceAccountToProfile, labels as pcsa.*).
+// It runs on both datastores, in parallel: TestPolicyConformance on etcd,
+// TestKDDPolicyConformance on the Kubernetes datastore (newKDDCluster: the
+// nodes reach a real kube-apiserver through relays; no etcd of ours).
+//
+// Service accounts and services on etcd: the CNI plugin here runs on its
+// etcd path without the Kubernetes API (so it fills no
+// spec.serviceAccountName) and no controller runs. So the test writes what
+// the Kubernetes path and the controller would: the endpoint's
+// serviceAccountName and ksa.<ns>.<sa> profile, the ksa profile itself
+// (k8s.ServiceAccountToProfile, labels as pcsa.*), and the services'
+// endpoints as the controller publishes them from EndpointSlices
+// (PublishServiceEndpoints; TestPolicyServicesTraffic covers the
+// controller's side). On Kubernetes they are real ServiceAccounts, Pods
+// with serviceAccountName and EndpointSlices, which the agents read.
 
 // pcPorts are the ports every peer listens on and every probe tries: 22 is
 // an inbound failsafe port of host endpoints (Calico's default), 30080 the
@@ -43,7 +49,8 @@ const pcTimeout = 2 * kpTimeout
 // pcCluster is the cluster with the small write helpers the steps use.
 type pcCluster struct {
 	*cluster
-	t *testing.T
+	t      *testing.T
+	slices map[string][]string // on Kubernetes: the EndpointSlices applied, by Service namespace/name
 }
 
 func (c *pcCluster) apply(r api.Resource) {
@@ -77,20 +84,33 @@ func (c *pcCluster) endpoint(id string) *api.WorkloadEndpoint {
 }
 
 // serviceAccount writes the profile ksa.<ns>.<name> as the controller
-// would for a service account with these labels.
+// would for a service account with these labels; on Kubernetes it writes
+// the ServiceAccount, from which the profile is derived.
 func (c *pcCluster) serviceAccount(namespace, name string, labels map[string]string) {
 	c.t.Helper()
+	if c.kube != nil {
+		c.kube.serviceAccount(namespace, name, labels)
+		return
+	}
 	c.apply(k8s.ServiceAccountToProfile(k8s.ServiceAccount{Metadata: k8s.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}}))
 }
 
 // pcPod adds a pod namespace/name on nd, labels its endpoint app=<name>
 // and, when sa is set, gives it that service account; it listens on pcPorts.
+// On Kubernetes the Pod (labels, serviceAccountName) is created in the API
+// first and the endpoint is derived from it.
 func (c *pcCluster) pod(nd *clusterNode, namespace, name, sa string) *kpPod {
 	c.t.Helper()
 	id := "pc-" + namespace + "-" + name
+	if c.kube != nil {
+		c.kube.pod(nd.name, namespace, name, sa, map[string]string{"app": name})
+	}
 	p := nd.pod("net", id, [2]string{"IgnoreUnknown", "1"},
 		[2]string{"K8S_POD_NAMESPACE", namespace}, [2]string{"K8S_POD_NAME", name})
 	for range 5 {
+		if c.kube != nil {
+			break
+		}
 		w := c.endpoint(id)
 		w.Metadata.Labels["app"] = name
 		if sa != "" {
@@ -111,6 +131,32 @@ func (c *pcCluster) pod(nd *clusterNode, namespace, name, sa string) *kpPod {
 		listenPeer(c.t, p.ns, fmt.Sprintf(":%d", port))
 	}
 	return &kpPod{namespace: namespace, name: name, net: p}
+}
+
+// publish sets the endpoints of Service namespace/name to sls (none:
+// withdrawn): on etcd as the controller publishes them, on Kubernetes as
+// the Service's EndpointSlices.
+func (c *pcCluster) publish(namespace, name string, sls ...ServiceSlice) {
+	c.t.Helper()
+	if c.kube == nil {
+		PublishServiceEndpoints(c.t, c.cl, namespace, name, sls...)
+		return
+	}
+	if c.slices == nil {
+		c.slices = map[string][]string{}
+	}
+	svc := namespace + "/" + name
+	var names []string
+	for _, s := range sls {
+		ApplyEndpointSlice(c.t, c.kube.api, namespace, name, s)
+		names = append(names, s.Name)
+	}
+	for _, old := range c.slices[svc] {
+		if !slices.Contains(names, old) {
+			DeleteEndpointSlice(c.t, c.kube.api, namespace, old)
+		}
+	}
+	c.slices[svc] = names
 }
 
 // pcTier is a Tier.
@@ -230,7 +276,19 @@ func (h pcHosts) allowed(p pcPeers, wl func(from, to *kpPod, port int) bool) fun
 // step's expectations can fail.
 func TestPolicyConformance(t *testing.T) {
 	t.Parallel()
-	c := &pcCluster{cluster: newCluster(t, 2, "10.243.0"), t: t}
+	testPolicyConformance(t, &pcCluster{cluster: newCluster(t, 2, "10.243.0"), t: t})
+}
+
+// TestKDDPolicyConformance is TestPolicyConformance on the Kubernetes
+// datastore (newKDDCluster): the service accounts are ServiceAccounts,
+// the pods Pods with their labels and serviceAccountName, and the
+// services' endpoints EndpointSlices, all read by the agents from the API.
+func TestKDDPolicyConformance(t *testing.T) {
+	t.Parallel()
+	testPolicyConformance(t, &pcCluster{cluster: newKDDCluster(t, 2, "10.236.0"), t: t})
+}
+
+func testPolicyConformance(t *testing.T, c *pcCluster) {
 	createPool(t, c.cl, "pool", "10.171.0.0/16", 26)
 	c.startAll()
 	c.waitMesh(1)
@@ -452,35 +510,33 @@ func TestPolicyConformance(t *testing.T) {
 			c.remove("HostEndpoint", "", n2.name+"-eth0")
 			nodePort("-D")
 		}, tiered},
-		// Service matches (rule services): the endpoints are published as
-		// the Kubernetes controller publishes them from EndpointSlices
-		// (PublishServiceEndpoints; the nodes cannot reach a kube-apiserver,
-		// TestPolicyServicesTraffic covers the controller's side).
+		// Service matches (rule services): the services' endpoints
+		// (pcCluster.publish).
 		{"source.services x/web (endpoints x/a) is all y/d accepts (and its own host node2)", false, func() {
-			PublishServiceEndpoints(t, c.cl, "x", "web", ServiceSlice{Name: "web-1", Addresses: []string{a.net.ip}, Ports: []int{80}})
+			c.publish("x", "web", ServiceSlice{Name: "web-1", Addresses: []string{a.net.ip}, Ports: []int{80}})
 			c.apply(svcToD)
 		}, func(from, to *kpPod, port int) bool {
 			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "x/a") || is(from, "node2"))
 		}},
 		{"x/web's endpoints change to y/c: y/d follows", false, func() {
-			PublishServiceEndpoints(t, c.cl, "x", "web", ServiceSlice{Name: "web-1", Addresses: []string{cc.net.ip}, Ports: []int{80}})
+			c.publish("x", "web", ServiceSlice{Name: "web-1", Addresses: []string{cc.net.ip}, Ports: []int{80}})
 		}, func(from, to *kpPod, port int) bool {
 			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "y/c") || is(from, "node2"))
 		}},
 		{"x/web's endpoints withdrawn: its match matches nothing, y/d accepts only node2", false, func() {
-			PublishServiceEndpoints(t, c.cl, "x", "web")
+			c.publish("x", "web")
 		}, func(from, to *kpPod, port int) bool {
 			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "node2"))
 		}},
 		{"destination.services x/db (x/b TCP 81) is all y/c may send to", false, func() {
-			PublishServiceEndpoints(t, c.cl, "x", "db", ServiceSlice{Name: "db-1", Addresses: []string{b.net.ip}, Ports: []int{81}})
+			c.publish("x", "db", ServiceSlice{Name: "db-1", Addresses: []string{b.net.ip}, Ports: []int{81}})
 			c.apply(svcFromC)
 		}, func(from, to *kpPod, port int) bool {
 			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "node2")) &&
 				(!is(from, "y/c") || (is(to, "x/b") && port == 81))
 		}},
 		{"x/db's endpoint port changes to 80: y/c follows", false, func() {
-			PublishServiceEndpoints(t, c.cl, "x", "db", ServiceSlice{Name: "db-1", Addresses: []string{b.net.ip}, Ports: []int{80}})
+			c.publish("x", "db", ServiceSlice{Name: "db-1", Addresses: []string{b.net.ip}, Ports: []int{80}})
 		}, func(from, to *kpPod, port int) bool {
 			return tiered(from, to, port) && (!is(to, "y/d") || is(from, "node2")) &&
 				(!is(from, "y/c") || (is(to, "x/b") && port == 80))
@@ -488,7 +544,7 @@ func TestPolicyConformance(t *testing.T) {
 		{"t2 emptied and deleted: t1's Passes reach the profiles, which allow", false, func() {
 			c.remove("GlobalNetworkPolicy", "", "svc-to-d")
 			c.remove("GlobalNetworkPolicy", "", "svc-from-c")
-			PublishServiceEndpoints(t, c.cl, "x", "db")
+			c.publish("x", "db")
 			c.remove("GlobalNetworkPolicy", "", "allow-80")
 			c.remove("GlobalNetworkPolicy", "", "allow-81")
 			c.remove("Tier", "", "t2")
