@@ -49,7 +49,7 @@ kube_up() {
 		--service-account-signing-key-file="$KUBE/sa-key.pem" --service-account-issuer=https://kubernetes.default.svc \
 		--service-cluster-ip-range=10.96.0.0/16 --authorization-mode=RBAC --anonymous-auth=false \
 		--disable-admission-plugins=ServiceAccount --endpoint-reconciler-type=none --allow-privileged=true \
-		--profiling=false >"$KUBE/kube-apiserver.log" 2>&1 &
+		--profiling=false --shutdown-delay-duration=0s --shutdown-send-retry-after=false >"$KUBE/kube-apiserver.log" 2>&1 &
 	for _ in $(seq 300); do
 		kapi GET /readyz >/dev/null 2>&1 && break
 		sleep 0.2
@@ -131,5 +131,7 @@ kube_summary() {
 		names=$(kapi GET "/apis/crd.projectcalico.org/v1/$plural" | { grep -o '"name": *"[^"]*"' || true; } | cut -d'"' -f4 | paste -sd' ')
 		printf '  %-20s %s\n' "$plural" "$names"
 	done
-	echo "etcd: only the apiserver's own, in $P-api (pids $(ip netns pids "$P-api" | tr '\n' ' '))"
+	echo "the one etcd is the kube-apiserver's own; what runs in $P-api:"
+	ip netns pids "$P-api" | xargs -r ps -o pid=,args= -p | cut -c1-100 | sed 's/^/ /'
+	echo "the agents, the CNI plugin and calicoctl: DATASTORE_TYPE=kubernetes, KUBECONFIG=$KUBECONFIG_DEMO"
 }
