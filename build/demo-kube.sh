@@ -4,13 +4,17 @@
 # the apiserver's data only, on that namespace's loopback), Calico's CRDs,
 # the Kubernetes Nodes, a Namespace, a ServiceAccount and a Pod per node.
 # The agents, the CNI plugin and calicoctl keep everything in the API
-# (DATASTORE_TYPE=kubernetes): no etcd of ours.
+# (DATASTORE_TYPE=kubernetes): no etcd of ours. calico-node and the CNI
+# plugin run as the identities of build/k8s/calico-aio-kdd.yaml, with its
+# RBAC (calicoctl and the demo's own requests as an admin).
 #
 # Uses build/demo.sh's P, NET, STATE, BIN, NODES, NODE_IP, say and in_ns.
 
 API_IP=$NET.250
 KUBE=$STATE/kube       # certs, token, kubeconfig, the apiserver's etcd and logs
-KUBECONFIG_DEMO=$KUBE/kubeconfig
+KUBECONFIG_DEMO=$KUBE/kubeconfig                  # the admin's
+KUBECONFIG_NODE=$KUBE/kubeconfig-calico-node       # service account kube-system/calico-node
+KUBECONFIG_CNI=$KUBE/kubeconfig-calico-cni-plugin  # service account kube-system/calico-cni-plugin
 KNS=demo               # the pods' Kubernetes namespace
 # Each pod's role label: the Kubernetes NetworkPolicy lets only role=web reach role=db.
 declare -A ROLE=([1]=web [2]=batch [3]=db)
@@ -55,8 +59,9 @@ kube_up() {
 		sleep 0.2
 	done
 	kapi GET /readyz >/dev/null || { tail -20 "$KUBE/kube-apiserver.log"; return 1; }
-	echo "kube-apiserver ready; installing Calico's CRDs (build/k8s/crds.yaml)"
+	echo "kube-apiserver ready; installing Calico's CRDs (build/k8s/crds.yaml) and the RBAC of build/k8s/calico-aio-kdd.yaml"
 	in_ns api "$KUBE/demokube" crds -dir "$KUBE" -ip "$API_IP" -f build/k8s/crds.yaml
+	in_ns api "$KUBE/demokube" rbac -dir "$KUBE" -ip "$API_IP" -f build/k8s/calico-aio-kdd.yaml
 	echo "Kubernetes objects: Nodes node1..node3, Namespace $KNS, ServiceAccount $KNS/demo"
 	for i in "${NODES[@]}"; do
 		kapi POST /api/v1/nodes "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node$i\"}}" >/dev/null
@@ -73,7 +78,7 @@ kube_pod() {
 	kapi POST "/api/v1/namespaces/$KNS/pods" "$(printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pod%s","labels":{"role":"%s"}},"spec":{"nodeName":"node%s","serviceAccountName":"demo","containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}' \
 		"$i" "${ROLE[$i]}" "$i")" >/dev/null
 	conf=$(printf '{"cniVersion":"1.0.0","name":"k8s-pod-network","type":"calico","nodename":"node%s","datastore_type":"kubernetes","kubernetes":{"kubeconfig":"%s"},"policy":{"type":"k8s"},"calico_lib_dir":"%s","calico_run_dir":"%s","ipam":{"type":"calico-ipam"}}' \
-		"$i" "$KUBECONFIG_DEMO" "$STATE/n$i/lib" "$STATE/n$i/run")
+		"$i" "$KUBECONFIG_CNI" "$STATE/n$i/lib" "$STATE/n$i/run")
 	echo "$conf" | in_ns "n$i" env CNI_COMMAND=ADD CNI_CONTAINERID="demo-pod$i" CNI_NETNS="/var/run/netns/$P-pod$i" \
 		CNI_IFNAME=eth0 CNI_PATH="$BIN" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=$KNS;K8S_POD_NAME=pod$i;K8S_POD_INFRA_CONTAINER_ID=demo-pod$i" \
 		"$BIN/calico"
@@ -133,5 +138,6 @@ kube_summary() {
 	done
 	echo "the one etcd is the kube-apiserver's own; what runs in $P-api:"
 	ip netns pids "$P-api" | xargs -r ps -o pid=,args= -p | cut -c1-100 | sed 's/^/ /'
-	echo "the agents, the CNI plugin and calicoctl: DATASTORE_TYPE=kubernetes, KUBECONFIG=$KUBECONFIG_DEMO"
+	echo "DATASTORE_TYPE=kubernetes everywhere: calico-node as kube-system/calico-node ($KUBECONFIG_NODE),"
+	echo "the CNI plugin as kube-system/calico-cni-plugin ($KUBECONFIG_CNI), calicoctl as admin ($KUBECONFIG_DEMO)"
 }

@@ -113,7 +113,7 @@ done
 # Encapsulated: BGP off, and the default pool encapsulates (docs/OVERLAY.md).
 ENCAP_ENV=()
 [ -n "$ENCAP" ] && ENCAP_ENV=(CALICO_NETWORKING_BACKEND=vxlan CALICO_IPV4POOL_VXLAN=Always)
-[ "$DS" = kubernetes ] && ENCAP_ENV+=(DATASTORE_TYPE=kubernetes "KUBECONFIG=$KUBECONFIG_DEMO")
+[ "$DS" = kubernetes ] && ENCAP_ENV+=(DATASTORE_TYPE=kubernetes "KUBECONFIG=$KUBECONFIG_NODE")
 start_node() {
 	local i=$1; shift
 	# The first node creates the pods' pool (default-ipv4-ippool, NAT outgoing

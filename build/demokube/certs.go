@@ -26,14 +26,32 @@ const (
 	servingKeyFile = "serving-key.pem"
 	saKeyFile      = "sa-key.pem" // service-account signing key (kube-apiserver takes the public half from it)
 	tokenFile      = "token"      // the admin's bearer token
-	tokensFile     = "tokens.csv" // --token-auth-file: the admin in system:masters
-	kubeconfigFile = "kubeconfig" // the admin's, for https://<ip>:6443
+	tokensFile     = "tokens.csv" // --token-auth-file: the identities below
+	kubeconfigFile = "kubeconfig" // the admin's, for https://<ip>:6443; kubeconfig-<identity> the others'
 	apiPort        = "6443"
 )
 
+// identity is a user the apiserver's token file knows.
+type identity struct {
+	name   string // "admin", or the service account's name in kube-system
+	user   string
+	groups string
+}
+
+// identities: the admin (calicoctl, the demo's own requests), and the two
+// service accounts of build/k8s/calico-aio-kdd.yaml, so that calico-node
+// and the CNI plugin run with exactly the manifest's RBAC (the tokens are
+// static rather than issued for the service accounts, but RBAC binds the
+// same user names and groups).
+var identities = []identity{
+	{"admin", "admin", "system:masters"},
+	{"calico-node", "system:serviceaccount:kube-system:calico-node", "system:serviceaccounts,system:serviceaccounts:kube-system"},
+	{"calico-cni-plugin", "system:serviceaccount:kube-system:calico-cni-plugin", "system:serviceaccounts,system:serviceaccounts:kube-system"},
+}
+
 // writeCerts writes a CA, the apiserver's serving cert for ip and
-// 127.0.0.1, a service-account key, an admin token and the admin's
-// kubeconfig into dir.
+// 127.0.0.1, a service-account key, and a token and a kubeconfig for each
+// of the identities into dir.
 func writeCerts(dir, ip string) error {
 	addr := net.ParseIP(ip)
 	if addr == nil {
@@ -73,21 +91,29 @@ func writeCerts(dir, ip string) error {
 	if err != nil {
 		return fmt.Errorf("certs: service-account key: %w", err)
 	}
-	tok := make([]byte, 16)
-	if _, err := rand.Read(tok); err != nil {
-		return fmt.Errorf("certs: token: %w", err)
-	}
-	token := hex.EncodeToString(tok)
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	files := map[string][]byte{
 		caFile:         caPEM,
 		servingFile:    servingPEM,
 		servingKeyFile: servingKeyPEM,
 		saKeyFile:      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
-		tokenFile:      []byte(token),
-		tokensFile:     []byte(token + `,admin,admin,"system:masters"` + "\n"),
-		kubeconfigFile: kubeconfig("https://"+net.JoinHostPort(ip, apiPort), caPEM, token),
 	}
+	var tokens []byte
+	for _, id := range identities {
+		tok := make([]byte, 16)
+		if _, err := rand.Read(tok); err != nil {
+			return fmt.Errorf("certs: token: %w", err)
+		}
+		token := hex.EncodeToString(tok)
+		tokens = fmt.Appendf(tokens, "%s,%s,%s,%q\n", token, id.user, id.user, id.groups)
+		kc := kubeconfigFile + "-" + id.name
+		if id.name == "admin" {
+			kc = kubeconfigFile
+			files[tokenFile] = []byte(token)
+		}
+		files[kc] = kubeconfig("https://"+net.JoinHostPort(ip, apiPort), caPEM, id.name, token)
+	}
+	files[tokensFile] = tokens
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			return fmt.Errorf("certs: %w", err)
@@ -114,19 +140,19 @@ func signed(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certPEM, keyPE
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
-// kubeconfig is the admin's kubeconfig for server.
-func kubeconfig(server string, caPEM []byte, token string) []byte {
+// kubeconfig is user's kubeconfig for server.
+func kubeconfig(server string, caPEM []byte, user, token string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: demo
   cluster: {server: %q, certificate-authority-data: %s}
 users:
-- name: admin
-  user: {token: %q}
+- name: %[3]s
+  user: {token: %[4]q}
 contexts:
 - name: demo
-  context: {cluster: demo, user: admin}
+  context: {cluster: demo, user: %[3]s}
 current-context: demo
-`, server, base64.StdEncoding.EncodeToString(caPEM), token))
+`, server, base64.StdEncoding.EncodeToString(caPEM), user, token))
 }

@@ -53,8 +53,30 @@ func TestWriteCerts(t *testing.T) {
 	if kc.Users[0].User.Token != token || len(token) != 32 {
 		t.Errorf("kubeconfig token %q, token file %q (want the same 32 hex digits)", kc.Users[0].User.Token, token)
 	}
-	if got, want := string(read(tokensFile)), token+`,admin,admin,"system:masters"`+"\n"; got != want {
-		t.Errorf("tokens.csv %q, want %q", got, want)
+	// Each identity's kubeconfig carries the token tokens.csv gives its
+	// user and groups (the service accounts as RBAC names them).
+	tokens := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(read(tokensFile))), "\n") {
+		tok, rest, _ := strings.Cut(line, ",")
+		tokens[tok] = rest
+	}
+	for name, want := range map[string]string{
+		kubeconfigFile: `admin,admin,"system:masters"`,
+		kubeconfigFile + "-calico-node": `system:serviceaccount:kube-system:calico-node,system:serviceaccount:kube-system:calico-node,` +
+			`"system:serviceaccounts,system:serviceaccounts:kube-system"`,
+		kubeconfigFile + "-calico-cni-plugin": `system:serviceaccount:kube-system:calico-cni-plugin,system:serviceaccount:kube-system:calico-cni-plugin,` +
+			`"system:serviceaccounts,system:serviceaccounts:kube-system"`,
+	} {
+		kc.Users = nil
+		if err := yaml.Unmarshal(read(name), &kc); err != nil || len(kc.Users) != 1 {
+			t.Fatalf("%s: %v, %d users", name, err, len(kc.Users))
+		}
+		if got := tokens[kc.Users[0].User.Token]; got != want {
+			t.Errorf("%s: its token is for %q in tokens.csv, want %q", name, got, want)
+		}
+	}
+	if len(tokens) != 3 {
+		t.Errorf("tokens.csv has %d tokens, want 3", len(tokens))
 	}
 
 	roots := x509.NewCertPool()

@@ -4,12 +4,15 @@
 // offer. It is not part of calico-aio.
 //
 //	demokube certs -dir D -ip A     a CA, the apiserver's serving cert for A
-//	                                and 127.0.0.1, its service-account key, an
-//	                                admin token and a kubeconfig for https://A:6443
+//	                                and 127.0.0.1, its service-account key, and
+//	                                a token and a kubeconfig for https://A:6443
+//	                                for the admin, calico-node and calico-cni-plugin
 //	demokube etcd -dir D -url U     the apiserver's own etcd (store/embedded)
 //	                                until SIGTERM; no Calico data is kept there
-//	demokube crds -dir D -ip A -f F     creates the CRDs of manifest F through the
-//	                                apiserver of D's kubeconfig, waits until Established
+//	demokube crds -dir D -ip A -f F creates the CRDs of manifest F through the
+//	                                apiserver at A, waits until they are Established
+//	demokube rbac -dir D -ip A -f F creates the service accounts, roles and
+//	                                bindings of manifest F (build/k8s/calico-aio-kdd.yaml)
 package main
 
 import (
@@ -27,7 +30,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: demokube certs -dir D -ip A | etcd -dir D -url U | crds -dir D -ip A -f FILE")
+var errUsage = errors.New("usage: demokube certs -dir D -ip A | etcd -dir D -url U | crds|rbac -dir D -ip A -f FILE")
 
 func run(args []string) error {
 	if len(args) == 0 {
@@ -51,6 +54,8 @@ func run(args []string) error {
 		return serveEtcd(*dir, *url)
 	case "crds":
 		return installCRDs(*dir, *ip, *file)
+	case "rbac":
+		return installRBAC(*dir, *ip, *file)
 	}
 	return errUsage
 }
