@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-
-	"github.com/calico-aio/calico-aio/e2e/kubeapi"
 )
 
 // rbacPaths: where each kind of the manifest's identities and their
@@ -20,11 +17,7 @@ var rbacPaths = map[string]string{
 // installRBAC creates the service accounts, roles and bindings of the
 // manifest at path (build/k8s/calico-aio-kdd.yaml), and nothing else of it.
 func installRBAC(dir, ip, path string) error {
-	a, err := newAdmin(dir, ip)
-	if err != nil {
-		return fmt.Errorf("rbac: %w", err)
-	}
-	docs, err := kubeapi.ReadManifest(path)
+	a, docs, err := load(dir, ip, path)
 	if err != nil {
 		return fmt.Errorf("rbac: %w", err)
 	}
@@ -35,17 +28,11 @@ func installRBAC(dir, ip, path string) error {
 		if !ok {
 			continue
 		}
-		meta, _ := doc["metadata"].(map[string]any)
-		name, _ := meta["name"].(string)
-		if ns, _ := meta["namespace"].(string); ns != "" {
-			where = fmt.Sprintf(where, ns)
+		if meta, _ := doc["metadata"].(map[string]any); meta["namespace"] != nil {
+			where = fmt.Sprintf(where, meta["namespace"])
 		}
-		code, body, err := a.do(http.MethodPost, where, doc)
-		if err != nil {
-			return fmt.Errorf("rbac: creating %s %s: %w", kind, name, err)
-		}
-		if code != http.StatusCreated {
-			return fmt.Errorf("rbac: creating %s %s: %d %s", kind, name, code, body)
+		if _, err := a.create(where, doc); err != nil {
+			return fmt.Errorf("rbac: %w", err)
 		}
 		n++
 	}
