@@ -85,7 +85,8 @@ kube_pod() {
 }
 
 # wait_ping i j want: until pod i's ping of pod j is want (ok or FAILED),
-# at most ~10 s: a policy change takes effect through the agents' watches.
+# 20 tries (a policy change takes effect through the agents' watches);
+# the demo fails if it never is.
 wait_ping() {
 	local r
 	for _ in $(seq 20); do
@@ -93,6 +94,8 @@ wait_ping() {
 		[ "$r" = "$3" ] && return 0
 		sleep 0.3
 	done
+	echo "pod$1 -> pod$2: $r, want $3: the policy was not enforced as written" >&2
+	return 1
 }
 
 # kube_policies: the etcd demo's Calico deny policy (through calicoctl on
@@ -115,6 +118,7 @@ kube_policies() {
 	kapi POST "/apis/networking.k8s.io/v1/namespaces/$KNS/networkpolicies" \
 		'{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"db-from-web"},"spec":{"podSelector":{"matchLabels":{"role":"db"}},"ingress":[{"from":[{"podSelector":{"matchLabels":{"role":"web"}}}]}]}}' >/dev/null
 	wait_ping 2 3 FAILED
+	wait_ping 1 3 ok
 	ping_all
 
 	say "removing it"
