@@ -9,7 +9,10 @@
 #   DEMO_ENCAP=vxlan build/demo.sh   nodes in two subnets joined by a router
 #       namespace that knows only those subnets, BGP off, pods' traffic
 #       across nodes in VXLAN (docs/OVERLAY.md)
-set -euo pipefail
+#   DEMO_DATASTORE=kubernetes build/demo.sh   the same cluster on the
+#       Kubernetes datastore: a real kube-apiserver with Calico's CRDs, no
+#       etcd of ours (build/demo-kube.sh); combines with DEMO_ENCAP
+set -Eeuo pipefail # -E: a failure inside a function cleans up too
 cd "$(dirname "$0")/.."
 BIN=$PWD/bin
 STATE=${DEMO_STATE:-/tmp/calico-aio-demo}
@@ -23,6 +26,11 @@ case "$ENCAP" in
 vxlan) ;;
 *) echo "DEMO_ENCAP=$ENCAP: want vxlan (or unset)" >&2; exit 2 ;;
 esac
+DS=${DEMO_DATASTORE:-etcdv3}
+case "$DS" in
+etcdv3 | kubernetes) ;;
+*) echo "DEMO_DATASTORE=$DS: want etcdv3 (the default) or kubernetes" >&2; exit 2 ;;
+esac
 NET2=10.250.98          # the second node subnet (DEMO_ENCAP=vxlan: node3)
 declare -A NODE_IP SUBNET
 for i in "${NODES[@]}"; do SUBNET[$i]=$NET; done
@@ -31,12 +39,27 @@ for i in "${NODES[@]}"; do NODE_IP[$i]=${SUBNET[$i]}.$i; done
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
-ctl() { echo "\$ calicoctl $*"; in_ns n1 "$BIN/calicoctl" "$@" --etcd-endpoints "$ETCD"; }
+ctl() {
+	echo "\$ calicoctl $*"
+	if [ "$DS" = kubernetes ]; then
+		in_ns n1 env DATASTORE_TYPE=kubernetes KUBECONFIG="$KUBECONFIG_DEMO" "$BIN/calicoctl" "$@"
+	else
+		in_ns n1 "$BIN/calicoctl" "$@" --etcd-endpoints "$ETCD"
+	fi
+}
+# shellcheck source=build/demo-kube.sh
+[ "$DS" = kubernetes ] && . build/demo-kube.sh
 
 stop() {
-	local nss
-	nss=$(ip netns list | awk '{print $1}' | grep "^$P-" || true)
-	# Everything running inside the demo's namespaces (agents, anything else).
+	# The agents first, then the kube-apiserver (the Kubernetes datastore
+	# demo's), which an agent that stops still talks to.
+	kill_in "$(ip netns list | awk '{print $1}' | grep "^$P-" | grep -vx "$P-api" || true)"
+	kill_in "$(ip netns list | awk '{print $1}' | grep -x "$P-api" || true)"
+	for n in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do ip netns del "$n"; done
+	rm -rf "$STATE"
+}
+kill_in() { # everything running inside the namespaces $1
+	local nss=$1
 	for n in $nss; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true; done
 	for _ in $(seq 50); do
 		local left=""
@@ -45,8 +68,6 @@ stop() {
 		sleep 0.1
 	done
 	for n in $nss; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null || true; done
-	for n in $nss; do ip netns del "$n"; done
-	rm -rf "$STATE"
 }
 
 if [ "${1:-}" = clean ]; then
@@ -87,10 +108,12 @@ for i in "${NODES[@]}"; do
 	in_ns "n$i" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
 	mkdir -p "$STATE/n$i"
 done
+[ "$DS" = kubernetes ] && mkdir -p "$KUBE" && kube_up
 
 # Encapsulated: BGP off, and the default pool encapsulates (docs/OVERLAY.md).
 ENCAP_ENV=()
 [ -n "$ENCAP" ] && ENCAP_ENV=(CALICO_NETWORKING_BACKEND=vxlan CALICO_IPV4POOL_VXLAN=Always)
+[ "$DS" = kubernetes ] && ENCAP_ENV+=(DATASTORE_TYPE=kubernetes "KUBECONFIG=$KUBECONFIG_NODE")
 start_node() {
 	local i=$1; shift
 	# The first node creates the pods' pool (default-ipv4-ippool, NAT outgoing
@@ -111,10 +134,17 @@ wait_ready() {
 	cat "$STATE/n$i/agent.log"; return 1
 }
 
-say "starting calico-node on node1 with the embedded etcd ($ETCD), then node2 and node3"
-start_node 1 --etcd-data-dir "$STATE/n1/etcd" --etcd-client-url "$ETCD" --etcd-peer-url "http://$NET.1:2380"
-wait_ready 1
-for i in 2 3; do start_node "$i" --etcd-endpoints "$ETCD"; done
+if [ "$DS" = kubernetes ]; then
+	say "starting calico-node on node1, then node2 and node3, with DATASTORE_TYPE=kubernetes (each registers on its Kubernetes Node)"
+	start_node 1
+	wait_ready 1
+	for i in 2 3; do start_node "$i"; done
+else
+	say "starting calico-node on node1 with the embedded etcd ($ETCD), then node2 and node3"
+	start_node 1 --etcd-data-dir "$STATE/n1/etcd" --etcd-client-url "$ETCD" --etcd-peer-url "http://$NET.1:2380"
+	wait_ready 1
+	for i in 2 3; do start_node "$i" --etcd-endpoints "$ETCD"; done
+fi
 for i in 2 3; do wait_ready "$i"; done
 
 if [ -z "$ENCAP" ]; then
@@ -125,10 +155,20 @@ else
 	ctl get ippools -o wide
 fi
 
-say "one pod per node through the CNI plugin"
+if [ "$DS" = kubernetes ]; then
+	say "one Kubernetes pod per node (namespace $KNS), networked by the CNI plugin (datastore_type kubernetes)"
+else
+	say "one pod per node through the CNI plugin"
+fi
 declare -A POD_IP
 for i in "${NODES[@]}"; do
 	ip netns add "$P-pod$i"
+	if [ "$DS" = kubernetes ]; then
+		out=$(kube_pod "$i")
+		POD_IP[$i]=$(echo "$out" | grep -o '"address": "[0-9.]*' | head -1 | cut -d'"' -f4)
+		echo "pod$i (role=${ROLE[$i]}) on node$i: ${POD_IP[$i]}"
+		continue
+	fi
 	conf=$(printf '{"cniVersion":"1.0.0","name":"demo","type":"calico","nodename":"node%s","etcd_endpoints":"%s","calico_lib_dir":"%s","calico_run_dir":"%s","ipam":{"type":"calico-ipam"}}' \
 		"$i" "$ETCD" "$STATE/n$i/lib" "$STATE/n$i/run")
 	out=$(echo "$conf" | in_ns "n$i" env CNI_COMMAND=ADD CNI_CONTAINERID="demo-pod$i" CNI_NETNS="/var/run/netns/$P-pod$i" \
@@ -178,7 +218,7 @@ if [ -z "$ENCAP" ]; then
 	say "pods ping across nodes (routes learned over BGP)"
 else
 	observe_vxlan
-	say "pods ping across nodes (VXLAN, BGP off: routes from the IPAM blocks in etcd)"
+	say "pods ping across nodes (VXLAN, BGP off: routes from the IPAM blocks in the datastore)"
 fi
 converged
 ping_all
@@ -206,6 +246,7 @@ else
 	[ "$bad" = 0 ] || { echo "some node pair carried no VXLAN: the pods' traffic was not encapsulated" >&2; false; }
 fi
 
+if [ "$DS" = kubernetes ]; then kube_policies; else
 say "a deny policy for pod3 (its network's profile would allow it)"
 printf 'apiVersion: projectcalico.org/v3\nkind: GlobalNetworkPolicy\nmetadata: {name: deny-pod3}\nspec:\n  selector: projectcalico.org/orchestrator == "cni"\n  ingress:\n  - action: Deny\n    destination: {nets: [%s/32]}\n  - action: Pass\n' "${POD_IP[3]}" |
 	ctl apply -f -
@@ -216,6 +257,7 @@ say "removing it"
 ctl delete globalnetworkpolicy deny-pod3
 sleep 1
 ping_all
+fi
 
 say "node status and IPAM"
 echo "\$ calicoctl node status   (on node1)"
@@ -223,11 +265,13 @@ in_ns n1 "$BIN/calicoctl" node status --run-dir "$STATE/n1/run"
 ctl ipam show --show-blocks
 ctl get nodes -o wide
 ctl get workloadendpoints -A -o wide
+[ "$DS" = kubernetes ] && kube_summary
 
 trap - ERR
 if [ "${DEMO_KEEP:-1}" = 0 ]; then
 	stop
 	say "demo finished and cleaned up"
 else
-	say "the cluster keeps running: try 'ip netns exec $P-pod1 ping ${POD_IP[2]}' or 'ip netns exec $P-n1 $BIN/calicoctl get wep -A --etcd-endpoints $ETCD'; stop it with: make demo-clean"
+	if [ "$DS" = kubernetes ]; then how="env DATASTORE_TYPE=kubernetes KUBECONFIG=$KUBECONFIG_DEMO $BIN/calicoctl get wep -A"; else how="$BIN/calicoctl get wep -A --etcd-endpoints $ETCD"; fi
+	say "the cluster keeps running: try 'ip netns exec $P-pod1 ping ${POD_IP[2]}' or 'ip netns exec $P-n1 $how'; stop it with: make demo-clean"
 fi
