@@ -132,6 +132,11 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 		if req.ReuseExisting && snap.handle != nil && !snap.handle.empty() {
 			return a.existing(ctx, req.HandleID, snap.handle)
 		}
+		if snap.deletedHandleRev != "" {
+			if err := a.finishHandleDelete(ctx, req.HandleID, snap.deletedHandleRev); err != nil {
+				return Assigned{}, err
+			}
+		}
 		if !snap.cfgStored {
 			if snap.cfg, err = a.ensureConfig(ctx); err != nil {
 				return Assigned{}, err

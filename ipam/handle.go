@@ -72,8 +72,7 @@ func (a *Allocator) changeHandle(ctx context.Context, id string, delta map[strin
 		}
 		switch {
 		case h.Deleted:
-			a.roundTrips.Add(1)
-			err = a.c.Delete(ctx, handleKey(id), rev)
+			return a.finishHandleDelete(ctx, id, rev)
 		case h.empty():
 			err = a.deleteHandle(ctx, id, rev)
 		default:
@@ -96,10 +95,11 @@ func (a *Allocator) changeHandle(ctx context.Context, id string, delta map[strin
 // does so as Calico does on the Kubernetes datastore: the handle is first
 // written {"block":{},"deleted":true} (compare-and-swap at rev), then
 // deleted at the revision that write returned (the Kubernetes backend adds
-// the handle's uid as a precondition). Between the two, readers take the
-// handle as absent and a concurrent assignment to the same handle, whose
-// create then finds it existing, retries until it is gone: it can never
-// add its address to a handle that is about to disappear.
+// the handle's uid as a precondition). Once marked, the handle holds
+// nothing and nobody adds to it: whoever reads it next takes it as absent
+// and finishes its delete (finishHandleDelete), so an assignment to the
+// same handle creates a new one rather than counting its address in one
+// about to disappear.
 func (a *Allocator) deleteHandle(ctx context.Context, id string, rev store.Revision) error {
 	if !a.c.Atomic() {
 		val, _ := json.Marshal(Handle{Block: map[string]int{}, Deleted: true})
@@ -112,4 +112,15 @@ func (a *Allocator) deleteHandle(ctx context.Context, id string, rev store.Revis
 	}
 	a.roundTrips.Add(1)
 	return a.c.Delete(ctx, handleKey(id), rev)
+}
+
+// finishHandleDelete deletes a handle found marked deleted at rev; that
+// it is already gone, or changed, is no error (another reader finished it).
+func (a *Allocator) finishHandleDelete(ctx context.Context, id string, rev store.Revision) error {
+	a.roundTrips.Add(1)
+	err := a.c.Delete(ctx, handleKey(id), rev)
+	if err != nil && !lostRace(err) {
+		return fmt.Errorf("finishing the delete of handle %s: %w", id, err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package ipam_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -156,11 +157,12 @@ func TestFirstAssignmentStoresIPAMConfig(t *testing.T) {
 	}
 }
 
-// A handle marked deleted (another writer is deleting it, Calico's first
-// step) reads as absent: an assignment to the same handle never updates
-// it (the delete that follows would take the new address's count with
-// it) but tries to create it, and retries until the delete is done.
-func TestAssignBacksOffFromADeletedHandle(t *testing.T) {
+// A handle marked deleted (another writer's release, Calico's first step
+// of a delete, stopped there) reads as absent, and the reader finishes the
+// delete, as Calico's does: an assignment to the same handle never updates
+// the marked handle (the delete that follows would take the new
+// address's count with it) but creates a new one.
+func TestAssignFinishesTheDeleteOfAMarkedHandle(t *testing.T) {
 	e := newEnv(t)
 	e.pool("p4", "10.10.0.0/24")
 	e.mustAssign("node1", "net.warm", 1, 0)
@@ -171,15 +173,8 @@ func TestAssignBacksOffFromADeletedHandle(t *testing.T) {
 	na := &storetest.NonAtomic{Backend: e.c.Backend}
 	var handleWrites []store.Write
 	na.BeforeWrite = func(ctx context.Context, _ int, w store.Write) {
-		if w.Key.Kind != store.KindIPAMHandle {
-			return
-		}
-		handleWrites = append(handleWrites, w)
-		if len(handleWrites) == 2 {
-			// The other writer finishes its delete.
-			if err := e.c.Delete(ctx, hkey, ""); err != nil {
-				t.Error(err)
-			}
+		if w.Key.Kind == store.KindIPAMHandle {
+			handleWrites = append(handleWrites, w)
 		}
 	}
 	al := ipam.New(store.NewClient(na))
@@ -187,18 +182,33 @@ func TestAssignBacksOffFromADeletedHandle(t *testing.T) {
 	if err != nil || len(got.IPv4) != 1 {
 		t.Fatalf("assign: %v %v", got, err)
 	}
-	for i, w := range handleWrites {
-		if w.Op != store.OpPut || w.Revision != "" {
-			t.Errorf("handle write %d: op %d at revision %q, want a create (the deleted handle read as absent)", i, w.Op, w.Revision)
-		}
+	if len(handleWrites) != 1 || handleWrites[0].Op != store.OpPut || handleWrites[0].Revision != "" {
+		t.Errorf("handle writes %+v, want one create (the marked handle read as absent and its delete finished)", handleWrites)
 	}
-	if len(handleWrites) != 2 {
-		t.Errorf("%d handle writes, want 2 (one lost to the deleted handle, one after its delete)", len(handleWrites))
+	if st := al.Stats(); st.Conflicts != 0 {
+		t.Errorf("%d conflicts, want none", st.Conflicts)
 	}
 	if h := handleBlocks(t, e.c, "net.a"); len(h) != 1 {
 		t.Errorf("handle net.a = %v, want the one address", h)
 	}
 	if ips, err := e.al.IPsByHandle(ctx, "net.a"); err != nil || len(ips) != 1 || ips[0] != got.IPv4[0].Addr() {
 		t.Errorf("addresses of net.a = %v, %v; want %v", ips, err, got.IPv4[0].Addr())
+	}
+}
+
+// A release that finds its handle marked deleted frees nothing and
+// finishes the delete.
+func TestReleaseOfAMarkedHandleFinishesItsDelete(t *testing.T) {
+	e := newEnv(t)
+	hkey := store.Key{Kind: store.KindIPAMHandle, Name: "net.a"}
+	if _, err := e.c.Create(ctx, hkey, []byte(`{"block":{},"deleted":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	al := ipam.New(store.NewClient(&storetest.NonAtomic{Backend: e.c.Backend}))
+	if freed, err := al.ReleaseByHandle(ctx, "net.a"); err != nil || len(freed) != 0 {
+		t.Errorf("release = %v, %v; want nothing freed", freed, err)
+	}
+	if _, err := e.c.Get(ctx, hkey); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("marked handle after the release: %v, want it deleted", err)
 	}
 }

@@ -27,11 +27,14 @@ func (a *Allocator) IPsByHandle(ctx context.Context, handleID string) ([]netip.A
 }
 
 // readHandle reads a handle; (nil, "", nil) when it does not exist or is
-// marked deleted (being deleted, as Calico takes it).
+// marked deleted, whose delete it then finishes, as Calico's reader does.
 func (a *Allocator) readHandle(ctx context.Context, id string) (*Handle, store.Revision, error) {
 	h, rev, err := a.readStoredHandle(ctx, id)
-	if err != nil || h == nil || h.Deleted {
+	if err != nil || h == nil {
 		return nil, "", err
+	}
+	if h.Deleted {
+		return nil, "", a.finishHandleDelete(ctx, id, rev)
 	}
 	return h, rev, nil
 }

@@ -38,6 +38,9 @@ type snapshot struct {
 	affinities []affinity // this node's, sorted by CIDR
 	handle     *Handle    // nil when absent
 	handleRev  store.Revision
+	// deletedHandleRev is the revision of the handle when it is stored
+	// marked deleted ("" otherwise).
+	deletedHandleRev store.Revision
 }
 
 // readSnapshot reads the pools, the IPAM config, the node, the node's block
@@ -81,9 +84,11 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 			if err != nil {
 				return nil, err
 			}
-			if !h.Deleted { // one marked deleted is being deleted: absent
-				s.handle, s.handleRev = h, o.Revision
+			if h.Deleted { // being deleted: absent, its delete to finish
+				s.deletedHandleRev = o.Revision
+				continue
 			}
+			s.handle, s.handleRev = h, o.Revision
 		}
 	}
 	return s, nil
