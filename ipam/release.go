@@ -13,8 +13,8 @@ import (
 
 // ReleaseByHandle frees every address a handle holds and deletes the
 // handle, in one transaction where the backend has them (otherwise the
-// blocks, then the handle: changeHandle). A missing handle is not an error (nothing is
-// held); it returns the addresses freed.
+// blocks, then the handle: changeHandle). A missing handle is not an
+// error (nothing is held); it returns the addresses freed.
 func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]netip.Addr, error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		h, hrev, err := a.readHandle(ctx, handleID)
