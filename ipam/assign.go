@@ -132,6 +132,17 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 		if req.ReuseExisting && snap.handle != nil && !snap.handle.empty() {
 			return a.existing(ctx, req.HandleID, snap.handle)
 		}
+		if snap.deletedHandleRev != "" {
+			if err := a.finishHandleDelete(ctx, req.HandleID, snap.deletedHandleRev); err != nil {
+				return Assigned{}, err
+			}
+		}
+		if !snap.cfgStored {
+			if snap.cfg, err = a.ensureConfig(ctx); err != nil {
+				return Assigned{}, err
+			}
+			snap.cfgStored = true
+		}
 		var pools4, pools6 []pool
 		if req.Num4 > 0 {
 			if pools4, err = choosePools(snap.pools, true, req.IPv4Pools, req.Node, snap.nodeLabels, req.Use); err != nil {

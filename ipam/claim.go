@@ -88,15 +88,54 @@ func affinityJSON(state string) []byte {
 	return b
 }
 
-// claim takes block cidr for node in Calico's two steps: affinity
-// "pending", create the block, affinity "confirmed". It returns nil (and
-// removes its pending affinity) when another node created the block first.
+// lostRace says a compare-and-swap on an object lost to another writer.
+func lostRace(err error) bool {
+	return errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyExists)
+}
+
+// claim takes block cidr for node in Calico's order: the affinity written
+// "pending", the block read, and, the block being absent, the affinity
+// written "pending" again, the block created, the affinity "confirmed".
+// It returns nil (and removes its affinity) when another node holds the
+// block. A step that loses a compare-and-swap starts the claim again.
 func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (*blockKV, error) {
+	for attempt := 0; attempt < maxRetries; attempt++ {
+		bk, err := a.claimOnce(ctx, node, cidr)
+		if !lostRace(err) {
+			return bk, err
+		}
+		a.conflicts.Add(1)
+		backoff(attempt)
+	}
+	return nil, fmt.Errorf("claiming block %s: gave up after %d conflicting attempts", cidr, maxRetries)
+}
+
+func (a *Allocator) claimOnce(ctx context.Context, node string, cidr netip.Prefix) (*blockKV, error) {
 	akey := affinityKey(node, cidr)
+	arev, err := a.pendingAffinity(ctx, akey)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := a.readBlocks(ctx, []string{cidr.String()})
+	if err != nil {
+		return nil, err
+	}
+	if bk := existing[cidr.String()]; bk != nil {
+		return a.claimExisting(ctx, node, akey, arev, bk)
+	}
+	// Calico writes the affinity "pending" once more here: its step from
+	// an affinity to its block serves every affinity of the node, also a
+	// confirmed (or pendingDeletion) one that outlived its block, which must
+	// be pending again before the block is re-created. For the pending
+	// affinity just written it is redundant for safety (the block's create
+	// decides who owns the block, and the confirm below is a
+	// compare-and-swap at the revision this write returns, so a releaser's
+	// change in between is caught either way), but it is kept so that the
+	// requests, and how they interleave with real calico-ipam's, are
+	// Calico's (e2e TestCNIKDDCalls).
 	a.roundTrips.Add(1)
-	arev, err := a.c.Create(ctx, akey, affinityJSON(AffinityPending))
-	if err != nil && !errors.Is(err, store.ErrAlreadyExists) {
-		return nil, fmt.Errorf("claiming block %s: %w", cidr, err)
+	if arev, err = a.c.Update(ctx, akey, affinityJSON(AffinityPending), arev); err != nil {
+		return nil, fmt.Errorf("marking affinity %s pending: %w", akey, err)
 	}
 	b := newBlock(cidr, node, a.timestamp())
 	val, err := json.Marshal(b)
@@ -106,20 +145,14 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (
 	a.roundTrips.Add(1)
 	rev, err := a.c.Create(ctx, blockKey(cidr), val)
 	if errors.Is(err, store.ErrAlreadyExists) {
-		existing, gerr := a.readBlocks(ctx, []string{cidr.String()})
-		if gerr != nil {
-			return nil, gerr
+		existing, err := a.readBlocks(ctx, []string{cidr.String()})
+		if err != nil {
+			return nil, err
 		}
-		bk := existing[cidr.String()]
-		if bk != nil && bk.block.AffineTo(node) {
-			// Our own earlier claim got this far; finish it.
-			return bk, a.confirm(ctx, akey, arev)
+		if bk := existing[cidr.String()]; bk != nil {
+			return a.claimExisting(ctx, node, akey, arev, bk)
 		}
-		a.roundTrips.Add(1)
-		if derr := a.c.Delete(ctx, akey, ""); derr != nil && !errors.Is(derr, store.ErrNotFound) {
-			return nil, fmt.Errorf("dropping pending affinity for %s: %w", cidr, derr)
-		}
-		return nil, nil
+		return nil, fmt.Errorf("block %s deleted while claimed: %w", cidr, store.ErrConflict)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating block %s: %w", cidr, err)
@@ -128,6 +161,47 @@ func (a *Allocator) claim(ctx context.Context, node string, cidr netip.Prefix) (
 		return nil, err
 	}
 	return &blockKV{block: b, rev: rev}, nil
+}
+
+// pendingAffinity writes the node's affinity for a block "pending": a
+// create, or, when it exists, an update of one not yet confirmed (a
+// confirmed one is left as it is). It returns the affinity's revision.
+func (a *Allocator) pendingAffinity(ctx context.Context, akey store.Key) (store.Revision, error) {
+	a.roundTrips.Add(1)
+	rev, err := a.c.Create(ctx, akey, affinityJSON(AffinityPending))
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		if err != nil {
+			return "", fmt.Errorf("claiming block %s: %w", akey.Name, err)
+		}
+		return rev, nil
+	}
+	o, err := a.get(ctx, akey)
+	if err != nil {
+		return "", err
+	}
+	var v affinityValue
+	if err := json.Unmarshal(o.Value, &v); err != nil {
+		return "", fmt.Errorf("affinity %s: %w", akey, err)
+	}
+	if v.State == AffinityConfirmed {
+		return o.Revision, nil
+	}
+	a.roundTrips.Add(1)
+	return a.c.Update(ctx, akey, affinityJSON(AffinityPending), o.Revision)
+}
+
+// claimExisting finishes a claim whose block exists: the node's own (an
+// earlier claim of this node created it) has its affinity confirmed;
+// another node's costs this node its affinity, and nil is returned.
+func (a *Allocator) claimExisting(ctx context.Context, node string, akey store.Key, arev store.Revision, bk *blockKV) (*blockKV, error) {
+	if bk.block.AffineTo(node) {
+		return bk, a.confirm(ctx, akey, arev)
+	}
+	a.roundTrips.Add(1)
+	if err := a.c.Delete(ctx, akey, arev); err != nil && !lostRace(err) {
+		return nil, fmt.Errorf("dropping affinity for %s: %w", akey.Name, err)
+	}
+	return nil, nil
 }
 
 // confirm marks the affinity confirmed: a compare-and-swap on the pending
@@ -156,7 +230,7 @@ func (a *Allocator) confirm(ctx context.Context, akey store.Key, arev store.Revi
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrAlreadyExists) {
+		if !lostRace(err) {
 			return fmt.Errorf("confirming affinity %s: %w", akey, err)
 		}
 	}

@@ -22,6 +22,32 @@ type Config struct {
 // DefaultConfig is what applies when no config is stored.
 func DefaultConfig() Config { return Config{AutoAllocateBlocks: true} }
 
+// createdConfig is what Calico's IPAM stores as IPAMConfig "default" when
+// an assignment finds none (recorded: {autoAllocateBlocks: true,
+// kubeVirtVMAddressPersistence: Enabled, strictAffinity: false} on the
+// Kubernetes datastore; {"auto_allocate_blocks":true,
+// "kubeVirtVMAddressPersistence":"Enabled"} in etcd).
+func createdConfig() Config {
+	return Config{AutoAllocateBlocks: true, KubeVirtVMAddressPersistence: "Enabled"}
+}
+
+// ensureConfig stores createdConfig when no config is stored, as Calico's
+// first assignment does, and returns the config that applies: what another
+// writer stored first, if one did.
+func (a *Allocator) ensureConfig(ctx context.Context) (Config, error) {
+	cfg := createdConfig()
+	val, _ := json.Marshal(cfg)
+	a.roundTrips.Add(1)
+	_, err := a.c.Create(ctx, ipamConfigKey, val)
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return a.GetConfig(ctx)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("creating IPAM config %s: %w", ipamConfigKey.Name, err)
+	}
+	return cfg, nil
+}
+
 func parseConfig(val []byte) (Config, error) {
 	if val == nil {
 		return DefaultConfig(), nil

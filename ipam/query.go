@@ -26,8 +26,22 @@ func (a *Allocator) IPsByHandle(ctx context.Context, handleID string) ([]netip.A
 	return as.Addrs(), nil
 }
 
-// readHandle reads a handle; (nil, "", nil) when it does not exist.
+// readHandle reads a handle; (nil, "", nil) when it does not exist or is
+// marked deleted, whose delete it then finishes, as Calico's reader does.
 func (a *Allocator) readHandle(ctx context.Context, id string) (*Handle, store.Revision, error) {
+	h, rev, err := a.readStoredHandle(ctx, id)
+	if err != nil || h == nil {
+		return nil, "", err
+	}
+	if h.Deleted {
+		return nil, "", a.finishHandleDelete(ctx, id, rev)
+	}
+	return h, rev, nil
+}
+
+// readStoredHandle reads a handle, also one marked deleted; (nil, "", nil)
+// when it does not exist.
+func (a *Allocator) readStoredHandle(ctx context.Context, id string) (*Handle, store.Revision, error) {
 	hkv, err := a.get(ctx, handleKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", nil

@@ -3,15 +3,18 @@ package ipam
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/calico-aio/calico-aio/store"
 )
 
 // ReleaseByHandle frees every address a handle holds and deletes the
-// handle, in one transaction. A missing handle is not an error (nothing is
-// held); it returns the addresses freed.
+// handle, in one transaction where the backend has them (otherwise the
+// blocks, then the handle: changeHandle). A missing handle is not an
+// error (nothing is held); it returns the addresses freed.
 func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]netip.Addr, error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		h, hrev, err := a.readHandle(ctx, handleID)
@@ -40,13 +43,20 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]net
 			}
 			freed = append(freed, got...)
 		}
-		w.putHandle(handleID, &Handle{Block: map[string]int{}}, hrev)
+		if a.c.Atomic() {
+			w.putHandle(handleID, &Handle{Block: map[string]int{}}, hrev)
+		}
 		ok, err := a.commit(ctx, w)
 		if err != nil {
 			return nil, err
 		}
+		if ok && !a.c.Atomic() {
+			// Calico's order without transactions: the blocks, then the
+			// handle's counts taken off (deleted when none are left).
+			err = a.changeHandle(ctx, handleID, negated(h.Block))
+		}
 		if ok {
-			return freed, nil
+			return freed, err
 		}
 		backoff(attempt)
 	}
@@ -154,11 +164,37 @@ func (a *Allocator) releaseIPsOnce(ctx context.Context, opts []ReleaseOptions) (
 			return nil, false, err
 		}
 	}
+	if !a.c.Atomic() {
+		ok, err := a.commit(ctx, w)
+		if ok {
+			err = a.changeHandles(ctx, handleDelta)
+		}
+		return unallocated, ok, err
+	}
 	if err := a.adjustHandles(ctx, w, handleDelta); err != nil {
 		return nil, false, err
 	}
 	ok, err := a.commit(ctx, w)
 	return unallocated, ok, err
+}
+
+// changeHandles applies each handle's delta after the blocks are written,
+// Calico's order on a backend without transactions.
+func (a *Allocator) changeHandles(ctx context.Context, delta map[string]map[string]int) error {
+	for _, id := range slices.Sorted(maps.Keys(delta)) {
+		if err := a.changeHandle(ctx, id, delta[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func negated(counts map[string]int) map[string]int {
+	out := make(map[string]int, len(counts))
+	for c, n := range counts {
+		out[c] = -n
+	}
+	return out
 }
 
 // adjustHandles reads the handles in one transaction and adds their

@@ -33,10 +33,14 @@ type affinity struct {
 type snapshot struct {
 	pools      []pool
 	cfg        Config
+	cfgStored  bool // false: no config is stored, cfg is the default
 	nodeLabels map[string]string
 	affinities []affinity // this node's, sorted by CIDR
 	handle     *Handle    // nil when absent
 	handleRev  store.Revision
+	// deletedHandleRev is the revision of the handle when it is stored
+	// marked deleted ("" otherwise).
+	deletedHandleRev store.Revision
 }
 
 // readSnapshot reads the pools, the IPAM config, the node, the node's block
@@ -69,16 +73,22 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 		if s.cfg, err = parseConfig(o.Value); err != nil {
 			return nil, err
 		}
+		s.cfgStored = true
 	}
 	if node != "" {
 		s.readNode(resp[2], resp[3])
 	}
 	if handleID != "" {
 		for _, o := range resp[len(resp)-1] {
-			if s.handle, err = parseHandle(handleID, o.Value); err != nil {
+			h, err := parseHandle(handleID, o.Value)
+			if err != nil {
 				return nil, err
 			}
-			s.handleRev = o.Revision
+			if h.Deleted { // being deleted: absent, its delete to finish
+				s.deletedHandleRev = o.Revision
+				continue
+			}
+			s.handle, s.handleRev = h, o.Revision
 		}
 	}
 	return s, nil
