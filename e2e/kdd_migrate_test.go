@@ -108,6 +108,11 @@ func TestKDDMigrate(t *testing.T) {
 
 	// The documented steps: lock etcd, export, CRDs, import, unlock Kubernetes.
 	e.ctlOK(t, etcdEnv, "", "datastore", "migrate", "lock")
+	// Locked, the plugin takes no pod (its address would not be exported).
+	e.createPodWith(t, "shop", "locked", "", nil, nil, nil)
+	if _, err := e.add(e.conflist(e.kubeconfig, "", calicoIPAM), podRuntime(t, "shop", "locked")); err == nil || !strings.Contains(err.Error(), "Calico is currently not ready to process requests") {
+		t.Errorf("ADD on the locked datastore: %v, want Calico's not-ready refusal", err)
+	}
 	export := e.ctlOK(t, etcdEnv, "", "datastore", "migrate", "export")
 	e.api.InstallCRDs(t, kddCRDs)
 	file := filepath.Join(t.TempDir(), "etcd-data")
