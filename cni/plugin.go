@@ -53,6 +53,9 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err := s.kddReady(ctx, id); err != nil {
 		return err
 	}
+	if err := s.etcdLocked(ctx, false); err != nil {
+		return err
+	}
 
 	// A repeated ADD of the same container returns what exists.
 	if wep, err := s.existingEndpoint(ctx, id); err != nil {

@@ -31,6 +31,9 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	if err := s.kddReady(ctx, id); err != nil {
 		return err
 	}
+	if err := s.etcdLocked(ctx, true); err != nil {
+		return err
+	}
 	if err := RemoveHostIface(s.recordedHostIface(ctx, a, id), a.Netns, a.IfName); err != nil {
 		return types.NewError(types.ErrInternal, "removing the pod's veth", err.Error())
 	}
