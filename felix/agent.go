@@ -73,6 +73,8 @@ type agent struct {
 	healthSrv, metricsSrv *config.Server
 	// egress: how endpoints' egress bandwidth is enforced (routes/qos.go).
 	egress routes.Egress
+	// lock holds datastore changes while a migration locks it (lock.go).
+	lock migrationLock
 }
 
 func newAgent(cfg config.Config, c *store.Client, ipv6 bool) *agent {
@@ -97,6 +99,18 @@ func newAgent(cfg config.Config, c *store.Client, ipv6 bool) *agent {
 
 // fold records one datastore update in every consumer.
 func (a *agent) fold(u calc.Update) {
+	held, release := a.lock.hold(u)
+	if held {
+		return
+	}
+	for _, r := range release {
+		a.fold(r)
+	}
+	a.foldOne(u)
+}
+
+// foldOne takes one update into the agent's state.
+func (a *agent) foldOne(u calc.Update) {
 	if mine, changed := a.settings.Apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
 		a.foldSettings()
 		a.settingsChanged(changed)
