@@ -72,6 +72,14 @@ func startAgentEnv(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string
 // (no --etcd-endpoints).
 func startAgentWith(t testing.TB, n ns.NetNS, node, stateDir string, env []string, extra ...string) *agentProc {
 	t.Helper()
+	a := launchAgentWith(t, n, node, stateDir, env, extra...)
+	a.waitReady()
+	return a
+}
+
+// launchAgentWith is startAgentWith without waiting for readiness.
+func launchAgentWith(t testing.TB, n ns.NetNS, node, stateDir string, env []string, extra ...string) *agentProc {
+	t.Helper()
 	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), done: make(chan error, 1)}
 	args := append([]string{"node", "--nodename", node,
 		"--lib-dir", stateDir + "/lib", "--run-dir", stateDir + "/run", "--health-addr", a.health,
@@ -90,7 +98,6 @@ func startAgentWith(t testing.TB, n ns.NetNS, node, stateDir string, env []strin
 			t.Logf("calico-node %s log:\n%s", node, a.logs.String())
 		}
 	})
-	a.waitReady()
 	return a
 }
 

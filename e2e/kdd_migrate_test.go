@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/plugins/pkg/ns"
@@ -127,8 +129,24 @@ func TestKDDMigrate(t *testing.T) {
 	for _, p := range pods {
 		mustNS(t, e.host.ns, "ip", "route", "del", p.addr)
 	}
-	e.startKDDAgent(t, e.host.ns, "node1", e.kubeconfig, e.state)
+	// Still locked (the import keeps datastoreReady false), the agent on
+	// Kubernetes holds what it reads, as Calico's Felix: it is not ready
+	// and puts no route back until the unlock.
+	kddAgent := e.launchKDDAgent(t, e.host.ns, "node1", e.kubeconfig, e.state)
+	eventually(t, 30*time.Second, "the agent on Kubernetes sees the lock", func() error {
+		if !strings.Contains(kddAgent.logs.String(), "the datastore is locked") {
+			return errors.New("no lock in its log")
+		}
+		return nil
+	})
+	if code, _ := httpGetIn(kddAgent.ns, "http://"+kddAgent.health+"/readiness"); code == 200 {
+		t.Error("the agent is ready while the datastore is locked")
+	}
+	if out := mustNS(t, e.host.ns, "ip", "route", "show", pods[0].addr); out != "" {
+		t.Errorf("while locked the agent put back the route of %s: %s", pods[0].name, out)
+	}
 	e.ctlOK(t, kubeEnv, "", "datastore", "migrate", "unlock")
+	kddAgent.waitReady()
 	e.ds = onKube // the netconf now says datastore_type kubernetes
 
 	kcl, err := apiconfig.Open(&apiconfig.Config{Type: apiconfig.Kubernetes, Kube: apiconfig.Kube{Kubeconfig: e.api.KubeconfigPath}}, apiconfig.OSHost())

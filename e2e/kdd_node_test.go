@@ -38,8 +38,16 @@ func (e *kubeCNIEnv) kddNode(t testing.TB, name string) {
 // Kubernetes datastore, reaching the API through kubeconfig.
 func (e *kubeCNIEnv) startKDDAgent(t testing.TB, n ns.NetNS, node, kubeconfig, stateDir string, extra ...string) *agentProc {
 	t.Helper()
+	a := e.launchKDDAgent(t, n, node, kubeconfig, stateDir, extra...)
+	a.waitReady()
+	return a
+}
+
+// launchKDDAgent is startKDDAgent without waiting for readiness.
+func (e *kubeCNIEnv) launchKDDAgent(t testing.TB, n ns.NetNS, node, kubeconfig, stateDir string, extra ...string) *agentProc {
+	t.Helper()
 	env := []string{"DATASTORE_TYPE=kubernetes", "KUBECONFIG=" + kubeconfig, "NO_DEFAULT_POOLS=true"}
-	return startAgentWith(t, n, node, stateDir, env, append([]string{"--bgp=false"}, extra...)...)
+	return launchAgentWith(t, n, node, stateDir, env, append([]string{"--bgp=false"}, extra...)...)
 }
 
 // getJSON GETs an API object.
