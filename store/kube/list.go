@@ -29,12 +29,19 @@ type selection struct {
 }
 
 // selectionOf checks opts.
-func selectionOf(opts model.ListOptions) (selection, error) {
+func (b *Backend) selectionOf(ctx context.Context, opts model.ListOptions) (selection, error) {
 	k, ok := kdd.LookupKind(opts.Kind)
 	if !ok {
 		return selection{}, fmt.Errorf("kind %q is not stored in the Kubernetes datastore", opts.Kind)
 	}
-	src, err := sourceOf(k)
+	var g kdd.APIGroup
+	if k.Storage != kdd.Derived {
+		var err error
+		if g, err = b.apiGroup(ctx, k); err != nil {
+			return selection{}, fmt.Errorf("list %s: %w", k.Kind, err)
+		}
+	}
+	src, err := sourceOf(k, g)
 	if err != nil {
 		return selection{}, err
 	}
@@ -106,7 +113,7 @@ func (b *Backend) List(ctx context.Context, opts model.ListOptions) ([]model.Obj
 	if opts.Kind == profileKind {
 		return b.listProfiles(ctx, opts)
 	}
-	s, err := selectionOf(opts)
+	s, err := b.selectionOf(ctx, opts)
 	if err != nil {
 		return nil, "", err
 	}

@@ -24,7 +24,7 @@ func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) 
 	if k, ok := kdd.LookupKind(key.Kind); ok && k.Storage == kdd.Derived {
 		return b.getDerived(ctx, k, key)
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(ctx, key)
 	if err != nil {
 		return model.Object{}, err
 	}
@@ -32,7 +32,7 @@ func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) 
 	if err != nil {
 		return model.Object{}, b.apiError("get", key, "", err)
 	}
-	src, err := sourceOf(r.kind)
+	src, err := sourceOf(r.kind, r.group)
 	if err != nil {
 		return model.Object{}, err
 	}
@@ -73,7 +73,7 @@ func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (mode
 	if key.Kind == kindWEP {
 		return b.writeEndpoint(ctx, key, value, "")
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(ctx, key)
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +103,7 @@ func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev m
 		}
 		return b.writeEndpoint(ctx, key, value, rev)
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(ctx, key)
 	if err != nil {
 		return "", err
 	}
@@ -150,7 +150,7 @@ func (b *Backend) Delete(ctx context.Context, key model.Key, rev model.Revision)
 	if key.Kind == kindWEP {
 		return b.deleteEndpoint(ctx, key, rev)
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(ctx, key)
 	if err != nil {
 		return err
 	}

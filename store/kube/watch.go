@@ -38,7 +38,7 @@ func (b *Backend) Watch(ctx context.Context, opts model.ListOptions, h func(mode
 	if opts.Kind == profileKind {
 		return b.watchProfiles(ctx, opts, h)
 	}
-	sel, err := selectionOf(opts)
+	sel, err := b.selectionOf(ctx, opts)
 	if err != nil {
 		return err
 	}
