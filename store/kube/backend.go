@@ -69,8 +69,8 @@ func (b *Backend) Close() error { return nil }
 
 // ref is where one model object lives in the API server.
 type ref struct {
-	kind kdd.Kind
-	ns   string
+	kind  kdd.Kind
+	ns    string
 	name  string       // the custom resource's name
 	cidr  netip.Prefix // IPAMBlock and BlockAffinity
 	group kdd.APIGroup
