@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -20,7 +19,7 @@ type Backend struct {
 	dyn    dynamic.Interface // requests time out after k8s.RequestTimeout
 
 	// groupMu guards group: the API group of Calico's resource kinds,
-	// empty until discovered (group.go).
+	// empty until discovery settles it (group.go).
 	groupMu sync.Mutex
 	group   kdd.APIGroup
 
@@ -95,12 +94,12 @@ func storedKind(kind string) (kdd.Kind, error) {
 }
 
 // refOf checks a key and says where its object lives.
-func (b *Backend) refOf(ctx context.Context, key model.Key) (ref, error) {
+func (b *Backend) refOf(key model.Key) (ref, error) {
 	k, err := storedKind(key.Kind)
 	if err != nil {
 		return ref{}, fmt.Errorf("%s: %w", key, err)
 	}
-	g, err := b.apiGroup(ctx, k)
+	g, err := b.apiGroup(k)
 	if err != nil {
 		return ref{}, fmt.Errorf("%s: %w", key, err)
 	}

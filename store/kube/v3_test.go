@@ -173,8 +173,8 @@ func checkV3IPAMRefused(t *testing.T, b *kube.Backend) {
 }
 
 // checkGroupSetting: through apiconfig, CALICO_API_GROUP forces a group
-// (v1 here finds no v1 CRDs), unset lets the backend discover v3, and a
-// bad value is refused naming the variable.
+// (v1 here finds no v1 CRDs), unset lets the backend discover v3 at its
+// first call, and a bad value is refused naming the variable.
 func checkGroupSetting(t *testing.T, c *cluster) {
 	ctx := context.Background()
 	open := func(group string) (*kube.Backend, error) {
@@ -196,15 +196,58 @@ func checkGroupSetting(t *testing.T, c *cluster) {
 		if err != nil {
 			t.Fatalf("CALICO_API_GROUP=%q: %v", group, err)
 		}
-		if g, err := b.APIGroup(ctx); err != nil || g != want {
-			t.Errorf("CALICO_API_GROUP=%q: group %q, %v; want %s", group, g, err, want)
-		}
+		// Unset, the first call finds no v1 ippools, discovers v3 and
+		// runs again there.
 		_, err = b.Get(ctx, pool)
 		if want == kdd.APIGroupV3 && !isNotFound(err, pool) || want == kdd.APIGroupV1 && (err == nil || !strings.Contains(err.Error(), "are Calico's CRDs installed?")) {
 			t.Errorf("CALICO_API_GROUP=%q: get: %v", group, err)
+		}
+		if g, err := b.APIGroup(ctx); err != nil || g != want {
+			t.Errorf("CALICO_API_GROUP=%q: group %q, %v; want %s", group, g, err, want)
 		}
 	}
 	if _, err := open("projectcalico.org"); err == nil || !strings.Contains(err.Error(), `CALICO_API_GROUP="projectcalico.org": want crd.projectcalico.org/v1 or projectcalico.org/v3`) {
 		t.Errorf("a bad CALICO_API_GROUP: %v", err)
 	}
+}
+
+// checkNoDiscovery: on the v1 CRDs a backend with no group set works on
+// v1 at once, with no discovery request (the CNI plugin's requests stay
+// Calico's); it would ask only on finding no v1 resource.
+func checkNoDiscovery(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	b, err := discovering(c.kapi.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := resourceSample(model.Key{Kind: "IPPool", Name: "no-discovery"}, `{"cidr":"10.67.0.0/16"}`)
+	rev, err := b.Create(ctx, s.key, s.value(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, s.key); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, s.key, rev); err != nil {
+		t.Fatal(err)
+	}
+	// Asked, it discovers v1: the one discovery request audited is that.
+	if g, err := b.APIGroup(ctx); err != nil || g != kdd.APIGroupV1 {
+		t.Errorf("discovered %q, %v; want %s", g, err, kdd.APIGroupV1)
+	}
+	eventually(t, "the discovery request in the audit log", func() bool { return discoveries(t, c) > 0 })
+	if n := discoveries(t, c); n != 1 {
+		t.Errorf("%d discovery requests audited, want only the one asked for", n)
+	}
+}
+
+// discoveries counts the audited requests of /apis.
+func discoveries(t *testing.T, c *cluster) int {
+	n := 0
+	for _, ev := range c.requests(t, "") {
+		if path, _, _ := strings.Cut(ev.RequestURI, "?"); path == "/apis" {
+			n++
+		}
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/calico-aio/calico-aio/k8s"
+	"github.com/calico-aio/calico-aio/store/kdd"
 	"github.com/calico-aio/calico-aio/store/model"
 )
 
@@ -38,7 +39,13 @@ func (b *Backend) Watch(ctx context.Context, opts model.ListOptions, h func(mode
 	if opts.Kind == profileKind {
 		return b.watchProfiles(ctx, opts, h)
 	}
-	sel, err := b.selectionOf(ctx, opts)
+	if k, ok := kdd.LookupKind(opts.Kind); ok && k.Storage != kdd.Derived {
+		// A watch retries what fails: settle the group before it starts.
+		if _, err := b.APIGroup(ctx); err != nil {
+			return fmt.Errorf("watch %s: %w", opts.Kind, err)
+		}
+	}
+	sel, err := b.selectionOf(opts)
 	if err != nil {
 		return err
 	}
