@@ -46,6 +46,7 @@ func TestAPIGroupV3(t *testing.T) {
 	})
 	t.Run("TheObjectIsTheCustomResource", func(t *testing.T) { checkV3Shape(t, c) })
 	t.Run("ListAndWatch", func(t *testing.T) { checkV3ListWatch(t, c) })
+	t.Run("WatchFirst", func(t *testing.T) { checkV3WatchFirst(t, c) })
 	t.Run("IPAMRefused", func(t *testing.T) { checkV3IPAMRefused(t, c.b) })
 	t.Run("CALICO_API_GROUP", func(t *testing.T) { checkGroupSetting(t, c) })
 	t.Run("BothGroupsServedMeansV1", func(t *testing.T) {
@@ -250,4 +251,25 @@ func discoveries(t *testing.T, c *cluster) int {
 		}
 	}
 	return n
+}
+
+// checkV3WatchFirst: a backend whose first call is a watch finds no v1
+// resource, discovers v3 and follows the v3 custom resources.
+func checkV3WatchFirst(t *testing.T, c *cluster) {
+	b, err := discovering(c.kapi.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := *c
+	fresh.b = b
+	v := startWatch(t, &fresh, model.ListOptions{Kind: "IPPool"})
+	s := resourceSample(model.Key{Kind: "IPPool", Name: "watched-first"}, `{"cidr":"10.68.0.0/16"}`)
+	if _, err := c.b.Create(context.Background(), s.key, s.value(1)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the watch to see the v3 IPPool", func() bool {
+		objs, synced, _ := v.state()
+		_, ok := objs[s.key]
+		return ok && synced > 0
+	})
 }

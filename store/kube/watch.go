@@ -39,12 +39,6 @@ func (b *Backend) Watch(ctx context.Context, opts model.ListOptions, h func(mode
 	if opts.Kind == profileKind {
 		return b.watchProfiles(ctx, opts, h)
 	}
-	if k, ok := kdd.LookupKind(opts.Kind); ok && k.Storage != kdd.Derived {
-		// A watch retries what fails: settle the group before it starts.
-		if _, err := b.APIGroup(ctx); err != nil {
-			return fmt.Errorf("watch %s: %w", opts.Kind, err)
-		}
-	}
 	sel, err := b.selectionOf(opts)
 	if err != nil {
 		return err
@@ -78,6 +72,10 @@ func (b *Backend) watch(ctx context.Context, sel selection, h func(model.Event))
 			st.rv = ""
 			continue
 		}
+		if moved, ok := b.regroup(ctx, sel, err); ok {
+			sel, st.sel, st.rv = moved, moved, ""
+			continue
+		}
 		level := slog.LevelDebug
 		if backoff == maxBackoff {
 			level = slog.LevelWarn // failing for a while: say so
@@ -90,6 +88,20 @@ func (b *Backend) watch(ctx context.Context, sel selection, h func(model.Event))
 		}
 		backoff = min(backoff*2, maxBackoff)
 	}
+}
+
+// regroup is sel on the v3 CRDs when err says the server serves no v1
+// resource for it and discovery, asked now (onGroup's rule), settles v3.
+func (b *Backend) regroup(ctx context.Context, sel selection, err error) (selection, bool) {
+	var nr *noResourceError
+	if _, settled := b.groupNow(); settled || !errors.As(err, &nr) {
+		return sel, false
+	}
+	if g, err := b.APIGroup(ctx); err != nil || g != kdd.APIGroupV3 {
+		return sel, false
+	}
+	moved, err := b.selectionOf(sel.opts)
+	return moved, err == nil
 }
 
 // resync lists the selection and delivers the difference from what was
