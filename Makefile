@@ -36,9 +36,10 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-## crds: regenerate build/k8s/crds.yaml (Calico's CRDs) from the recorded field list.
+## crds: regenerate build/k8s/crds.yaml (Calico's CRDs) and store/kube/testdata/crds-v3.yaml (the v3 test CRDs) from the recorded field list.
 crds:
 	$(GO) run ./build/crdgen -o build/k8s/crds.yaml
+	$(GO) run ./build/crdgen -group projectcalico.org/v3 -o store/kube/testdata/crds-v3.yaml
 
 ## kube-apiserver: build (once, cached outside the tree) the real kube-apiserver e2e/kubeapi runs.
 kube-apiserver:

@@ -71,9 +71,13 @@ const header = `# Calico v3.32.1's CRDs (crd.projectcalico.org/v1 and the
 
 // Generate renders every CRD of the field list as one YAML stream.
 func Generate() ([]byte, error) {
+	return generate(header, calicoschema.CRDs())
+}
+
+func generate(head string, crds []calicoschema.CRD) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(header)
-	for _, c := range calicoschema.CRDs() {
+	b.WriteString(head)
+	for _, c := range crds {
 		crd, err := build(c)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@
 // ours accept and store the same objects.
 //
 //	go run ./build/crdgen -o build/k8s/crds.yaml   (make crds)
+//	go run ./build/crdgen -group projectcalico.org/v3 -o store/kube/testdata/crds-v3.yaml
 package main
 
 import (
@@ -17,15 +18,24 @@ import (
 
 func main() {
 	out := flag.String("o", "build/k8s/crds.yaml", "file to write")
+	group := flag.String("group", "crd.projectcalico.org/v1", "API group/version: crd.projectcalico.org/v1 (Calico's bundle) or "+GroupV3+" (the resource kinds as native v3 CRDs)")
 	flag.Parse()
-	if err := run(*out); err != nil {
+	if err := run(*out, *group); err != nil {
 		slog.Error("crdgen failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(path string) error {
-	b, err := Generate()
+func run(path, group string) error {
+	gen := Generate
+	switch group {
+	case "crd.projectcalico.org/v1":
+	case GroupV3:
+		gen = GenerateV3
+	default:
+		return fmt.Errorf("-group %q: want crd.projectcalico.org/v1 or %s", group, GroupV3)
+	}
+	b, err := gen()
 	if err != nil {
 		return err
 	}

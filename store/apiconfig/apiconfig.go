@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/kdd"
 )
 
 // Type is a datastore type, as DATASTORE_TYPE names it.
@@ -89,6 +90,10 @@ type Config struct {
 	// both SourceDefault.
 	Etcd store.Config
 	Kube Kube
+	// APIGroup is the group of Calico's resource CRDs CALICO_API_GROUP
+	// (or calicoAPIGroup) names; empty when unset: the Kubernetes backend
+	// then discovers it with Calico's rule (store/kube ChooseAPIGroup).
+	APIGroup kdd.APIGroup
 	// InPod: the process runs in a Kubernetes pod (KUBERNETES_SERVICE_HOST
 	// or a mounted service account token).
 	InPod bool

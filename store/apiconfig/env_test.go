@@ -165,7 +165,7 @@ func TestFromEnvRefusals(t *testing.T) {
 		{map[string]string{"USE_POD_CIDR": "maybe"}, nil, `USE_POD_CIDR="maybe": not a boolean`},
 		{map[string]string{"K8S_INSECURE_SKIP_TLS_VERIFY": "yes"}, nil, `K8S_INSECURE_SKIP_TLS_VERIFY="yes": not a boolean`},
 		{map[string]string{"CALICO_K8SCLIENTQPS": "fast"}, nil, `CALICO_K8SCLIENTQPS="fast": not a number`},
-		{map[string]string{"CALICO_API_GROUP": "projectcalico.org/v3"}, nil, `CALICO_API_GROUP="projectcalico.org/v3": only the crd.projectcalico.org/v1 API group is served`},
+		{map[string]string{"CALICO_API_GROUP": "projectcalico.org/v1"}, nil, `CALICO_API_GROUP="projectcalico.org/v1": want crd.projectcalico.org/v1 or projectcalico.org/v3`},
 		{map[string]string{"K8S_API_ENDPOINT": "ftp://api"}, nil, `K8S_API_ENDPOINT: "ftp://api" is not an http(s) URL`},
 	} {
 		_, err := FromEnv(fakeHost(c.env, c.files), EtcdFlags{})

@@ -28,8 +28,9 @@ func Open(c *Config, h Host) (*store.Client, error) {
 // OpenKube is Open for the Kubernetes datastore that also hands out the
 // Kubernetes client the backend uses, for what calico-node reads and
 // writes in Kubernetes itself (its Node's conditions, the Lease,
-// NetworkPolicies, EndpointSlices): one client, one API server. It
-// refuses a Config of another type.
+// NetworkPolicies, EndpointSlices): one client, one API server. The
+// backend uses the CRD group c.APIGroup names or, with none, the one its
+// first call discovers. It refuses a Config of another type.
 func OpenKube(c *Config, h Host) (*store.Client, *k8s.Client, error) {
 	if c.Type != Kubernetes {
 		return nil, nil, fmt.Errorf("datastore type %q (%s): not kubernetes", c.Type, c.Source(KeyDatastoreType))
@@ -42,5 +43,5 @@ func OpenKube(c *Config, h Host) (*store.Client, *k8s.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return store.NewClient(kube.NewWithClient(kc)), kc, nil
+	return store.NewClient(kube.NewWithGroup(kc, c.APIGroup)), kc, nil
 }

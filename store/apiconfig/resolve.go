@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/kdd"
 )
 
 // refused are the settings Calico knows that we cannot honour, with why and
@@ -22,9 +23,6 @@ var refused = []struct {
 	{KeyEtcdCert, "inline etcd certificates are not supported; put the certificate in a file and name it in etcdCertFile"},
 	{KeyEtcdCACert, "inline etcd certificates are not supported; put the CA in a file and name it in etcdCACertFile"},
 }
-
-// crdGroup is the Calico API group our Kubernetes datastore serves.
-const crdGroup = "crd.projectcalico.org/v1"
 
 // resolve checks the merged settings, picks the datastore and fills a
 // Config. kubeHint says how a user of this front end names a way to the
@@ -47,6 +45,9 @@ func resolve(l layer, h Host, kubeHint string) (*Config, error) {
 		return nil, err
 	}
 	if c.Kube, err = kubeSettings(l); err != nil {
+		return nil, err
+	}
+	if c.APIGroup, err = apiGroupSetting(l); err != nil {
 		return nil, err
 	}
 	if c.Type == Kubernetes {
@@ -99,10 +100,21 @@ func checkRefused(l layer) error {
 			return fmt.Errorf("%s=true: not supported (IPAM blocks come from Calico's IP pools, and nodes are always watched); unset it", l[k].src)
 		}
 	}
-	if v, ok := l[KeyCalicoAPIGroup]; ok && v.text != crdGroup {
-		return fmt.Errorf("%s=%q: only the %s API group is served", v.src, v.text, crdGroup)
-	}
 	return nil
+}
+
+// apiGroupSetting is the API group of Calico's resource kinds set, or none
+// (the backend then discovers it, as Calico's).
+func apiGroupSetting(l layer) (kdd.APIGroup, error) {
+	v, ok := l[KeyCalicoAPIGroup]
+	if !ok {
+		return "", nil
+	}
+	g, err := kdd.ParseAPIGroup(v.text)
+	if err != nil {
+		return "", fmt.Errorf("%s=%w", v.src, err)
+	}
+	return g, nil
 }
 
 // boolSetting parses a boolean setting (unset is false).

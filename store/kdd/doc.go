@@ -16,6 +16,9 @@
 //     (ipam/block.go, handle.go, config.go); the custom resources carry them
 //     under Calico's CRD field names, named by BlockName, AffinityName,
 //     HandleName and IPAMConfigName.
+//   - On a cluster with Calico's native projectcalico.org/v3 CRDs (v3.go)
+//     the custom resource of a resource kind is the model object itself;
+//     the IPAM kinds are not served there.
 //   - Derived kinds: a Calico Node from a Kubernetes Node and its
 //     projectcalico.org/* annotations (node.go); WorkloadEndpoints and
 //     Profiles from Pods, Namespaces and ServiceAccounts are in

@@ -45,25 +45,7 @@ func resourceKind(kind string) (Kind, error) {
 // (empty for a new object: the server assigns it). The model's
 // resourceVersion, if any, is not used: the caller sets the revision.
 func ModelToCR(model, existing []byte) ([]byte, error) {
-	top, err := members(model, "model")
-	if err != nil {
-		return nil, err
-	}
-	if bad := unknownMember(top, "kind", "apiVersion", "metadata", "spec", "status"); bad != "" {
-		return nil, fmt.Errorf("%s: not a field of a resource", bad)
-	}
-	var tm struct{ Kind, APIVersion string }
-	if err := json.Unmarshal(model, &tm); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if tm.APIVersion != "" && tm.APIVersion != ModelAPIVersion {
-		return nil, fmt.Errorf("apiVersion %q: want %s", tm.APIVersion, ModelAPIVersion)
-	}
-	k, err := resourceKind(tm.Kind)
-	if err != nil {
-		return nil, err
-	}
-	meta, err := members(orEmpty(top["metadata"]), "metadata")
+	top, k, meta, err := parseModel(model)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +53,39 @@ func ModelToCR(model, existing []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return crObject(APIVersion, k, crm, top)
+}
+
+// parseModel checks a resource kind's model JSON: its members, its
+// apiVersion (projectcalico.org/v3 or none), its kind and its metadata.
+func parseModel(model []byte) (map[string]json.RawMessage, Kind, map[string]json.RawMessage, error) {
+	top, err := members(model, "model")
+	if err != nil {
+		return nil, Kind{}, nil, err
+	}
+	if bad := unknownMember(top, "kind", "apiVersion", "metadata", "spec", "status"); bad != "" {
+		return nil, Kind{}, nil, fmt.Errorf("%s: not a field of a resource", bad)
+	}
+	var tm struct{ Kind, APIVersion string }
+	if err := json.Unmarshal(model, &tm); err != nil {
+		return nil, Kind{}, nil, fmt.Errorf("model: %w", err)
+	}
+	if tm.APIVersion != "" && tm.APIVersion != ModelAPIVersion {
+		return nil, Kind{}, nil, fmt.Errorf("apiVersion %q: want %s", tm.APIVersion, ModelAPIVersion)
+	}
+	k, err := resourceKind(tm.Kind)
+	if err != nil {
+		return nil, k, nil, err
+	}
+	meta, err := members(orEmpty(top["metadata"]), "metadata")
+	return top, k, meta, err
+}
+
+// crObject is the custom resource of apiVersion with metadata crm and the
+// model's spec and status (a status only where the CRD has one).
+func crObject(apiVersion string, k Kind, crm object, top map[string]json.RawMessage) ([]byte, error) {
 	var o object
-	o.addValue("apiVersion", APIVersion)
+	o.addValue("apiVersion", apiVersion)
 	o.addValue("kind", k.Kind)
 	o.addValue("metadata", crm)
 	spec, err := crSpec(orEmpty(top["spec"]))
@@ -83,22 +96,16 @@ func ModelToCR(model, existing []byte) ([]byte, error) {
 	if st := top["status"]; k.CRStatus && !isEmptyObject(st) {
 		o.add("status", st)
 	} else if !isEmptyObject(st) {
-		return nil, fmt.Errorf("status: a %s has no status in %s", k.Kind, APIVersion)
+		return nil, fmt.Errorf("status: a %s has no status in %s", k.Kind, apiVersion)
 	}
 	return json.Marshal(o)
 }
 
 // crMetadata is a custom resource's metadata for a model's.
 func crMetadata(k Kind, meta map[string]json.RawMessage, existing []byte) (object, error) {
-	var id crMeta
-	if err := json.Unmarshal(mustObject(meta), &id); err != nil {
-		return nil, fmt.Errorf("metadata: %w", err)
-	}
-	if id.Name == "" {
-		return nil, fmt.Errorf("metadata.name: required")
-	}
-	if k.Namespaced != (id.Namespace != "") {
-		return nil, fmt.Errorf("metadata.namespace %q: a %s is namespaced: %v", id.Namespace, k.Kind, k.Namespaced)
+	id, err := modelIdentity(k, meta)
+	if err != nil {
+		return nil, err
 	}
 	uid, err := ReverseUID(id.UID)
 	if err != nil {
@@ -106,14 +113,11 @@ func crMetadata(k Kind, meta map[string]json.RawMessage, existing []byte) (objec
 	}
 	rv := ""
 	if existing != nil {
-		var ex struct{ Metadata crMeta }
-		if err := json.Unmarshal(existing, &ex); err != nil {
-			return nil, fmt.Errorf("existing %s: %w", k.Kind, err)
+		ex, err := existingIdentity(k, id, existing)
+		if err != nil {
+			return nil, err
 		}
-		if ex.Metadata.Name != id.Name || ex.Metadata.Namespace != id.Namespace {
-			return nil, fmt.Errorf("existing %s is %s/%s, not %s/%s", k.Kind, ex.Metadata.Namespace, ex.Metadata.Name, id.Namespace, id.Name)
-		}
-		uid, rv = ex.Metadata.UID, ex.Metadata.ResourceVersion
+		uid, rv = ex.UID, ex.ResourceVersion
 	}
 	labels, err := crLabels(meta["labels"])
 	if err != nil {
@@ -141,6 +145,34 @@ func crMetadata(k Kind, meta map[string]json.RawMessage, existing []byte) (objec
 	return o, nil
 }
 
+// modelIdentity is a model's name, namespace and uid, checked for kind k.
+func modelIdentity(k Kind, meta map[string]json.RawMessage) (crMeta, error) {
+	var id crMeta
+	if err := json.Unmarshal(mustObject(meta), &id); err != nil {
+		return id, fmt.Errorf("metadata: %w", err)
+	}
+	if id.Name == "" {
+		return id, fmt.Errorf("metadata.name: required")
+	}
+	if k.Namespaced != (id.Namespace != "") {
+		return id, fmt.Errorf("metadata.namespace %q: a %s is namespaced: %v", id.Namespace, k.Kind, k.Namespaced)
+	}
+	return id, nil
+}
+
+// existingIdentity is the metadata of the stored custom resource an update
+// replaces, which must be the model's object.
+func existingIdentity(k Kind, id crMeta, existing []byte) (crMeta, error) {
+	var ex struct{ Metadata crMeta }
+	if err := json.Unmarshal(existing, &ex); err != nil {
+		return ex.Metadata, fmt.Errorf("existing %s: %w", k.Kind, err)
+	}
+	if ex.Metadata.Name != id.Name || ex.Metadata.Namespace != id.Namespace {
+		return ex.Metadata, fmt.Errorf("existing %s is %s/%s, not %s/%s", k.Kind, ex.Metadata.Namespace, ex.Metadata.Name, id.Namespace, id.Name)
+	}
+	return ex.Metadata, nil
+}
+
 // CRToModel converts a resource kind's custom resource to its model. The
 // metadata comes from the projectcalico.org/metadata annotation; a custom
 // resource without one (written by kubectl) is read from its own metadata
@@ -149,31 +181,9 @@ func crMetadata(k Kind, meta map[string]json.RawMessage, existing []byte) (objec
 // projectcalico.org/ ones) and other annotations are not read, as in
 // Calico. The model's uid is the custom resource's reversed.
 func CRToModel(cr []byte) (Read, error) {
-	top, err := members(cr, "custom resource")
+	top, k, meta, id, err := parseCR(cr, APIVersion)
 	if err != nil {
 		return Read{}, err
-	}
-	if bad := unknownMember(top, "kind", "apiVersion", "metadata", "spec", "status"); bad != "" {
-		return Read{}, fmt.Errorf("%s: not a field of a custom resource", bad)
-	}
-	var tm struct{ Kind, APIVersion string }
-	if err := json.Unmarshal(cr, &tm); err != nil {
-		return Read{}, fmt.Errorf("custom resource: %w", err)
-	}
-	if tm.APIVersion != APIVersion {
-		return Read{}, fmt.Errorf("apiVersion %q: want %s", tm.APIVersion, APIVersion)
-	}
-	k, err := resourceKind(tm.Kind)
-	if err != nil {
-		return Read{}, err
-	}
-	meta, err := members(orEmpty(top["metadata"]), "metadata")
-	if err != nil {
-		return Read{}, err
-	}
-	var id crMeta
-	if err := json.Unmarshal(mustObject(meta), &id); err != nil {
-		return Read{}, fmt.Errorf("metadata: %w", err)
 	}
 	src, err := metaSource(id, meta)
 	if err != nil {
@@ -183,10 +193,48 @@ func CRToModel(cr []byte) (Read, error) {
 	if err != nil {
 		return Read{}, fmt.Errorf("metadata.uid: %w", err)
 	}
+	return modelRead(k, id, modelMeta(id.Name, id.Namespace, uid, src), top)
+}
+
+// parseCR checks a resource kind's custom resource of apiVersion: its
+// members, kind and metadata.
+func parseCR(cr []byte, apiVersion string) (map[string]json.RawMessage, Kind, map[string]json.RawMessage, crMeta, error) {
+	var id crMeta
+	top, err := members(cr, "custom resource")
+	if err != nil {
+		return nil, Kind{}, nil, id, err
+	}
+	if bad := unknownMember(top, "kind", "apiVersion", "metadata", "spec", "status"); bad != "" {
+		return nil, Kind{}, nil, id, fmt.Errorf("%s: not a field of a custom resource", bad)
+	}
+	var tm struct{ Kind, APIVersion string }
+	if err := json.Unmarshal(cr, &tm); err != nil {
+		return nil, Kind{}, nil, id, fmt.Errorf("custom resource: %w", err)
+	}
+	if tm.APIVersion != apiVersion {
+		return nil, Kind{}, nil, id, fmt.Errorf("apiVersion %q: want %s", tm.APIVersion, apiVersion)
+	}
+	k, err := resourceKind(tm.Kind)
+	if err != nil {
+		return nil, k, nil, id, err
+	}
+	meta, err := members(orEmpty(top["metadata"]), "metadata")
+	if err != nil {
+		return nil, k, nil, id, err
+	}
+	if err := json.Unmarshal(mustObject(meta), &id); err != nil {
+		return nil, k, nil, id, fmt.Errorf("metadata: %w", err)
+	}
+	return top, k, meta, id, nil
+}
+
+// modelRead is the model object of kind k with metadata md and the custom
+// resource's spec and status.
+func modelRead(k Kind, id crMeta, md object, top map[string]json.RawMessage) (Read, error) {
 	var o object
 	o.addValue("kind", k.Kind)
 	o.addValue("apiVersion", ModelAPIVersion)
-	o.addValue("metadata", modelMeta(id.Name, id.Namespace, uid, src))
+	o.addValue("metadata", md)
 	o.add("spec", orEmpty(top["spec"]))
 	if st := top["status"]; !isNull(st) {
 		o.add("status", st)

@@ -18,6 +18,11 @@ type Backend struct {
 	client *k8s.Client
 	dyn    dynamic.Interface // requests time out after k8s.RequestTimeout
 
+	// groupMu guards group: the API group of Calico's resource kinds,
+	// empty until discovery settles it (group.go).
+	groupMu sync.Mutex
+	group   kdd.APIGroup
+
 	mu sync.Mutex
 	// uids are the uids of IPAMHandles and of pods at the revision last
 	// seen (uidKey): a handle delete and an endpoint delete carry Calico's
@@ -43,9 +48,16 @@ func New(kubeconfigPath string) (*Backend, error) {
 	return NewWithClient(c), nil
 }
 
-// NewWithClient is a backend sharing c's configuration and connections.
+// NewWithClient is a backend sharing c's configuration and connections,
+// on the crd.projectcalico.org/v1 CRDs.
 func NewWithClient(c *k8s.Client) *Backend {
-	return &Backend{client: c, dyn: c.Dynamic(), uids: map[string]seenUID{}, unreadable: map[string]bool{}}
+	return NewWithGroup(c, kdd.APIGroupV1)
+}
+
+// NewWithGroup is NewWithClient on the CRDs of group; with none, the
+// group is discovered with Calico's rule at the first call (group.go).
+func NewWithGroup(c *k8s.Client, group kdd.APIGroup) *Backend {
+	return &Backend{client: c, dyn: c.Dynamic(), group: group, uids: map[string]seenUID{}, unreadable: map[string]bool{}}
 }
 
 // Atomic is false: Commit applies its writes one object at a time.
@@ -56,15 +68,17 @@ func (b *Backend) Close() error { return nil }
 
 // ref is where one model object lives in the API server.
 type ref struct {
-	kind kdd.Kind
-	ns   string
-	name string       // the custom resource's name
-	cidr netip.Prefix // IPAMBlock and BlockAffinity
-	gvr  schema.GroupVersionResource
+	kind  kdd.Kind
+	ns    string
+	name  string       // the custom resource's name
+	cidr  netip.Prefix // IPAMBlock and BlockAffinity
+	group kdd.APIGroup
+	gvr   schema.GroupVersionResource
 }
 
-func gvrOf(k kdd.Kind) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: kdd.Group, Version: kdd.Version, Resource: k.Resource}
+func gvrOf(k kdd.Kind, g kdd.APIGroup) schema.GroupVersionResource {
+	group, version := g.GroupVersion()
+	return schema.GroupVersionResource{Group: group, Version: version, Resource: k.Resource}
 }
 
 // storedKind is the kind of a key or list, if this backend stores it.
@@ -80,12 +94,16 @@ func storedKind(kind string) (kdd.Kind, error) {
 }
 
 // refOf checks a key and says where its object lives.
-func refOf(key model.Key) (ref, error) {
+func (b *Backend) refOf(key model.Key) (ref, error) {
 	k, err := storedKind(key.Kind)
 	if err != nil {
 		return ref{}, fmt.Errorf("%s: %w", key, err)
 	}
-	r := ref{kind: k, ns: key.Namespace, name: key.Name, gvr: gvrOf(k)}
+	g, err := b.apiGroup(k)
+	if err != nil {
+		return ref{}, fmt.Errorf("%s: %w", key, err)
+	}
+	r := ref{kind: k, ns: key.Namespace, name: key.Name, group: g, gvr: gvrOf(k, g)}
 	if key.Name == "" {
 		return r, fmt.Errorf("%s: no name", key)
 	}

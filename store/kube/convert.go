@@ -62,6 +62,9 @@ func existingMeta(r ref, rev model.Revision, uid string) ([]byte, error) {
 }
 
 func convertToCR(r ref, key model.Key, value, existing []byte) ([]byte, error) {
+	if r.group == kdd.APIGroupV3 {
+		return kdd.ModelToCRV3(value, existing)
+	}
 	switch r.kind.Kind {
 	case kdd.KindIPAMBlock:
 		return kdd.BlockToCR(value, existing)
@@ -75,9 +78,9 @@ func convertToCR(r ref, key model.Key, value, existing []byte) ([]byte, error) {
 	return kdd.ModelToCR(value, existing)
 }
 
-// fromCR converts a custom resource of kind to its model object, and
-// returns the custom resource's uid.
-func fromCR(kind kdd.Kind, u *unstructured.Unstructured) (model.Object, string, error) {
+// fromCR converts a custom resource of kind in group g to its model
+// object, and returns the custom resource's uid.
+func fromCR(kind kdd.Kind, g kdd.APIGroup, u *unstructured.Unstructured) (model.Object, string, error) {
 	cr, err := u.MarshalJSON()
 	if err != nil {
 		return model.Object{}, "", err
@@ -102,7 +105,11 @@ func fromCR(kind kdd.Kind, u *unstructured.Unstructured) (model.Object, string, 
 	case kdd.KindIPAMConfig:
 		r, err = kdd.ConfigFromCR(cr)
 	default:
-		r, err = kdd.CRToModel(cr)
+		if g == kdd.APIGroupV3 {
+			r, err = kdd.CRV3ToModel(cr)
+		} else {
+			r, err = kdd.CRToModel(cr)
+		}
 		key.Namespace = r.Namespace
 	}
 	key.Name = r.Name

@@ -24,7 +24,7 @@ func (b *Backend) getDerived(ctx context.Context, k kdd.Kind, key model.Key) (mo
 	if k.Kind == profileKind {
 		return b.getProfile(ctx, key)
 	}
-	src, err := sourceOf(k)
+	src, err := sourceOf(k, "")
 	if err != nil {
 		return model.Object{}, err
 	}

@@ -1,5 +1,6 @@
 // Package kube is the Kubernetes API backend: Calico's model as
-// crd.projectcalico.org/v1 custom resources, compare-and-swap on
+// crd.projectcalico.org/v1 custom resources (or, where the cluster serves
+// Calico's native projectcalico.org/v3 CRDs, as those: group.go), compare-and-swap on
 // resourceVersion, watches that resume (DESIGN.md section 4,
 // docs/DATASTORE.md).
 //

@@ -24,7 +24,7 @@ func checkRevision(rev model.Revision) error {
 func (b *Backend) apiError(op string, key model.Key, rev model.Revision, err error) error {
 	switch {
 	case apierrors.IsNotFound(err) && !objectNotFound(err):
-		return fmt.Errorf("%s %s: the API server at %s serves no %s (are Calico's CRDs installed?): %w", op, key, b.client.Server(), key.Kind, err)
+		return &noResourceError{fmt.Errorf("%s %s: the API server at %s serves no %s (are Calico's CRDs installed?): %w", op, key, b.client.Server(), key.Kind, err)}
 	case apierrors.IsNotFound(err):
 		return &model.NotFoundError{Key: key}
 	case apierrors.IsAlreadyExists(err):
@@ -36,6 +36,13 @@ func (b *Backend) apiError(op string, key model.Key, rev model.Revision, err err
 	}
 	return fmt.Errorf("kubernetes %s %s at %s: %w", op, key, b.client.Server(), err)
 }
+
+// noResourceError is a 404 for the resource type itself: the server does
+// not serve the kind (in the group asked), as when its CRD is missing.
+type noResourceError struct{ err error }
+
+func (e *noResourceError) Error() string { return e.err.Error() }
+func (e *noResourceError) Unwrap() error { return e.err }
 
 // objectNotFound says a 404 is about an object, not about the resource
 // type (a CRD not installed answers 404 with no object named).

@@ -47,6 +47,13 @@ type cluster struct {
 // startCluster starts a cluster; opts add apiserver flags.
 func startCluster(t *testing.T, opts ...kubeapi.Option) *cluster {
 	t.Helper()
+	return startClusterWith(t, crdsPath, kube.New, opts...)
+}
+
+// startClusterWith starts a cluster with the CRDs of the file crds and
+// the backend newBackend makes from its kubeconfig.
+func startClusterWith(t *testing.T, crds string, newBackend func(kubeconfig string) (*kube.Backend, error), opts ...kubeapi.Option) *cluster {
+	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
@@ -55,8 +62,8 @@ func startCluster(t *testing.T, opts ...kubeapi.Option) *cluster {
 	c := &cluster{etcd: storetest.StartEtcd(t), audit: filepath.Join(dir, "audit.log")}
 	opts = append([]kubeapi.Option{kubeapi.WithArgs("--audit-policy-file="+policy, "--audit-log-path="+c.audit)}, opts...)
 	c.kapi = kubeapi.Start(t, c.etcd.Endpoints()[0], opts...)
-	c.kapi.InstallCRDs(t, crdsPath)
-	b, err := kube.New(c.kapi.KubeconfigPath)
+	c.kapi.InstallCRDs(t, crds)
+	b, err := newBackend(c.kapi.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,12 +29,19 @@ type selection struct {
 }
 
 // selectionOf checks opts.
-func selectionOf(opts model.ListOptions) (selection, error) {
+func (b *Backend) selectionOf(opts model.ListOptions) (selection, error) {
 	k, ok := kdd.LookupKind(opts.Kind)
 	if !ok {
 		return selection{}, fmt.Errorf("kind %q is not stored in the Kubernetes datastore", opts.Kind)
 	}
-	src, err := sourceOf(k)
+	var g kdd.APIGroup
+	if k.Storage != kdd.Derived {
+		var err error
+		if g, err = b.apiGroup(k); err != nil {
+			return selection{}, fmt.Errorf("list %s: %w", k.Kind, err)
+		}
+	}
+	src, err := sourceOf(k, g)
 	if err != nil {
 		return selection{}, err
 	}
@@ -102,11 +109,16 @@ func (s selection) key() model.Key {
 // List reads every object opts selects, page by page, and the
 // resourceVersion of the list (the first page's: the pages are one
 // snapshot).
-func (b *Backend) List(ctx context.Context, opts model.ListOptions) ([]model.Object, model.Revision, error) {
+func (b *Backend) List(ctx context.Context, opts model.ListOptions) (objs []model.Object, rev model.Revision, err error) {
+	err = b.onGroup(ctx, func() error { objs, rev, err = b.list(ctx, opts); return err })
+	return objs, rev, err
+}
+
+func (b *Backend) list(ctx context.Context, opts model.ListOptions) ([]model.Object, model.Revision, error) {
 	if opts.Kind == profileKind {
 		return b.listProfiles(ctx, opts)
 	}
-	s, err := selectionOf(opts)
+	s, err := b.selectionOf(opts)
 	if err != nil {
 		return nil, "", err
 	}

@@ -20,11 +20,16 @@ import (
 const fieldValidation = "Strict"
 
 // Get reads one object.
-func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) {
+func (b *Backend) Get(ctx context.Context, key model.Key) (o model.Object, err error) {
+	err = b.onGroup(ctx, func() error { o, err = b.get(ctx, key); return err })
+	return o, err
+}
+
+func (b *Backend) get(ctx context.Context, key model.Key) (model.Object, error) {
 	if k, ok := kdd.LookupKind(key.Kind); ok && k.Storage == kdd.Derived {
 		return b.getDerived(ctx, k, key)
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(key)
 	if err != nil {
 		return model.Object{}, err
 	}
@@ -32,7 +37,7 @@ func (b *Backend) Get(ctx context.Context, key model.Key) (model.Object, error) 
 	if err != nil {
 		return model.Object{}, b.apiError("get", key, "", err)
 	}
-	src, err := sourceOf(r.kind)
+	src, err := sourceOf(r.kind, r.group)
 	if err != nil {
 		return model.Object{}, err
 	}
@@ -69,11 +74,16 @@ func (b *Backend) ReadMany(ctx context.Context, reads []model.Read) ([][]model.O
 
 // Create stores a new object. A WorkloadEndpoint is written as its pod's
 // annotations (wepwrite.go).
-func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (model.Revision, error) {
+func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (rev model.Revision, err error) {
+	err = b.onGroup(ctx, func() error { rev, err = b.create(ctx, key, value); return err })
+	return rev, err
+}
+
+func (b *Backend) create(ctx context.Context, key model.Key, value []byte) (model.Revision, error) {
 	if key.Kind == kindWEP {
 		return b.writeEndpoint(ctx, key, value, "")
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(key)
 	if err != nil {
 		return "", err
 	}
@@ -93,7 +103,12 @@ func (b *Backend) Create(ctx context.Context, key model.Key, value []byte) (mode
 
 // Update replaces an object if its resourceVersion is still rev. A Node
 // is written as annotations on the Kubernetes Node (nodewrite.go).
-func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev model.Revision) (model.Revision, error) {
+func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev model.Revision) (out model.Revision, err error) {
+	err = b.onGroup(ctx, func() error { out, err = b.update(ctx, key, value, rev); return err })
+	return out, err
+}
+
+func (b *Backend) update(ctx context.Context, key model.Key, value []byte, rev model.Revision) (model.Revision, error) {
 	switch key.Kind {
 	case "Node":
 		return b.updateNode(ctx, key, value, rev)
@@ -103,7 +118,7 @@ func (b *Backend) Update(ctx context.Context, key model.Key, value []byte, rev m
 		}
 		return b.writeEndpoint(ctx, key, value, rev)
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(key)
 	if err != nil {
 		return "", err
 	}
@@ -147,10 +162,14 @@ func (b *Backend) writeStatus(ctx context.Context, r ref, key model.Key, u, out 
 // WorkloadEndpoint's delete empties its pod's address annotations
 // (wepwrite.go).
 func (b *Backend) Delete(ctx context.Context, key model.Key, rev model.Revision) error {
+	return b.onGroup(ctx, func() error { return b.delete(ctx, key, rev) })
+}
+
+func (b *Backend) delete(ctx context.Context, key model.Key, rev model.Revision) error {
 	if key.Kind == kindWEP {
 		return b.deleteEndpoint(ctx, key, rev)
 	}
-	r, err := refOf(key)
+	r, err := b.refOf(key)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ func TestBackend(t *testing.T) {
 	t.Run("HandleDeletePreconditions", func(t *testing.T) { checkHandleDelete(t, c) })
 	t.Run("Refusals", func(t *testing.T) { checkRefusals(t, c.b) })
 	t.Run("Pages", func(t *testing.T) { checkPages(t, c) })
+	t.Run("NoDiscoveryOnV1", func(t *testing.T) { checkNoDiscovery(t, c) })
 }
 
 // sameModel fails unless got is want, but for metadata.uid: a resource's
@@ -56,6 +57,11 @@ func sameModel(t *testing.T, what string, key model.Key, got, want []byte) {
 // checkCAS: create, read, compare-and-swap update and delete, and the
 // typed errors of each, naming the key.
 func checkCAS(t *testing.T, b *kube.Backend, s sample) {
+	checkCASWith(t, b, s, sameModel)
+}
+
+// checkCASWith is checkCAS comparing what is read with same.
+func checkCASWith(t *testing.T, b *kube.Backend, s sample, same func(t *testing.T, what string, key model.Key, got, want []byte)) {
 	ctx := context.Background()
 	if _, err := b.Get(ctx, s.key); !isNotFound(err, s.key) {
 		t.Errorf("get before create: %v, want a *NotFoundError naming %s", err, s.key)
@@ -73,7 +79,7 @@ func checkCAS(t *testing.T, b *kube.Backend, s sample) {
 	if err != nil || o.Key != s.key || o.Revision != rev1 {
 		t.Fatalf("get = %s at %q, %v; want %s at %q", o.Key, o.Revision, err, s.key, rev1)
 	}
-	sameModel(t, "read after create", s.key, o.Value, s.value(1))
+	same(t, "read after create", s.key, o.Value, s.value(1))
 	rev2, err := b.Update(ctx, s.key, s.value(2), rev1)
 	if err != nil || rev2 == rev1 {
 		t.Fatalf("update at the read revision: %q, %v", rev2, err)
@@ -93,7 +99,7 @@ func checkCAS(t *testing.T, b *kube.Backend, s sample) {
 	if err != nil || o.Revision != rev2 {
 		t.Fatalf("get after the lost writes: %q, %v; want %q", o.Revision, err, rev2)
 	}
-	sameModel(t, "read after update", s.key, o.Value, s.value(2))
+	same(t, "read after update", s.key, o.Value, s.value(2))
 	if s.key.Kind == "KubeControllersConfiguration" {
 		rev2 = checkStatusCleared(t, b, s, rev2)
 	}

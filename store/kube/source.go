@@ -27,13 +27,14 @@ var (
 	serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 )
 
-// sourceOf is where kind is read from. Profiles come from two resources
-// (profiles.go) and have none.
-func sourceOf(k kdd.Kind) (source, error) {
+// sourceOf is where kind is read from: a custom resource of group g, or
+// for a derived kind (g unused) a core resource. Profiles come from two
+// resources (profiles.go) and have none.
+func sourceOf(k kdd.Kind, g kdd.APIGroup) (source, error) {
 	switch {
 	case k.Storage != kdd.Derived:
-		return source{kind: k, gvr: gvrOf(k), convert: func(u *unstructured.Unstructured) (model.Object, string, bool, error) {
-			o, uid, err := fromCR(k, u)
+		return source{kind: k, gvr: gvrOf(k, g), convert: func(u *unstructured.Unstructured) (model.Object, string, bool, error) {
+			o, uid, err := fromCR(k, g, u)
 			return o, uid, true, err
 		}}, nil
 	case k.Kind == "Node":

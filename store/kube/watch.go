@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/calico-aio/calico-aio/k8s"
+	"github.com/calico-aio/calico-aio/store/kdd"
 	"github.com/calico-aio/calico-aio/store/model"
 )
 
@@ -38,7 +39,7 @@ func (b *Backend) Watch(ctx context.Context, opts model.ListOptions, h func(mode
 	if opts.Kind == profileKind {
 		return b.watchProfiles(ctx, opts, h)
 	}
-	sel, err := selectionOf(opts)
+	sel, err := b.selectionOf(opts)
 	if err != nil {
 		return err
 	}
@@ -71,6 +72,10 @@ func (b *Backend) watch(ctx context.Context, sel selection, h func(model.Event))
 			st.rv = ""
 			continue
 		}
+		if moved, ok := b.regroup(ctx, sel, err); ok {
+			sel, st.sel, st.rv = moved, moved, ""
+			continue
+		}
 		level := slog.LevelDebug
 		if backoff == maxBackoff {
 			level = slog.LevelWarn // failing for a while: say so
@@ -83,6 +88,20 @@ func (b *Backend) watch(ctx context.Context, sel selection, h func(model.Event))
 		}
 		backoff = min(backoff*2, maxBackoff)
 	}
+}
+
+// regroup is sel on the v3 CRDs when err says the server serves no v1
+// resource for it and discovery, asked now (onGroup's rule), settles v3.
+func (b *Backend) regroup(ctx context.Context, sel selection, err error) (selection, bool) {
+	var nr *noResourceError
+	if _, settled := b.groupNow(); settled || !errors.As(err, &nr) {
+		return sel, false
+	}
+	if g, err := b.APIGroup(ctx); err != nil || g != kdd.APIGroupV3 {
+		return sel, false
+	}
+	moved, err := b.selectionOf(sel.opts)
+	return moved, err == nil
 }
 
 // resync lists the selection and delivers the difference from what was
