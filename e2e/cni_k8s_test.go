@@ -277,14 +277,6 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 			"cni.projectcalico.org/hwAddr":      "c2:b0:57:49:47:f1",
 		}
 		l := e.conflist(e.kubeconfig, `,"feature_control":{"floating_ips":true}`, calicoIPAM)
-		if kdd {
-			// The Kubernetes backend does not derive floating IPs and the
-			// MAC from a pod yet: refused by name, not stored and ignored.
-			e.createPod(t, "shop", "floating", "shopper", nil, annotations)
-			e.addFails(t, l, podRuntime(t, "shop", "floating"), "cni.projectcalico.org/floatingIPs", "not converted")
-			delete(annotations, "cni.projectcalico.org/floatingIPs")
-			delete(annotations, "cni.projectcalico.org/hwAddr")
-		}
 		e.createPod(t, "shop", "web", "shopper", map[string]string{"app": "web", "projectcalico.org/namespace": "forged"}, annotations)
 		rt := podRuntime(t, "shop", "web")
 		if ip := e.addOK(t, l, rt); ip != "10.120.0.77" {
@@ -304,16 +296,16 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 		if len(w.Spec.Ports) != 1 || w.Spec.Ports[0].Name != "http" || w.Spec.Ports[0].Port != 8080 {
 			t.Errorf("ports %+v, want the named port http 8080 only", w.Spec.Ports)
 		}
-		if !kdd {
-			if len(w.Spec.IPNATs) != 1 || w.Spec.IPNATs[0] != (api.IPNAT{InternalIP: "10.120.0.77", ExternalIP: "203.0.113.9"}) {
-				t.Errorf("ipNATs %+v", w.Spec.IPNATs)
-			}
-			if w.Spec.MAC != "c2:b0:57:49:47:f1" {
-				t.Errorf("endpoint MAC %s", w.Spec.MAC)
-			}
-			if mac := podMAC(t, rt.NetNS); mac != "c2:b0:57:49:47:f1" {
-				t.Errorf("pod interface MAC %s", mac)
-			}
+		// On Kubernetes the endpoint derives its NAT from the pod's
+		// floatingIPs annotation and carries no MAC, as Calico's.
+		if len(w.Spec.IPNATs) != 1 || w.Spec.IPNATs[0] != (api.IPNAT{InternalIP: "10.120.0.77", ExternalIP: "203.0.113.9"}) {
+			t.Errorf("ipNATs %+v", w.Spec.IPNATs)
+		}
+		if wantMAC := map[bool]string{false: "c2:b0:57:49:47:f1", true: ""}[kdd]; w.Spec.MAC != wantMAC {
+			t.Errorf("endpoint MAC %q, want %q", w.Spec.MAC, wantMAC)
+		}
+		if mac := podMAC(t, rt.NetNS); mac != "c2:b0:57:49:47:f1" {
+			t.Errorf("pod interface MAC %s", mac)
 		}
 		nsLabels := e.profile(t, "kns.shop").Spec.LabelsToApply
 		if nsLabels["pcns.team"] != "payments" || nsLabels["pcns.projectcalico.org/name"] != "shop" {
@@ -378,13 +370,9 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 		e.createPod(t, "shop", "both", "", nil, map[string]string{
 			"cni.projectcalico.org/ipAddrs": `["10.120.0.78"]`, "cni.projectcalico.org/ipAddrsNoIpam": `["10.120.0.78"]`})
 		l := e.conflist(e.kubeconfig, "", calicoIPAM)
-		floatingWhy, macWhy := "floating_ips", "multicast"
-		if kdd { // not converted from a pod there yet: refused first
-			floatingWhy, macWhy = "not converted", "not converted"
-		}
-		e.addFails(t, l, podRuntime(t, "shop", "floaty"), "pod shop/floaty", "cni.projectcalico.org/floatingIPs", floatingWhy)
+		e.addFails(t, l, podRuntime(t, "shop", "floaty"), "pod shop/floaty", "cni.projectcalico.org/floatingIPs", "floating_ips")
 		e.addFails(t, l, podRuntime(t, "shop", "fixed"), "pod shop/fixed", "cni.projectcalico.org/ipAddrsNoIpam", "ip_addrs_no_ipam")
-		e.addFails(t, l, podRuntime(t, "shop", "badmac"), "pod shop/badmac", "cni.projectcalico.org/hwAddr", macWhy)
+		e.addFails(t, l, podRuntime(t, "shop", "badmac"), "pod shop/badmac", "cni.projectcalico.org/hwAddr", "multicast")
 		e.addFails(t, e.conflist(e.kubeconfig, `,"feature_control":{"ip_addrs_no_ipam":true}`, calicoIPAM),
 			podRuntime(t, "shop", "both"), "pod shop/both", "cni.projectcalico.org/ipAddrs")
 
