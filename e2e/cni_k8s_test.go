@@ -242,14 +242,14 @@ func (e *kubeCNIEnv) delOK(t *testing.T, l *libcni.NetworkConfigList, rt *libcni
 	e.assertClean()
 }
 
-// TestCNIK8sPods runs on etcd by both paths, and on the Kubernetes
-// datastore in-process (the agent's fast path there needs calico-node on
-// it), in parallel with the etcd runs.
+// TestCNIK8sPods runs on etcd and on the Kubernetes datastore, each by
+// both paths (in-process, and served by calico-node on the same
+// datastore), the two datastores in parallel.
 func TestCNIK8sPods(t *testing.T) {
 	t.Parallel()
 	t.Run("kubernetes", func(t *testing.T) {
 		t.Parallel()
-		testCNIK8sPods(t, inProcess, newKubeCNIEnvOn(t, 249, onKube))
+		forEachCNIPath(t, func(t *testing.T, path cniPath) { testCNIK8sPods(t, path, newKubeCNIEnvOn(t, 249, onKube)) })
 	})
 	forEachCNIPath(t, func(t *testing.T, path cniPath) { testCNIK8sPods(t, path, newKubeCNIEnv(t, 9)) })
 }
@@ -406,8 +406,14 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 	t.Run("host-local usePodCidr", func(t *testing.T) {
 		e.t = t
 		referencePlugins(t, e.bin)
-		e.create(t, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
-			"metadata": map[string]any{"name": "node1"}, "spec": map[string]any{"podCIDR": "10.123.4.0/24", "podCIDRs": []string{"10.123.4.0/24"}}})
+		podCIDR := map[string]any{"podCIDR": "10.123.4.0/24", "podCIDRs": []string{"10.123.4.0/24"}}
+		if code, _ := e.api.Do(t, http.MethodGet, "/api/v1/nodes/node1", nil); code == http.StatusOK {
+			// calico-node on the Kubernetes datastore registered on it
+			e.do(t, http.MethodPatch, "/api/v1/nodes/node1", map[string]any{"spec": podCIDR}, http.StatusOK)
+		} else {
+			e.create(t, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
+				"metadata": map[string]any{"name": "node1"}, "spec": podCIDR})
+		}
 		dataDir := filepath.Join(e.state, "host-local")
 		hostLocal := fmt.Sprintf(`{"type":"host-local","subnet":"usePodCidr","dataDir":%q}`, dataDir)
 		l := e.conflist(e.kubeconfig, "", hostLocal)
