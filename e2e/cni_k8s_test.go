@@ -337,8 +337,17 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 		var rts []*libcni.RuntimeConf
 		for _, c := range cases {
 			rt := podRuntime(t, c.ns, c.pod)
-			if ip := e.addOK(t, l, rt); !strings.HasPrefix(ip, c.prefix) {
+			res, err := e.add(l, rt)
+			if err != nil {
+				t.Fatalf("ADD %s: %v", rt.ContainerID, err)
+			}
+			ip, _ := podAddrs(res)
+			if !strings.HasPrefix(ip, c.prefix) {
 				t.Errorf("%s/%s: address %s, want one in %s0/24", c.ns, c.pod, ip, c.prefix)
+			}
+			// As Calico's result: a route to the address with its block's mask.
+			if len(res.Routes) != 1 || res.Routes[0].Dst.String() != ip+"/26" {
+				t.Errorf("%s/%s: result routes %v, want one to %s/26", c.ns, c.pod, res.Routes, ip)
 			}
 			rts = append(rts, rt)
 		}
