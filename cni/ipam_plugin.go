@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 
@@ -126,7 +125,7 @@ func (p *ipamPlugin) add(a *skel.CmdArgs) error {
 func ipamResult(got ipam.Assigned) *current.Result {
 	r := &current.Result{CNIVersion: current.ImplementedSpecVersion}
 	for _, p := range resultIPs(got) {
-		r.IPs = append(r.IPs, &current.IPConfig{Address: net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}})
+		r.IPs = append(r.IPs, &current.IPConfig{Address: ipNet(p)})
 	}
 	return r
 }

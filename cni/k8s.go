@@ -24,9 +24,9 @@ const (
 	annotIPAddrsNoIpam  = "cni.projectcalico.org/ipAddrsNoIpam"
 	annotIPv4Pools      = "cni.projectcalico.org/ipv4pools"
 	annotIPv6Pools      = "cni.projectcalico.org/ipv6pools"
-	annotFloatingIPs    = "cni.projectcalico.org/floatingIPs"
+	annotFloatingIPs    = k8s.AnnotFloatingIPs
 	annotHwAddr         = "cni.projectcalico.org/hwAddr"
-	annotSourcePrefixes = "cni.projectcalico.org/allowedSourcePrefixes"
+	annotSourcePrefixes = k8s.AnnotAllowedSourcePrefixes
 )
 
 // The ipam.subnet values that host-local gets replaced by the node's pod CIDR.
@@ -213,7 +213,7 @@ func parseKubePod(conf *NetConf, pod k8s.Pod, ns k8s.Namespace) (*kubePod, error
 		kp.mac = mac
 	}
 	if v := an[annotSourcePrefixes]; v != "" {
-		if kp.spoofable, err = parseSourcePrefixes(v); err != nil {
+		if kp.spoofable, err = k8s.SourcePrefixes(v); err != nil {
 			return nil, bad(annotSourcePrefixes, "%v", err)
 		}
 	}
@@ -227,58 +227,21 @@ func parseKubePod(conf *NetConf, pod k8s.Pod, ns k8s.Namespace) (*kubePod, error
 	return kp, nil
 }
 
-// parseSourcePrefixes parses allowedSourcePrefixes as Calico does: a JSON
-// list (possibly empty) of CIDRs of either family, each written with a
-// prefix length (a bare address is refused) and kept with its host bits
-// cleared.
-func parseSourcePrefixes(v string) ([]string, error) {
-	var list []string
-	if err := json.Unmarshal([]byte(v), &list); err != nil {
-		return nil, fmt.Errorf("%q is not a JSON list of strings", v)
-	}
-	var out []string
-	for _, s := range list {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a CIDR", s)
-		}
-		out = append(out, p.Masked().String())
-	}
-	return out, nil
-}
-
-// parseStringList parses a JSON list of non-empty strings.
+// parseStringList parses a JSON list of non-empty strings, at least one.
 func parseStringList(v string) ([]string, error) {
-	var out []string
-	if err := json.Unmarshal([]byte(v), &out); err != nil {
-		return nil, fmt.Errorf("%q is not a JSON list of strings", v)
+	out, err := k8s.StringList(v)
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("%q is an empty list", v)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%q is an empty list", v)
-	}
-	for i, s := range out {
-		if out[i] = strings.TrimSpace(s); out[i] == "" {
-			return nil, fmt.Errorf("%q has an empty entry", v)
-		}
-	}
-	return out, nil
+	return out, err
 }
 
-// parseAddrList parses a JSON list of IP addresses.
+// parseAddrList parses a JSON list of IP addresses, at least one.
 func parseAddrList(v string) ([]netip.Addr, error) {
-	list, err := parseStringList(v)
-	if err != nil {
+	if _, err := parseStringList(v); err != nil {
 		return nil, err
 	}
-	out := make([]netip.Addr, 0, len(list))
-	for _, s := range list {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an IP address", s)
-		}
-		out = append(out, a.Unmap())
-	}
-	return out, nil
+	return k8s.AddrList(v)
 }
 
 // parsePodAddrs parses a pod's own addresses: a JSON list with at most one
@@ -302,24 +265,15 @@ func parsePodAddrs(v string) ([]netip.Addr, error) {
 	return addrs, nil
 }
 
-// ipNATs maps each floating IP to the pod's address of its family.
+// ipNATs maps each floating IP to the pod's address of its family; one of
+// a family the pod has none of is refused.
 func (kp *kubePod) ipNATs(addrs []netip.Addr) ([]api.IPNAT, error) {
-	var out []api.IPNAT
-	for _, f := range kp.floating {
-		var internal netip.Addr
-		for _, a := range addrs {
-			if a.Is4() == f.Is4() {
-				internal = a
-				break
-			}
-		}
-		if !internal.IsValid() {
-			return nil, types.NewError(types.ErrInvalidNetworkConfig,
-				fmt.Sprintf("pod %s/%s: annotation %s: the pod has no address of the family of %s", kp.pod.Metadata.Namespace, kp.pod.Metadata.Name, annotFloatingIPs, f), "")
-		}
-		out = append(out, api.IPNAT{InternalIP: internal.String(), ExternalIP: f.String()})
+	nats, unmatched := k8s.FloatingIPNATs(kp.floating, addrs)
+	if len(unmatched) > 0 {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig,
+			fmt.Sprintf("pod %s/%s: annotation %s: the pod has no address of the family of %s", kp.pod.Metadata.Namespace, kp.pod.Metadata.Name, annotFloatingIPs, unmatched[0]), "")
 	}
-	return out, nil
+	return nats, nil
 }
 
 // ipamInputs are the netconf and CNI_ARGS calico-ipam allocates with: the

@@ -80,7 +80,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
-	addrs, release, err := s.allocateAddrs(ctx, a, id, kp)
+	addrs, blockRoutes, release, err := s.allocateAddrs(ctx, a, id, kp)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	}
 	s.conf.waitForPolicy(wep)
 	slog.Debug("pod network set up", "endpoint", wep.Metadata.Name, "interface", wep.Spec.InterfaceName, "ips", wep.Spec.IPNetworks)
-	return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
+	return p.print(endpointResult(wep, a.Netns, blockRoutes...), s.conf.CNIVersion)
 }
 
 // endpointFor builds the pod's endpoint and makes sure its profiles exist.
@@ -162,21 +162,22 @@ func (s *session) existingEndpoint(ctx context.Context, id identity) (*api.Workl
 
 // allocateAddrs gets the pod's addresses: in-process for calico-ipam, by
 // exec of the configured plugin otherwise. release undoes it.
-func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identity, kp *kubePod) ([]netip.Addr, func(), error) {
+func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identity, kp *kubePod) ([]netip.Addr, []netip.Prefix, func(), error) {
 	if kp != nil && kp.noIPAM != nil {
-		return kp.noIPAM, func() {}, nil
+		return kp.noIPAM, nil, func() {}, nil
 	}
 	if s.conf.IPAM.Type != "calico-ipam" {
 		stdin := a.StdinData
 		if kp != nil && kp.ipamStdin != nil {
 			stdin = kp.ipamStdin
 		}
-		return s.delegateIPAM(ctx, stdin)
+		addrs, release, err := s.delegateIPAM(ctx, stdin)
+		return addrs, nil, release, err
 	}
 	handle := handleID(s.conf.Name, a.ContainerID)
 	lock, err := lockFile(s.lockPath())
 	if err != nil {
-		return nil, nil, types.NewError(types.ErrIOFailure, "IPAM lock", err.Error())
+		return nil, nil, nil, types.NewError(types.ErrIOFailure, "IPAM lock", err.Error())
 	}
 	s.replayJournal(ctx)
 	attrs := map[string]string{}
@@ -187,7 +188,7 @@ func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identit
 	got, err := allocate(ctx, s.al, conf, args, s.node, handle, attrs)
 	lock.unlock()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	release := func() {
 		if _, err := s.al.ReleaseByHandle(context.Background(), handle); err != nil {
@@ -195,7 +196,7 @@ func (s *session) allocateAddrs(ctx context.Context, a *skel.CmdArgs, id identit
 			_ = s.conf.journal(pendingDelete{Handle: handle})
 		}
 	}
-	return got.Addrs(), release, nil
+	return got.Addrs(), resultIPs(got), release, nil
 }
 
 // delegateIPAM runs another IPAM plugin (host-local, ...) as the spec says.
@@ -247,8 +248,10 @@ func (s *session) writeEndpoint(ctx context.Context, wep *api.WorkloadEndpoint) 
 }
 
 // endpointResult is the CNI result for an endpoint: the host and pod
-// interfaces and the pod's /32 (/128) addresses.
-func endpointResult(wep *api.WorkloadEndpoint, netns string) *current.Result {
+// interfaces, the pod's /32 (/128) addresses, and a route per address
+// calico-ipam allocated, as Calico's result has: its destination the
+// address with its block's mask (10.244.166.129/26), host bits kept.
+func endpointResult(wep *api.WorkloadEndpoint, netns string, blockRoutes ...netip.Prefix) *current.Result {
 	idx := 1
 	r := &current.Result{
 		CNIVersion: current.ImplementedSpecVersion,
@@ -262,8 +265,15 @@ func endpointResult(wep *api.WorkloadEndpoint, netns string) *current.Result {
 		if err != nil {
 			continue
 		}
-		r.IPs = append(r.IPs, &current.IPConfig{Interface: &idx,
-			Address: net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}})
+		r.IPs = append(r.IPs, &current.IPConfig{Interface: &idx, Address: ipNet(p)})
+	}
+	for _, p := range blockRoutes {
+		r.Routes = append(r.Routes, &types.Route{Dst: ipNet(p)})
 	}
 	return r
+}
+
+// ipNet is p as a net.IPNet, its address's host bits kept.
+func ipNet(p netip.Prefix) net.IPNet {
+	return net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

@@ -242,14 +242,14 @@ func (e *kubeCNIEnv) delOK(t *testing.T, l *libcni.NetworkConfigList, rt *libcni
 	e.assertClean()
 }
 
-// TestCNIK8sPods runs on etcd by both paths, and on the Kubernetes
-// datastore in-process (the agent's fast path there needs calico-node on
-// it), in parallel with the etcd runs.
+// TestCNIK8sPods runs on etcd and on the Kubernetes datastore, each by
+// both paths (in-process, and served by calico-node on the same
+// datastore), the two datastores in parallel.
 func TestCNIK8sPods(t *testing.T) {
 	t.Parallel()
 	t.Run("kubernetes", func(t *testing.T) {
 		t.Parallel()
-		testCNIK8sPods(t, inProcess, newKubeCNIEnvOn(t, 249, onKube))
+		forEachCNIPath(t, func(t *testing.T, path cniPath) { testCNIK8sPods(t, path, newKubeCNIEnvOn(t, 249, onKube)) })
 	})
 	forEachCNIPath(t, func(t *testing.T, path cniPath) { testCNIK8sPods(t, path, newKubeCNIEnv(t, 9)) })
 }
@@ -277,14 +277,6 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 			"cni.projectcalico.org/hwAddr":      "c2:b0:57:49:47:f1",
 		}
 		l := e.conflist(e.kubeconfig, `,"feature_control":{"floating_ips":true}`, calicoIPAM)
-		if kdd {
-			// The Kubernetes backend does not derive floating IPs and the
-			// MAC from a pod yet: refused by name, not stored and ignored.
-			e.createPod(t, "shop", "floating", "shopper", nil, annotations)
-			e.addFails(t, l, podRuntime(t, "shop", "floating"), "cni.projectcalico.org/floatingIPs", "not converted")
-			delete(annotations, "cni.projectcalico.org/floatingIPs")
-			delete(annotations, "cni.projectcalico.org/hwAddr")
-		}
 		e.createPod(t, "shop", "web", "shopper", map[string]string{"app": "web", "projectcalico.org/namespace": "forged"}, annotations)
 		rt := podRuntime(t, "shop", "web")
 		if ip := e.addOK(t, l, rt); ip != "10.120.0.77" {
@@ -304,16 +296,16 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 		if len(w.Spec.Ports) != 1 || w.Spec.Ports[0].Name != "http" || w.Spec.Ports[0].Port != 8080 {
 			t.Errorf("ports %+v, want the named port http 8080 only", w.Spec.Ports)
 		}
-		if !kdd {
-			if len(w.Spec.IPNATs) != 1 || w.Spec.IPNATs[0] != (api.IPNAT{InternalIP: "10.120.0.77", ExternalIP: "203.0.113.9"}) {
-				t.Errorf("ipNATs %+v", w.Spec.IPNATs)
-			}
-			if w.Spec.MAC != "c2:b0:57:49:47:f1" {
-				t.Errorf("endpoint MAC %s", w.Spec.MAC)
-			}
-			if mac := podMAC(t, rt.NetNS); mac != "c2:b0:57:49:47:f1" {
-				t.Errorf("pod interface MAC %s", mac)
-			}
+		// On Kubernetes the endpoint derives its NAT from the pod's
+		// floatingIPs annotation and carries no MAC, as Calico's.
+		if len(w.Spec.IPNATs) != 1 || w.Spec.IPNATs[0] != (api.IPNAT{InternalIP: "10.120.0.77", ExternalIP: "203.0.113.9"}) {
+			t.Errorf("ipNATs %+v", w.Spec.IPNATs)
+		}
+		if wantMAC := map[bool]string{false: "c2:b0:57:49:47:f1", true: ""}[kdd]; w.Spec.MAC != wantMAC {
+			t.Errorf("endpoint MAC %q, want %q", w.Spec.MAC, wantMAC)
+		}
+		if mac := podMAC(t, rt.NetNS); mac != "c2:b0:57:49:47:f1" {
+			t.Errorf("pod interface MAC %s", mac)
 		}
 		nsLabels := e.profile(t, "kns.shop").Spec.LabelsToApply
 		if nsLabels["pcns.team"] != "payments" || nsLabels["pcns.projectcalico.org/name"] != "shop" {
@@ -345,8 +337,17 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 		var rts []*libcni.RuntimeConf
 		for _, c := range cases {
 			rt := podRuntime(t, c.ns, c.pod)
-			if ip := e.addOK(t, l, rt); !strings.HasPrefix(ip, c.prefix) {
+			res, err := e.add(l, rt)
+			if err != nil {
+				t.Fatalf("ADD %s: %v", rt.ContainerID, err)
+			}
+			ip, _ := podAddrs(res)
+			if !strings.HasPrefix(ip, c.prefix) {
 				t.Errorf("%s/%s: address %s, want one in %s0/24", c.ns, c.pod, ip, c.prefix)
+			}
+			// As Calico's result: a route to the address with its block's mask.
+			if len(res.Routes) != 1 || res.Routes[0].Dst.String() != ip+"/26" {
+				t.Errorf("%s/%s: result routes %v, want one to %s/26", c.ns, c.pod, res.Routes, ip)
 			}
 			rts = append(rts, rt)
 		}
@@ -378,13 +379,9 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 		e.createPod(t, "shop", "both", "", nil, map[string]string{
 			"cni.projectcalico.org/ipAddrs": `["10.120.0.78"]`, "cni.projectcalico.org/ipAddrsNoIpam": `["10.120.0.78"]`})
 		l := e.conflist(e.kubeconfig, "", calicoIPAM)
-		floatingWhy, macWhy := "floating_ips", "multicast"
-		if kdd { // not converted from a pod there yet: refused first
-			floatingWhy, macWhy = "not converted", "not converted"
-		}
-		e.addFails(t, l, podRuntime(t, "shop", "floaty"), "pod shop/floaty", "cni.projectcalico.org/floatingIPs", floatingWhy)
+		e.addFails(t, l, podRuntime(t, "shop", "floaty"), "pod shop/floaty", "cni.projectcalico.org/floatingIPs", "floating_ips")
 		e.addFails(t, l, podRuntime(t, "shop", "fixed"), "pod shop/fixed", "cni.projectcalico.org/ipAddrsNoIpam", "ip_addrs_no_ipam")
-		e.addFails(t, l, podRuntime(t, "shop", "badmac"), "pod shop/badmac", "cni.projectcalico.org/hwAddr", macWhy)
+		e.addFails(t, l, podRuntime(t, "shop", "badmac"), "pod shop/badmac", "cni.projectcalico.org/hwAddr", "multicast")
 		e.addFails(t, e.conflist(e.kubeconfig, `,"feature_control":{"ip_addrs_no_ipam":true}`, calicoIPAM),
 			podRuntime(t, "shop", "both"), "pod shop/both", "cni.projectcalico.org/ipAddrs")
 
@@ -418,8 +415,14 @@ func testCNIK8sPods(t *testing.T, path cniPath, e *kubeCNIEnv) {
 	t.Run("host-local usePodCidr", func(t *testing.T) {
 		e.t = t
 		referencePlugins(t, e.bin)
-		e.create(t, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
-			"metadata": map[string]any{"name": "node1"}, "spec": map[string]any{"podCIDR": "10.123.4.0/24", "podCIDRs": []string{"10.123.4.0/24"}}})
+		podCIDR := map[string]any{"podCIDR": "10.123.4.0/24", "podCIDRs": []string{"10.123.4.0/24"}}
+		if code, _ := e.api.Do(t, http.MethodGet, "/api/v1/nodes/node1", nil); code == http.StatusOK {
+			// calico-node on the Kubernetes datastore registered on it
+			e.do(t, http.MethodPatch, "/api/v1/nodes/node1", map[string]any{"spec": podCIDR}, http.StatusOK)
+		} else {
+			e.create(t, "/api/v1/nodes", map[string]any{"apiVersion": "v1", "kind": "Node",
+				"metadata": map[string]any{"name": "node1"}, "spec": podCIDR})
+		}
 		dataDir := filepath.Join(e.state, "host-local")
 		hostLocal := fmt.Sprintf(`{"type":"host-local","subnet":"usePodCidr","dataDir":%q}`, dataDir)
 		l := e.conflist(e.kubeconfig, "", hostLocal)

@@ -32,12 +32,17 @@ func (e *cniEnv) servePath(path cniPath, node string) *agentProc {
 	t := e.t
 	t.Helper()
 	a := e.startAgent(node)
+	a.mustServe(t, node)
+	return a
+}
+
+// mustServe fails t at its end unless the agent served a CNI call.
+func (a *agentProc) mustServe(t testing.TB, node string) {
 	t.Cleanup(func() {
-		if !strings.Contains(a.logs.String(), "CNI call served") {
+		if a.servedCalls() == 0 {
 			t.Errorf("calico-node %s served no CNI call: the agent path was not exercised", node)
 		}
 	})
-	return a
 }
 
 // servedCalls counts the CNI calls the agent served.

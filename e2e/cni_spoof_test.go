@@ -12,15 +12,20 @@ import (
 // behind; a good one lands, host bits cleared, in the endpoint's
 // allowSpoofedSourcePrefixes, and with FelixConfiguration
 // workloadSourceSpoofing Any calico-node lets the pod send from an address
-// in those prefixes (and still not from one outside them).
+// in those prefixes (and still not from one outside them). On etcd and on
+// the Kubernetes datastore (there the endpoint's prefixes are derived from
+// the pod's annotation, and calico-node runs on the API).
 func TestCNIK8sAllowedSourcePrefixes(t *testing.T) {
 	t.Parallel()
+	forEachDatastore(t, map[datastore]int{onEtcd: 47, onKube: 191}, testAllowedSourcePrefixes)
+}
+
+func testAllowedSourcePrefixes(t *testing.T, e *kubeCNIEnv) {
 	const (
 		annot   = "cni.projectcalico.org/allowedSourcePrefixes"
 		spoofed = "10.137.99.9" // in the annotated prefix
 		outside = "10.137.98.9" // in no prefix of the pod's
 	)
-	e := newKubeCNIEnv(t, 47)
 	e.pool("default-v4", "10.137.0.0/24")
 	l := e.conflist(e.kubeconfig, "", `{"type":"calico-ipam","ipv4_pools":["default-v4"]}`)
 	e.create(t, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",

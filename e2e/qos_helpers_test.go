@@ -15,14 +15,14 @@ import (
 )
 
 // qosEnv is a node with a kube-apiserver for pod annotations, an open
-// policy and calico-node running.
+// policy and calico-node running, on either datastore.
 type qosEnv struct {
 	*kubeCNIEnv
 	l *libcni.NetworkConfigList
 }
 
-func newQoSEnv(t *testing.T, index int, pool string) *qosEnv {
-	e := &qosEnv{kubeCNIEnv: newKubeCNIEnv(t, index)}
+func newQoSEnv(t *testing.T, k *kubeCNIEnv, pool string) *qosEnv {
+	e := &qosEnv{kubeCNIEnv: k}
 	e.pool("default-v4", pool)
 	e.l = e.conflist(e.kubeconfig, "", `{"type":"calico-ipam","ipv4_pools":["default-v4"]}`)
 	e.create(t, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace",

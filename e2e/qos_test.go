@@ -20,12 +20,19 @@ const (
 // A bandwidth annotation limits a TCP stream to the pod to within 10% of
 // the rate (a tbf on its host veth), and one from the pod too (a tbf on
 // its ifb device); a bad annotation fails ADD naming it and leaves nothing
-// behind; changing the endpoint's qosControls applies live, removing them
-// lifts the limit, and deleting a shaped pod removes its ifb.
+// behind; changing the endpoint's qosControls (on Kubernetes: the pod's
+// annotations, which it derives from) applies live, removing them lifts the
+// limit, and deleting a shaped pod removes its ifb. On etcd and on the
+// Kubernetes datastore.
 func TestQoSBandwidthAnnotation(t *testing.T) {
 	t.Parallel()
+	forEachDatastore(t, map[datastore]int{onEtcd: 181, onKube: 192}, func(t *testing.T, k *kubeCNIEnv) {
+		testQoSBandwidth(t, newQoSEnv(t, k, "10.181.0.0/24"))
+	})
+}
+
+func testQoSBandwidth(t *testing.T, e *qosEnv) {
 	const rate = 20e6 // bits/s
-	e := newQoSEnv(t, 181, "10.181.0.0/24")
 	e.createPod(t, "shop", "bad", "", nil, map[string]string{annotQoSIngressBW: "20 Mbit"})
 	e.addFails(t, e.l, podRuntime(t, "shop", "bad"), "pod shop/bad", annotQoSIngressBW, "is not a quantity")
 
@@ -60,16 +67,15 @@ func TestQoSBandwidthAnnotation(t *testing.T) {
 	}
 
 	// Live: 40 Mbit/s, then no limit at all.
-	e.editEndpoint(server, func(w *api.WorkloadEndpoint) {
-		w.Spec.QoSControls = &api.QoSControls{IngressBandwidth: 40_000_000, IngressBurst: 1_000_000}
-	})
+	e.setPodQoS(server, map[string]any{annotQoSIngressBW: "40M", annotQoSIngressBurst: "1M"},
+		&api.QoSControls{IngressBandwidth: 40_000_000, IngressBurst: 1_000_000})
 	e.waitQdisc(t, server, "rate 40Mbit burst 125000b")
 	in = tcpRate(t, plain.ns, server.ns, hostPort(server.ip, 5204), time.Second, 3*time.Second)
 	t.Logf("to shop/server (ingressBandwidth 40M): %.1f Mbit/s", in/1e6)
 	if in < 0.9*2*rate || in > 1.1*2*rate {
 		t.Errorf("to shop/server after the change: %.1f Mbit/s, want 40 Mbit/s within 10%%", in/1e6)
 	}
-	e.editEndpoint(server, func(w *api.WorkloadEndpoint) { w.Spec.QoSControls = nil })
+	e.setPodQoS(server, map[string]any{annotQoSIngressBW: nil, annotQoSIngressBurst: nil}, nil)
 	e.waitQdisc(t, server, "")
 	// Deleting the shaped pod removes its ifb.
 	if err := e.del(e.l, client.rt); err != nil {
@@ -92,10 +98,16 @@ func TestQoSBandwidthAnnotation(t *testing.T) {
 
 // Packet rate annotations drop what exceeds the rate (limit match) in each
 // direction, and max connections annotations refuse a connection over the
-// limit with a reset, until one closes.
+// limit with a reset, until one closes. On etcd and on the Kubernetes
+// datastore.
 func TestQoSPacketRateAndConnections(t *testing.T) {
 	t.Parallel()
-	e := newQoSEnv(t, 182, "10.182.0.0/24")
+	forEachDatastore(t, map[datastore]int{onEtcd: 182, onKube: 193}, func(t *testing.T, k *kubeCNIEnv) {
+		testQoSPacketRateAndConnections(t, newQoSEnv(t, k, "10.182.0.0/24"))
+	})
+}
+
+func testQoSPacketRateAndConnections(t *testing.T, e *qosEnv) {
 	e.startAgent("node1")
 	slowIn := e.addPod(t, "slow-in", map[string]string{"qos.projectcalico.org/ingressPacketRate": "10"})
 	slowOut := e.addPod(t, "slow-out", map[string]string{"qos.projectcalico.org/egressPacketRate": "10", "qos.projectcalico.org/egressPacketBurst": "20"})

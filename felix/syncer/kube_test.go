@@ -80,3 +80,24 @@ func TestSliceIndex(t *testing.T) {
 		}
 	}
 }
+
+// On the Kubernetes datastore an endpoint with no addresses (a pod before
+// its ADD or after its DEL) reaches the calculation as deleted; on etcd,
+// and with addresses, as it is.
+func TestWithoutUnaddressed(t *testing.T) {
+	wep := func(nets ...string) calc.Update {
+		w := &api.WorkloadEndpoint{}
+		w.Spec.IPNetworks = nets
+		return calc.Update{Kind: "workloadendpoints", Key: "k", Resource: w}
+	}
+	kube := &syncer{kube: &k8s.Client{}}
+	if u := kube.withoutUnaddressed(wep()); !u.Deleted || u.Resource != nil {
+		t.Errorf("kubernetes, no addresses: %+v", u)
+	}
+	if u := kube.withoutUnaddressed(wep("10.0.0.1/32")); u.Deleted || u.Resource == nil {
+		t.Errorf("kubernetes, an address: %+v", u)
+	}
+	if u := (&syncer{}).withoutUnaddressed(wep()); u.Deleted || u.Resource == nil {
+		t.Errorf("etcd, no addresses: %+v", u)
+	}
+}

@@ -72,10 +72,21 @@ func (s *syncer) modelWatch(opts store.ListOptions) watch {
 			if ev.Type == store.EventSynced {
 				synced()
 			} else if u, ok := decodeEvent(ev); ok {
-				send(u)
+				send(s.withoutUnaddressed(u))
 			}
 		})
 	}}
+}
+
+// withoutUnaddressed: on the Kubernetes datastore, where a pod's endpoint
+// lasts as long as the pod, an endpoint with no addresses (before its ADD,
+// after its DEL, or of a finished pod) is no endpoint to the agent, as
+// Calico's syncer leaves such pods out: it is sent as deleted.
+func (s *syncer) withoutUnaddressed(u calc.Update) calc.Update {
+	if w, ok := u.Resource.(*api.WorkloadEndpoint); ok && s.kube != nil && len(w.Spec.IPNetworks) == 0 {
+		u.Deleted, u.Resource = true, nil
+	}
+	return u
 }
 
 func (s *syncer) run(ctx context.Context) {

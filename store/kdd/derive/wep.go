@@ -25,15 +25,6 @@ const (
 	AnnotationPodIPs      = "cni.projectcalico.org/podIPs"
 )
 
-// unconverted are Calico pod annotations that change an endpoint but that
-// this conversion does not read yet: a pod carrying one is refused by name
-// rather than shown without it.
-var unconverted = []string{
-	"cni.projectcalico.org/floatingIPs",
-	"cni.projectcalico.org/allowedSourcePrefixes",
-	"cni.projectcalico.org/hwAddr",
-}
-
 // DefaultInterface is the pod interface Kubernetes pods get (CNI_IFNAME).
 const DefaultInterface = "eth0"
 
@@ -69,7 +60,10 @@ type podJSON struct {
 // PodToWorkloadEndpoint derives a pod's WorkloadEndpoint model, as Calico
 // shows it: ok is false for a pod with no endpoint (not on a node, or
 // host-networked). Addresses come from the CNI plugin's podIPs (podIP)
-// annotation, else the pod's status; the uid is the pod's.
+// annotation, else the pod's status; the uid is the pod's. The
+// floatingIPs, allowedSourcePrefixes and QoS annotations are read as
+// Calico's derivation reads them; hwAddr is not (it sets the pod
+// interface's MAC at ADD, and Calico's endpoint here carries no MAC).
 func PodToWorkloadEndpoint(pod []byte) (r kdd.Read, ok bool, err error) {
 	var p k8s.Pod
 	var extra podJSON
@@ -81,11 +75,6 @@ func PodToWorkloadEndpoint(pod []byte) (r kdd.Read, ok bool, err error) {
 		return r, false, nil
 	}
 	m := p.Metadata
-	for _, a := range unconverted {
-		if _, has := m.Annotations[a]; has {
-			return r, false, fmt.Errorf("pod %s/%s: annotation %s is not converted in the Kubernetes datastore", m.Namespace, m.Name, a)
-		}
-	}
 	w := &api.WorkloadEndpoint{TypeMeta: api.TypeMeta{Kind: "WorkloadEndpoint", APIVersion: kdd.ModelAPIVersion}}
 	w.Metadata = api.ObjectMeta{
 		Name: WorkloadEndpointName(p.Spec.NodeName, m.Name, DefaultInterface), Namespace: m.Namespace,
@@ -102,6 +91,14 @@ func PodToWorkloadEndpoint(pod []byte) (r kdd.Read, ok bool, err error) {
 	w.Spec.Ports = k8s.PodPorts(p)
 	if w.Spec.IPNetworks, err = podNetworks(p); err != nil {
 		return r, false, err
+	}
+	if w.Spec.IPNATs, err = podIPNATs(p, w.Spec.IPNetworks); err != nil {
+		return r, false, err
+	}
+	if v := m.Annotations[k8s.AnnotAllowedSourcePrefixes]; v != "" {
+		if w.Spec.AllowSpoofedSourcePrefixes, err = k8s.SourcePrefixes(v); err != nil {
+			return r, false, fmt.Errorf("pod %s/%s: annotation %s: %w", m.Namespace, m.Name, k8s.AnnotAllowedSourcePrefixes, err)
+		}
 	}
 	if w.Spec.QoSControls, err = k8s.PodQoS(m.Annotations); err != nil {
 		return r, false, fmt.Errorf("pod %s/%s: %w", m.Namespace, m.Name, err)
@@ -135,4 +132,31 @@ func podNetworks(p k8s.Pod) ([]string, error) {
 		out = append(out, pfx.String())
 	}
 	return out, nil
+}
+
+// podIPNATs are the endpoint's ipNATs, as Calico derives them: while the
+// pod has addresses, each floating IP mapped to the pod's address of its
+// family (one of a family the pod has no address of is left out). The
+// pod's addresses must be host prefixes.
+func podIPNATs(p k8s.Pod, nets []string) ([]api.IPNAT, error) {
+	m := p.Metadata
+	v := m.Annotations[k8s.AnnotFloatingIPs]
+	if v == "" || len(nets) == 0 {
+		return nil, nil
+	}
+	floating, err := k8s.AddrList(v)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: annotation %s: %w", m.Namespace, m.Name, k8s.AnnotFloatingIPs, err)
+	}
+	addrs := make([]netip.Addr, 0, len(nets))
+	for _, n := range nets {
+		pfx := netip.MustParsePrefix(n) // podNetworks returns only parsed prefixes
+		if !pfx.IsSingleIP() {
+			return nil, fmt.Errorf("pod %s/%s: annotation %s: pod address %s is not a single address (/%d), so it cannot be a floating IP's target",
+				m.Namespace, m.Name, k8s.AnnotFloatingIPs, pfx, pfx.Addr().BitLen())
+		}
+		addrs = append(addrs, pfx.Addr())
+	}
+	nats, _ := k8s.FloatingIPNATs(floating, addrs)
+	return nats, nil
 }

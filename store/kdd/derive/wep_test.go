@@ -108,12 +108,62 @@ func TestPodsWithoutEndpoint(t *testing.T) {
 			t.Errorf("%s: ok %v, %v", pod, ok, err)
 		}
 	}
-	_, _, err := derive.PodToWorkloadEndpoint([]byte(`{"metadata":{"name":"p","namespace":"n","annotations":{"cni.projectcalico.org/floatingIPs":"[\"1.2.3.4\"]"}},"spec":{"nodeName":"node1"}}`))
-	if err == nil || !strings.Contains(err.Error(), "floatingIPs") {
-		t.Errorf("floatingIPs: %v", err)
-	}
 	r, ok, err := derive.PodToWorkloadEndpoint([]byte(`{"metadata":{"name":"p","namespace":"n"},"spec":{"nodeName":"node1"},"status":{"podIPs":[{"ip":"10.0.0.5"},{"ip":"fd00::5"}]}}`))
 	if err != nil || !ok || !strings.Contains(string(r.Model), `"ipNetworks":["10.0.0.5/32","fd00::5/128"]`) {
 		t.Errorf("status addresses: %s %v", r.Model, err)
+	}
+}
+
+// TestPodNetworkAnnotations: floatingIPs, allowedSourcePrefixes and hwAddr
+// derive as Calico's conversion derives them.
+func TestPodNetworkAnnotations(t *testing.T) {
+	pod := func(annotations, status string) []byte {
+		return []byte(`{"metadata":{"name":"p","namespace":"n","annotations":{` + annotations +
+			`}},"spec":{"nodeName":"node1"},"status":{"podIPs":[` + status + `]}}`)
+	}
+	const dual = `{"ip":"10.0.0.5"},{"ip":"fd00::5"}`
+	for _, c := range []struct {
+		name, annotations, status string
+		want                      []string // substrings of the model
+		absent                    []string
+	}{
+		{"floatingIPs by family, in order", `"cni.projectcalico.org/floatingIPs":"[\"fd00:99::1\", \"203.0.113.9\"]"`, dual,
+			[]string{`"ipNATs":[{"internalIP":"fd00::5","externalIP":"fd00:99::1"},{"internalIP":"10.0.0.5","externalIP":"203.0.113.9"}]`}, nil},
+		{"floatingIPs from the podIPs annotation", `"cni.projectcalico.org/podIPs":"10.0.0.7/32","cni.projectcalico.org/floatingIPs":"[\"203.0.113.9\"]"`, dual,
+			[]string{`"ipNATs":[{"internalIP":"10.0.0.7","externalIP":"203.0.113.9"}]`}, nil},
+		{"floatingIP of a family the pod lacks is left out", `"cni.projectcalico.org/floatingIPs":"[\"fd00:99::1\",\"203.0.113.9\"]"`, `{"ip":"10.0.0.5"}`,
+			[]string{`"ipNATs":[{"internalIP":"10.0.0.5","externalIP":"203.0.113.9"}]`}, nil},
+		{"no floatingIPs without addresses", `"cni.projectcalico.org/floatingIPs":"[\"203.0.113.9\"]"`, ``, nil, []string{"ipNATs"}},
+		{"allowedSourcePrefixes masked", `"cni.projectcalico.org/allowedSourcePrefixes":"[\"192.168.7.9/24\",\"fd00:1::1/64\"]"`, dual,
+			[]string{`"allowSpoofedSourcePrefixes":["192.168.7.0/24","fd00:1::/64"]`}, nil},
+		{"empty allowedSourcePrefixes", `"cni.projectcalico.org/allowedSourcePrefixes":"[]"`, dual, nil, []string{"allowSpoofedSourcePrefixes"}},
+		{"hwAddr is the interface's, not the endpoint's", `"cni.projectcalico.org/hwAddr":"c2:b0:57:49:47:f1"`, dual, nil, []string{"mac", "c2:b0"}},
+	} {
+		r, ok, err := derive.PodToWorkloadEndpoint(pod(c.annotations, c.status))
+		if err != nil || !ok {
+			t.Errorf("%s: %v %v", c.name, ok, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(r.Model), w) {
+				t.Errorf("%s: %s lacks %s", c.name, r.Model, w)
+			}
+		}
+		for _, a := range c.absent {
+			if strings.Contains(string(r.Model), a) {
+				t.Errorf("%s: %s has %s", c.name, r.Model, a)
+			}
+		}
+	}
+	for _, c := range []struct{ name, annotations, want string }{
+		{"floatingIPs not JSON", `"cni.projectcalico.org/floatingIPs":"203.0.113.9"`, "cni.projectcalico.org/floatingIPs"},
+		{"floatingIPs not addresses", `"cni.projectcalico.org/floatingIPs":"[\"a.b\"]"`, `"a.b" is not an IP address`},
+		{"floatingIPs to a range", `"cni.projectcalico.org/podIPs":"10.0.0.0/24","cni.projectcalico.org/floatingIPs":"[\"203.0.113.9\"]"`, "10.0.0.0/24 is not a single address"},
+		{"allowedSourcePrefixes bare address", `"cni.projectcalico.org/allowedSourcePrefixes":"[\"192.168.7.9\"]"`, `cni.projectcalico.org/allowedSourcePrefixes: "192.168.7.9" is not a CIDR`},
+	} {
+		_, _, err := derive.PodToWorkloadEndpoint(pod(c.annotations, dual))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "pod n/p") {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
 	}
 }
