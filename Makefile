@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
 # -parallel 4: the e2e tests that run in parallel mostly wait (agents
 # converging, grace periods), so four at a time fit on two cores.
-TESTFLAGS ?= -timeout 20m -parallel 4
+TESTFLAGS ?= -timeout 30m -parallel 4
 # System packages the tests and the demo need, as "command:debian-package".
 SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables curl:curl
 # What only `make bench` needs on top.

@@ -20,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 GO="${GO:-go}"
-read -r -a flags <<<"${TESTFLAGS:--timeout 20m -parallel 4}"
+read -r -a flags <<<"${TESTFLAGS:--timeout 30m -parallel 4}"
 export CI="${CI:-true}" CGO_ENABLED=0
 module="$($GO list -m)"
 
