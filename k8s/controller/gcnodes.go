@@ -38,13 +38,9 @@ func (c *Controller) collectNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	kns, err := c.kube.ListNodes(ctx)
+	exists, err := c.kubeNodeNames(ctx)
 	if err != nil {
 		return err
-	}
-	exists := make(map[string]bool, len(kns))
-	for _, n := range kns {
-		exists[n.Metadata.Name] = true
 	}
 	orphans := map[string]*api.Node{}
 	var keys []string
@@ -160,4 +156,17 @@ func (c *Controller) releaseNodeAddrs(ctx context.Context, node string) error {
 		}
 	}
 	return nil
+}
+
+// kubeNodeNames is the set of the Kubernetes Nodes' names.
+func (c *Controller) kubeNodeNames(ctx context.Context) (map[string]bool, error) {
+	kns, err := c.kube.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(kns))
+	for _, n := range kns {
+		exists[n.Metadata.Name] = true
+	}
+	return exists, nil
 }

@@ -30,13 +30,9 @@ func (c *Controller) collectKDDNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing IPAM blocks: %w", err)
 	}
-	kns, err := c.kube.ListNodes(ctx)
+	exists, err := c.kubeNodeNames(ctx)
 	if err != nil {
 		return err
-	}
-	exists := make(map[string]bool, len(kns))
-	for _, n := range kns {
-		exists[n.Metadata.Name] = true
 	}
 	var orphans []string
 	for _, node := range ipamNodes(blocks) {
