@@ -46,9 +46,10 @@ func auditedAPI(tb testing.TB) (kubeapi.Option, *auditLog) {
 // kddBenchSides starts the two nodes: etcd (host index etcdIndex; the
 // plugin reads pods from the API and keeps Calico's data in an etcd of
 // the test's) and Kubernetes (kubeIndex; no etcd of ours, its apiserver
-// audited). Both have pool cidr (one /16 each: 10.<index>.0.0/16) and
-// namespace "bench"; agentArgs go to both agents.
-func kddBenchSides(b *testing.B, etcdIndex, kubeIndex int, agentArgs ...string) []*kddBenchSide {
+// audited). Both have a pool (one /16 each: 10.<index>.0.0/16) and
+// namespace "bench"; with controllers, each agent runs the controller
+// too (on etcd it copies Kubernetes NetworkPolicies into Calico's).
+func kddBenchSides(b *testing.B, etcdIndex, kubeIndex int, controllers bool) []*kddBenchSide {
 	b.Helper()
 	opt, audit := auditedAPI(b)
 	etcd := &kddBenchSide{name: "etcd", e: newKubeCNIEnv(b, etcdIndex)}
@@ -64,9 +65,14 @@ func kddBenchSides(b *testing.B, etcdIndex, kubeIndex int, agentArgs ...string) 
 		s.l = e.conflist(e.kubeconfig, "", `{"type":"calico-ipam"}`)
 	}
 	// The product's resync period (the harness's is shorter).
-	args := append([]string{"--resync-interval", "30s"}, agentArgs...)
-	etcd.agent = etcd.e.startAgent("node1", args...)
-	kube.agent = kube.e.startKDDAgent(b, kube.e.host.ns, "node1", kube.e.kubeconfig, kube.e.state, args...)
+	args := func(s *kddBenchSide) []string {
+		if controllers {
+			return []string{"--resync-interval", "30s", "--kube-controllers-kubeconfig", s.e.kubeconfig}
+		}
+		return []string{"--resync-interval", "30s"}
+	}
+	etcd.agent = etcd.e.startAgent("node1", args(etcd)...)
+	kube.agent = kube.e.startKDDAgent(b, kube.e.host.ns, "node1", kube.e.kubeconfig, kube.e.state, args(kube)...)
 	return sides
 }
 
@@ -195,7 +201,7 @@ func medianInt(xs []int) int {
 // and phase (default 100).
 func BenchmarkKDDCNI(b *testing.B) {
 	pods := kbEnvInt("KDD_BENCH_PODS", 100)
-	sides := kddBenchSides(b, 191, 192)
+	sides := kddBenchSides(b, 191, 192, false)
 	for _, s := range sides { // page cache, the first block claim
 		kddCNIPhase(b, []*kddBenchSide{s}, "warm-", 1)
 	}
