@@ -76,7 +76,8 @@ func kddBenchSides(b *testing.B, etcdIndex, kubeIndex int, controllers bool) []*
 	return sides
 }
 
-// idle waits until every side's agent is idle (agentProc.settle).
+// kddIdle waits until every running agent of sides is idle
+// (agentProc.settle): no dataplane work of an earlier call competes.
 func kddIdle(b *testing.B, sides []*kddBenchSide) {
 	for _, s := range sides {
 		if s.agent.cmd.ProcessState == nil {
@@ -101,10 +102,15 @@ func interleaved(sides []*kddBenchSide, n int, f func(i int, s *kddBenchSide)) {
 
 // kddCNIRun is one side's figures in one phase.
 type kddCNIRun struct {
-	add, del       []time.Duration
-	addReq, delReq []int // the apiserver's requests per call (Kubernetes)
-	addCalls       []apiCall
-	client         time.Duration // the plugin processes' CPU, summed
+	add, del kddCalls
+	client   time.Duration // the plugin processes' CPU for the ADDs, summed
+}
+
+// kddCalls are the figures of one verb's calls.
+type kddCalls struct {
+	times []time.Duration
+	reqs  []int     // the apiserver's requests per call (Kubernetes)
+	last  []apiCall // the last call's requests
 }
 
 // requestsOf is the number of requests among calls (watches, long
@@ -120,7 +126,7 @@ func requestsOf(calls []apiCall) int {
 }
 
 // kddCNIPhase ADDs pods (named prefix0000...) on every side, interleaved,
-// then DELs them, each call on idle agents.
+// then DELs them, each call on idle agents (both sides').
 func kddCNIPhase(b *testing.B, sides []*kddBenchSide, prefix string, pods int) map[string]*kddCNIRun {
 	runs := map[string]*kddCNIRun{}
 	rts := map[string][]*libcni.RuntimeConf{}
@@ -134,7 +140,7 @@ func kddCNIPhase(b *testing.B, sides []*kddBenchSide, prefix string, pods int) m
 		}
 	}
 	call := func(s *kddBenchSide, rt *libcni.RuntimeConf, add bool) (time.Duration, []apiCall) {
-		kddIdle(b, []*kddBenchSide{s})
+		kddIdle(b, sides)
 		if s.audit != nil {
 			s.audit.take(b)
 		}
@@ -142,9 +148,10 @@ func kddCNIPhase(b *testing.B, sides []*kddBenchSide, prefix string, pods int) m
 		var err error
 		if add {
 			var res *current.Result
-			res, err = s.e.add(s.l, rt)
-			if v4, _ := podAddrs(res); err == nil && v4 == "" {
-				err = fmt.Errorf("no address")
+			if res, err = s.e.add(s.l, rt); err == nil {
+				if v4, _ := podAddrs(res); v4 == "" {
+					err = fmt.Errorf("no address")
+				}
 			}
 		} else {
 			err = s.e.del(s.l, rt)
@@ -161,23 +168,19 @@ func kddCNIPhase(b *testing.B, sides []*kddBenchSide, prefix string, pods int) m
 		}
 		return d, s.audit.take(b)
 	}
-	interleaved(sides, pods, func(i int, s *kddBenchSide) {
-		d, calls := call(s, rts[s.name][i], true)
-		r := runs[s.name]
-		r.add = append(r.add, d)
-		if s.audit != nil {
-			r.addReq = append(r.addReq, requestsOf(calls))
-			r.addCalls = calls
-		}
-	})
-	interleaved(sides, pods, func(i int, s *kddBenchSide) {
-		d, calls := call(s, rts[s.name][i], false)
-		r := runs[s.name]
-		r.del = append(r.del, d)
-		if s.audit != nil {
-			r.delReq = append(r.delReq, requestsOf(calls))
-		}
-	})
+	for _, add := range []bool{true, false} {
+		interleaved(sides, pods, func(i int, s *kddBenchSide) {
+			d, calls := call(s, rts[s.name][i], add)
+			c := &runs[s.name].del
+			if add {
+				c = &runs[s.name].add
+			}
+			c.times = append(c.times, d)
+			if s.audit != nil {
+				c.reqs, c.last = append(c.reqs, requestsOf(calls)), calls
+			}
+		})
+	}
 	return runs
 }
 
@@ -231,27 +234,27 @@ func BenchmarkKDDCNI(b *testing.B) {
 			r := ph.runs[s.name]
 			apiADD, apiDEL := "-", "-"
 			if s.audit != nil {
-				apiADD, apiDEL = fmt.Sprint(medianInt(r.addReq)), fmt.Sprint(medianInt(r.delReq))
+				apiADD, apiDEL = fmt.Sprint(medianInt(r.add.reqs)), fmt.Sprint(medianInt(r.del.reqs))
 			}
 			fmt.Fprintf(&sb, "%-12s %-11s %8.1f %8.1f %8.1f %8.1f %8.1f %9s %9s\n", ph.name, s.name,
-				millis(quantile(r.add, .5)), millis(quantile(r.add, .99)), millis(quantile(r.del, .5)), millis(quantile(r.del, .99)),
+				millis(quantile(r.add.times, .5)), millis(quantile(r.add.times, .99)), millis(quantile(r.del.times, .5)), millis(quantile(r.del.times, .99)),
 				millis(r.client/time.Duration(pods)), apiADD, apiDEL)
 		}
 		e, k := ph.runs["etcd"], ph.runs["kubernetes"]
-		ratio := float64(quantile(k.add, .5)) / float64(quantile(e.add, .5))
+		ratio := float64(quantile(k.add.times, .5)) / float64(quantile(e.add.times, .5))
 		fmt.Fprintf(&sb, "%s: kubernetes/etcd ADD p50 %.2fx, ADD p99 %.2fx, DEL p50 %.2fx\n", ph.name, ratio,
-			float64(quantile(k.add, .99))/float64(quantile(e.add, .99)), float64(quantile(k.del, .5))/float64(quantile(e.del, .5)))
+			float64(quantile(k.add.times, .99))/float64(quantile(e.add.times, .99)), float64(quantile(k.del.times, .5))/float64(quantile(e.del.times, .5)))
 		key := map[string]string{"agent": "agent", "in-process": "inproc"}[ph.name]
-		b.ReportMetric(millis(quantile(e.add, .5)), key+"-etcd-add-p50-ms")
-		b.ReportMetric(millis(quantile(k.add, .5)), key+"-kdd-add-p50-ms")
+		b.ReportMetric(millis(quantile(e.add.times, .5)), key+"-etcd-add-p50-ms")
+		b.ReportMetric(millis(quantile(k.add.times, .5)), key+"-kdd-add-p50-ms")
 		b.ReportMetric(ratio, key+"-kdd/etcd-add-p50")
-		b.ReportMetric(float64(medianInt(k.addReq)), key+"-api-requests/add")
-		b.ReportMetric(float64(medianInt(k.delReq)), key+"-api-requests/del")
+		b.ReportMetric(float64(medianInt(k.add.reqs)), key+"-api-requests/add")
+		b.ReportMetric(float64(medianInt(k.del.reqs)), key+"-api-requests/del")
 	}
 	k := agent["kubernetes"]
 	fmt.Fprintf(&sb, "apiserver requests per ADD: ours %d (agent) / %d (in-process), Calico v3.32.1's %d; per DEL ours %d / %d, Calico's %d\n",
-		medianInt(k.addReq), medianInt(inproc["kubernetes"].addReq), calicoADD, medianInt(k.delReq), medianInt(inproc["kubernetes"].delReq), calicoDEL)
-	fmt.Fprintf(&sb, "the last ADD's requests (agent):\n  %s", strings.Join(lines(k.addCalls), "\n  "))
+		medianInt(k.add.reqs), medianInt(inproc["kubernetes"].add.reqs), calicoADD, medianInt(k.del.reqs), medianInt(inproc["kubernetes"].del.reqs), calicoDEL)
+	fmt.Fprintf(&sb, "the last ADD's requests (agent):\n  %s", strings.Join(lines(k.add.last), "\n  "))
 	b.Log(sb.String())
 	b.ReportMetric(float64(calicoADD), "calico-api-requests/add")
 }
