@@ -34,7 +34,7 @@ type auditLog struct {
 }
 
 // take returns the calls logged since the last take.
-func (a *auditLog) take(t *testing.T) []apiCall {
+func (a *auditLog) take(t testing.TB) []apiCall {
 	t.Helper()
 	f, err := os.Open(a.path)
 	if err != nil {
@@ -64,7 +64,7 @@ func (a *auditLog) take(t *testing.T) []apiCall {
 }
 
 // recordedCalls are the calls of a recorded operation (testdata/kdd/api-calls.json).
-func recordedCalls(t *testing.T, operation string) []apiCall {
+func recordedCalls(t testing.TB, operation string) []apiCall {
 	t.Helper()
 	b, err := os.ReadFile("testdata/kdd/api-calls.json")
 	if err != nil {

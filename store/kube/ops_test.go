@@ -33,6 +33,7 @@ func TestBackend(t *testing.T) {
 	t.Run("Refusals", func(t *testing.T) { checkRefusals(t, c.b) })
 	t.Run("Pages", func(t *testing.T) { checkPages(t, c) })
 	t.Run("NoDiscoveryOnV1", func(t *testing.T) { checkNoDiscovery(t, c) })
+	t.Run("ReadManyConcurrent", func(t *testing.T) { checkReadManyConcurrent(t, c) })
 }
 
 // sameModel fails unless got is want, but for metadata.uid: a resource's
