@@ -85,11 +85,15 @@ func (e *kubeCNIEnv) kddPod(t testing.TB, namespace, name, addr string, labels m
 	return p
 }
 
-// policyChains says whether the host has the ingress chain of the
-// Calico policy name in namespace.
-func (e *kubeCNIEnv) policyChain(t testing.TB, namespace, name string) bool {
-	chain := rules.PolicyChainName(rules.DirIngress, rules.PolicyKey{Namespace: namespace, Name: name})
-	return strings.Contains(mustNS(t, e.host.ns, "iptables-save", "-t", "filter"), ":"+chain+" ")
+// policyChains is the host's filter table and a test of whether it has
+// the ingress chain of the Calico policy name in namespace. The dump may
+// fail while the agent writes the table (nf_tables): callers retry.
+func (e *kubeCNIEnv) policyChains() (has func(namespace, name string) bool, err error) {
+	out, err := inNS(e.host.ns, "iptables-save", "-t", "filter")
+	return func(namespace, name string) bool {
+		chain := rules.PolicyChainName(rules.DirIngress, rules.PolicyKey{Namespace: namespace, Name: name})
+		return strings.Contains(out, ":"+chain+" ")
+	}, err
 }
 
 // TestKDDNode runs calico-node on the Kubernetes datastore: it starts,
@@ -135,7 +139,11 @@ func TestKDDNode(t *testing.T) {
 			"ports": []map[string]any{{"protocol": "TCP", "port": 8080}}}},
 	}))
 	eventually(t, 20*time.Second, "the chain of knp.default.web-8080", func() error {
-		if !e.policyChain(t, "shop", "knp.default.web-8080") {
+		has, err := e.policyChains()
+		if err != nil {
+			return err
+		}
+		if !has("shop", "knp.default.web-8080") {
 			return fmt.Errorf("no ingress chain for shop/knp.default.web-8080")
 		}
 		return nil
@@ -150,7 +158,11 @@ func TestKDDNode(t *testing.T) {
 	}))
 	e.do(t, http.MethodDelete, "/apis/networking.k8s.io/v1/namespaces/shop/networkpolicies/web-8080", nil, http.StatusOK)
 	eventually(t, 30*time.Second, "web-8080 gone, web-none in place after the restart", func() error {
-		if e.policyChain(t, "shop", "knp.default.web-8080") || !e.policyChain(t, "shop", "knp.default.web-none") {
+		has, err := e.policyChains()
+		if err != nil {
+			return err
+		}
+		if has("shop", "knp.default.web-8080") || !has("shop", "knp.default.web-none") {
 			return fmt.Errorf("chains not as the policies are")
 		}
 		return nil
