@@ -173,21 +173,33 @@ func migrateExport(ctx context.Context, c *store.Client, w, warn io.Writer) erro
 	return bw.Flush()
 }
 
-// exportKind writes every stored object of kind as a YAML document.
-func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string, renames map[string]string) error {
+// listRenamed lists every stored object of kind, node names renamed,
+// in export order.
+func listRenamed(ctx context.Context, c *store.Client, kind string, renames map[string]string) ([]store.Object, error) {
 	objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
 	if err != nil {
-		return fmt.Errorf("exporting %s: %w", kind, err)
+		return nil, fmt.Errorf("exporting %s: %w", kind, err)
 	}
 	for i := range objs {
 		if err := renameObject(&objs[i], renames); err != nil {
-			return err
+			return nil, err
 		}
+	}
+	sortObjects(objs)
+	return objs, nil
+}
+
+// exportKind writes every stored object of kind as a YAML document.
+func exportKind(ctx context.Context, c *store.Client, w io.Writer, kind string, renames map[string]string) error {
+	objs, err := listRenamed(ctx, c, kind, renames)
+	if err != nil {
+		return err
+	}
+	for i := range objs {
 		if err := editValue(&objs[i], clearServerMeta); err != nil {
 			return err
 		}
 	}
-	sortObjects(objs)
 	for _, o := range objs {
 		y, err := yaml.JSONToYAML(o.Value)
 		if err != nil {

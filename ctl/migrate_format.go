@@ -91,16 +91,10 @@ func writeClusterInfo(ctx context.Context, c *store.Client, w io.Writer) error {
 func writeIPAM(ctx context.Context, c *store.Client, w io.Writer, renames map[string]string) error {
 	var sec ipamSection
 	for _, kind := range ipamKinds {
-		objs, _, err := c.List(ctx, store.ListOptions{Kind: kind})
+		objs, err := listRenamed(ctx, c, kind, renames)
 		if err != nil {
-			return fmt.Errorf("exporting %s: %w", kind, err)
+			return err
 		}
-		for i := range objs {
-			if err := renameObject(&objs[i], renames); err != nil {
-				return err
-			}
-		}
-		sortObjects(objs)
 		for _, o := range objs {
 			key, err := etcdv3.EtcdKey(o.Key)
 			if err != nil {
