@@ -205,18 +205,7 @@ func settle(t *testing.T, c *cluster, v *view, s sample, rev model.Revision) (*g
 }
 
 func checkWatchResumes(t *testing.T, c *cluster) {
-	ss := affinities("wr-node", 4)
-	revs := createAll(t, c, ss)
-	opts := model.ListOptions{Kind: model.KindBlockAffinity, Node: "wr-node"}
-	v := startWatch(t, c, opts)
-	eventually(t, "the initial list", func() bool { _, synced, _ := v.state(); return synced == 1 })
-	g, rev := settle(t, c, v, ss[0], revs[ss[0].key])
-	revs[ss[0].key] = rev
-	lists := c.lists(t, "blockaffinities")
-	c.kapi.Restart(t)
-	ch := churn(t, c, ss, revs)
-	close(g.release)
-	eventually(t, "the changes made after the restart", func() bool { objs, _, _ := v.state(); return maps.Equal(objs, ch.final) })
+	v, ch, lists := watchAcrossRestart(t, c, "wr-node")
 	_, synced, bad := v.state()
 	if synced != 1 || len(bad) > 0 {
 		t.Errorf("synced %d times (want 1: resumed, not listed again), bad events %v", synced, bad)
@@ -269,9 +258,25 @@ func containsAll(got, want []model.Revision) bool {
 func TestWatchCachedRestart(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
-	ss := affinities("wc-node", 4)
+	v, _, lists := watchAcrossRestart(t, c, "wc-node")
+	_, synced, bad := v.state()
+	n := c.lists(t, "blockaffinities") - lists
+	t.Logf("after the restart: %d list requests, synced %d times", n, synced)
+	if len(bad) > 0 || n > 1 || synced != 1+n {
+		t.Errorf("%d list requests (want at most 1), synced %d times, bad events %v", n, synced, bad)
+	}
+}
+
+// watchAcrossRestart watches node's four affinities until the initial
+// list and one settled change are in, restarts the apiserver, changes
+// the affinities (creates, updates, deletes) and waits until the watch
+// shows the result. It returns the watch, the changes and the number of
+// list requests made before the restart.
+func watchAcrossRestart(t *testing.T, c *cluster, node string) (*view, churned, int) {
+	t.Helper()
+	ss := affinities(node, 4)
 	revs := createAll(t, c, ss)
-	v := startWatch(t, c, model.ListOptions{Kind: model.KindBlockAffinity, Node: "wc-node"})
+	v := startWatch(t, c, model.ListOptions{Kind: model.KindBlockAffinity, Node: node})
 	eventually(t, "the initial list", func() bool { _, synced, _ := v.state(); return synced == 1 })
 	g, rev := settle(t, c, v, ss[0], revs[ss[0].key])
 	revs[ss[0].key] = rev
@@ -279,11 +284,6 @@ func TestWatchCachedRestart(t *testing.T) {
 	c.kapi.Restart(t)
 	ch := churn(t, c, ss, revs)
 	close(g.release)
-	eventually(t, "the state after the restart", func() bool { objs, _, _ := v.state(); return maps.Equal(objs, ch.final) })
-	_, synced, bad := v.state()
-	n := c.lists(t, "blockaffinities") - lists
-	t.Logf("after the restart: %d list requests, synced %d times", n, synced)
-	if len(bad) > 0 || n > 1 || synced != 1+n {
-		t.Errorf("%d list requests (want at most 1), synced %d times, bad events %v", n, synced, bad)
-	}
+	eventually(t, "the changes made after the restart", func() bool { objs, _, _ := v.state(); return maps.Equal(objs, ch.final) })
+	return v, ch, lists
 }
