@@ -171,7 +171,7 @@ func (m *endpointManager) pruneGone() error {
 
 // pruneNeighbours deletes the permanent neighbours on link whose address
 // is not in keep.
-func pruneNeighbours(h *netlink.Handle, link netlink.Link, keep []netip.Addr) error {
+func pruneNeighbours(h nlOps, link netlink.Link, keep []netip.Addr) error {
 	have, err := h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("neighbours of %s: %w", link.Attrs().Name, err)
