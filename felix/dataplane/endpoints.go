@@ -10,8 +10,6 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/calico-aio/calico-aio/cni"
 )
 
 // LocalEndpoint is a local workload interface as the dataplane needs it.
@@ -31,7 +29,13 @@ type endpointManager struct {
 	pending map[string]bool // interfaces to (re)program
 	gone    map[string]bool // interfaces no longer desired: their permanent neighbours go
 	scanAll bool            // on resync: look for such interfaces among all workload links
-	inSync  bool            // nothing is removed before the datastore view is in sync
+	// verify holds the endpoints to read back in full (all at start-up
+	// and on the periodic resync); for the others the record (done)
+	// stands in for the kernel's state (endpoints_record.go).
+	verify  map[string]bool
+	started bool
+	done    map[string]epRecord
+	inSync  bool // nothing is removed before the datastore view is in sync
 	dirty   bool
 	procSys string // "/proc/sys"
 
@@ -42,6 +46,7 @@ type endpointManager struct {
 
 func newEndpointManager() *endpointManager {
 	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, gone: map[string]bool{}, procSys: "/proc/sys", dirty: true,
+		verify: map[string]bool{}, done: map[string]epRecord{},
 		prefixes: DefaultIfacePrefixes, nl: newNLHandle()}
 }
 
@@ -77,6 +82,9 @@ func (m *endpointManager) resyncAll() {
 	for name := range m.desired {
 		m.pending[name] = true
 	}
+	for name := range m.desired {
+		m.verify[name] = true
+	}
 	m.scanAll, m.dirty = true, true
 }
 
@@ -107,7 +115,11 @@ func (m *endpointManager) Apply() error {
 	names := make([]string, 0, len(m.pending))
 	for n := range m.pending {
 		names = append(names, n)
+		if !m.started {
+			m.verify[n] = true // what was there before this process
+		}
 	}
+	m.started = true
 	sort.Strings(names)
 	for _, name := range names {
 		ep := m.desired[name]
@@ -115,18 +127,11 @@ func (m *endpointManager) Apply() error {
 		if err != nil {
 			continue // not there yet: stays pending
 		}
-		before := len(errs)
-		for _, s := range cni.HostVethSysctls(name, false) {
-			if err := m.sysctl(s[0], s[1]); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := m.neighbours(link, ep); err != nil {
+		if err := m.program(link, ep); err != nil {
 			errs = append(errs, err)
+			continue
 		}
-		if len(errs) == before {
-			delete(m.pending, name)
-		}
+		delete(m.pending, name)
 	}
 	if m.inSync {
 		errs = append(errs, m.pruneGone())
@@ -139,6 +144,7 @@ func (m *endpointManager) Apply() error {
 // longer endpoints (the interface may outlive its endpoint), and on a
 // resync those of any cali* interface that is not one.
 func (m *endpointManager) pruneGone() error {
+	full := m.scanAll
 	if m.scanAll {
 		links, err := m.nl.h.LinkList()
 		if err != nil {
@@ -155,16 +161,21 @@ func (m *endpointManager) pruneGone() error {
 	var errs []error
 	for name := range m.gone {
 		link, err := m.nl.h.LinkByName(name)
-		if err == nil {
-			err = pruneNeighbours(m.nl.h, link, nil)
-		} else {
+		switch {
+		case err != nil:
 			err = nil // the interface went, and its neighbours with it
+		case full:
+			err = pruneNeighbours(m.nl.h, link, nil)
+		default:
+			err = m.dropRecorded(link, nil)
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		delete(m.gone, name)
+		delete(m.done, name)
+		delete(m.verify, name)
 	}
 	return errors.Join(errs...)
 }
