@@ -82,10 +82,17 @@ type qosManager struct {
 	fed map[string]int
 	// scanIfbs: on resync, look for ifb devices of ours no endpoint wants.
 	scanIfbs bool
+	// shaped holds the interfaces this process may have shaped; verify
+	// those to read back whatever they hold (all at start-up and on
+	// resync). A pending interface in neither holds nothing of ours: a
+	// new unshaped endpoint costs no qdisc listing.
+	shaped, verify map[string]bool
+	started        bool
 }
 
 func newQoSManager() *qosManager {
-	return &qosManager{desired: map[string]shaping{}, fed: map[string]int{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle()}
+	return &qosManager{desired: map[string]shaping{}, fed: map[string]int{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle(),
+		shaped: map[string]bool{}, verify: map[string]bool{}}
 }
 
 // SetDesired records the shaping of every local endpoint and marks those
@@ -121,7 +128,7 @@ func (m *qosManager) SetDesired(eps []LocalEndpoint, inSync bool) {
 // resyncAll reads every endpoint's qdisc back on the next Apply.
 func (m *qosManager) resyncAll() {
 	for name := range m.known {
-		m.pending[name] = true
+		m.pending[name], m.verify[name] = true, true
 	}
 	m.fed = map[string]int{} // re-attach the redirect programs
 	m.scanIfbs, m.dirty = true, true
@@ -144,18 +151,32 @@ func (m *qosManager) Apply() error {
 	sort.Strings(names)
 	var errs []error
 	for _, name := range names {
+		if !m.started {
+			m.verify[name] = true // what was there before this process
+		}
 		sh, want := m.desired[name]
 		if !want && !m.inSync {
 			continue // removals wait for the datastore view
+		}
+		if sh.in == nil && sh.out == nil && !m.shaped[name] && !m.verify[name] {
+			delete(m.pending, name) // nothing of ours there, nothing wanted
+			continue
 		}
 		if err := m.applyIface(name, sh); err != nil {
 			if !errors.Is(err, errNoLinkYet) {
 				errs = append(errs, err)
 			}
+			m.shaped[name] = true // it may hold part of it
 			continue
 		}
+		m.shaped[name] = sh.in != nil || sh.out != nil
+		if !m.shaped[name] {
+			delete(m.shaped, name)
+		}
 		delete(m.pending, name)
+		delete(m.verify, name)
 	}
+	m.started = true
 	if m.scanIfbs && m.inSync {
 		if err := m.pruneIfbs(); err != nil {
 			errs = append(errs, err)
