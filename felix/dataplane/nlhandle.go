@@ -34,6 +34,9 @@ type nlHandle struct {
 	// dataplane ran in when h was made), timeout what h was made with.
 	ns      netns.NsHandle
 	timeout time.Duration
+	// held: the dataplane's apply has made h ready and holds it so until
+	// it ends; the managers' ready calls then cost nothing.
+	held bool
 }
 
 // nlOps are the rtnetlink requests the managers make, as *netlink.Handle
@@ -71,7 +74,12 @@ func newNLHandle() *nlHandle { return &nlHandle{ns: netns.None()} }
 // ready makes h usable in the calling thread's namespace with the wanted
 // timeout; managers call it at the start of their apply and use h until
 // it returns.
-func (n *nlHandle) ready() error { return n.ensure(n.want) }
+func (n *nlHandle) ready() error {
+	if n.held {
+		return nil
+	}
+	return n.ensure(n.want)
+}
 
 // effectiveTimeout maps the Desired value to a socket timeout: 0 is the
 // default, negative none (0 on the socket: block).
