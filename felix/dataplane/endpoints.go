@@ -35,6 +35,9 @@ type endpointManager struct {
 	verify  map[string]bool
 	started bool
 	done    map[string]epRecord
+	// table is the neighbour table read back in this apply, by interface
+	// index (nil: not read).
+	table map[int][]netlink.Neigh
 	inSync  bool // nothing is removed before the datastore view is in sync
 	dirty   bool
 	procSys string // "/proc/sys"
@@ -111,6 +114,7 @@ func (m *endpointManager) Apply() error {
 	if err := m.nl.ready(); err != nil {
 		return err
 	}
+	defer func() { m.table = nil }()
 	var errs []error
 	names := make([]string, 0, len(m.pending))
 	for n := range m.pending {
@@ -165,7 +169,7 @@ func (m *endpointManager) pruneGone() error {
 		case err != nil:
 			err = nil // the interface went, and its neighbours with it
 		case full:
-			err = pruneNeighbours(m.nl.h, link, nil)
+			err = m.pruneNeighbours(link, nil)
 		default:
 			err = m.dropRecorded(link, nil)
 		}
@@ -180,13 +184,31 @@ func (m *endpointManager) pruneGone() error {
 	return errors.Join(errs...)
 }
 
+// neighboursOf is link's neighbour entries as read back in this apply: the
+// node's whole table is listed once per apply that reads any back (start-up,
+// resync), not once per interface.
+func (m *endpointManager) neighboursOf(link netlink.Link) ([]netlink.Neigh, error) {
+	if m.table == nil {
+		all, err := m.nl.h.NeighList(0, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil, fmt.Errorf("listing neighbours: %w", err)
+		}
+		m.table = map[int][]netlink.Neigh{}
+		for _, n := range all {
+			m.table[n.LinkIndex] = append(m.table[n.LinkIndex], n)
+		}
+	}
+	return m.table[link.Attrs().Index], nil
+}
+
 // pruneNeighbours deletes the permanent neighbours on link whose address
 // is not in keep.
-func pruneNeighbours(h nlOps, link netlink.Link, keep []netip.Addr) error {
-	have, err := h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+func (m *endpointManager) pruneNeighbours(link netlink.Link, keep []netip.Addr) error {
+	have, err := m.neighboursOf(link)
 	if err != nil {
-		return fmt.Errorf("neighbours of %s: %w", link.Attrs().Name, err)
+		return err
 	}
+	h := m.nl.h
 	var errs []error
 	for _, n := range have {
 		a, ok := netip.AddrFromSlice(n.IP)
@@ -207,11 +229,11 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 		if !m.inSync {
 			return nil
 		}
-		return pruneNeighbours(m.nl.h, link, nil) // no MAC known: leave ARP to the kernel
+		return m.pruneNeighbours(link, nil) // no MAC known: leave ARP to the kernel
 	}
-	have, err := m.nl.h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+	have, err := m.neighboursOf(link)
 	if err != nil {
-		return fmt.Errorf("neighbours of %s: %w", ep.Iface, err)
+		return err
 	}
 	var errs []error
 	for _, a := range ep.Addrs {
@@ -234,7 +256,7 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 		}
 	}
 	if m.inSync { // addresses the endpoint no longer has
-		errs = append(errs, pruneNeighbours(m.nl.h, link, ep.Addrs))
+		errs = append(errs, m.pruneNeighbours(link, ep.Addrs))
 	}
 	return errors.Join(errs...)
 }
