@@ -88,6 +88,9 @@ type qosManager struct {
 	// new unshaped endpoint costs no qdisc listing.
 	shaped, verify map[string]bool
 	started        bool
+	// qdiscs are the node's qdiscs by interface index, listed once in an
+	// apply that reads several interfaces back (nil: list per interface).
+	qdiscs map[int][]netlink.Qdisc
 }
 
 func newQoSManager() *qosManager {
@@ -150,6 +153,10 @@ func (m *qosManager) Apply() error {
 	}
 	sort.Strings(names)
 	var errs []error
+	if err := m.listQdiscs(names); err != nil {
+		return err
+	}
+	defer func() { m.qdiscs = nil }()
 	for _, name := range names {
 		if !m.started {
 			m.verify[name] = true // what was there before this process
@@ -219,9 +226,12 @@ func (m *qosManager) applyIface(name string, sh shaping) error {
 // is want (nil: not ours).
 func (m *qosManager) reconcile(link netlink.Link, want *netlink.Tbf) error {
 	name := link.Attrs().Name
-	qs, err := m.nl.h.QdiscList(link)
-	if err != nil {
-		return fmt.Errorf("qdiscs of %s: %w", name, err)
+	qs, ok := m.qdiscs[link.Attrs().Index]
+	if !ok {
+		var err error
+		if qs, err = m.nl.h.QdiscList(link); err != nil {
+			return fmt.Errorf("qdiscs of %s: %w", name, err)
+		}
 	}
 	var ours *netlink.Tbf
 	for _, q := range qs {
@@ -278,4 +288,28 @@ func tbfFor(tb TokenBucket, link netlink.Link) *netlink.Tbf {
 func ticks(size, rate uint64) uint32 {
 	usec := float64(size) * 1e6 / float64(rate)
 	return uint32(min(usec*netlink.TickInUsec(), maxTbfBuffer))
+}
+
+// listQdiscs lists the node's qdiscs once when more than one of the
+// interfaces names is read back in full (start-up, resync): each listing
+// is of the whole node.
+func (m *qosManager) listQdiscs(names []string) error {
+	n := 0
+	for _, name := range names {
+		if m.verify[name] || !m.started {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	all, err := m.nl.h.QdiscList(nil)
+	if err != nil {
+		return fmt.Errorf("listing qdiscs: %w", err)
+	}
+	m.qdiscs = map[int][]netlink.Qdisc{}
+	for _, q := range all {
+		m.qdiscs[q.Attrs().LinkIndex] = append(m.qdiscs[q.Attrs().LinkIndex], q)
+	}
+	return nil
 }
