@@ -37,7 +37,7 @@ type endpointManager struct {
 	done    map[string]epRecord
 	// table is the neighbour table read back in this apply, by interface
 	// index (nil: not read).
-	table map[int][]netlink.Neigh
+	table   map[int][]netlink.Neigh
 	inSync  bool // nothing is removed before the datastore view is in sync
 	dirty   bool
 	procSys string // "/proc/sys"
