@@ -80,13 +80,11 @@ func (m *endpointManager) SetDesired(eps []LocalEndpoint, inSync bool) {
 	m.dirty = m.dirty || len(m.pending) > 0 || len(m.gone) > 0
 }
 
-// resyncAll marks every endpoint for reprogramming (periodic resync).
+// resyncAll marks every endpoint for reprogramming, read back in full
+// (periodic resync).
 func (m *endpointManager) resyncAll() {
 	for name := range m.desired {
-		m.pending[name] = true
-	}
-	for name := range m.desired {
-		m.verify[name] = true
+		m.pending[name], m.verify[name] = true, true
 	}
 	m.scanAll, m.dirty = true, true
 }
