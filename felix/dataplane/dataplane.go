@@ -180,6 +180,9 @@ func (d *Dataplane) Apply(des Desired) error {
 	d.nl.want = des.NetlinkTimeout // a change replaces the socket now, not at the next netlink need
 	if err := d.nl.ready(); err != nil {
 		errs = append(errs, err)
+	} else {
+		d.nl.held = true // one namespace check per apply, not one per manager
+		defer func() { d.nl.held = false }()
 	}
 	d.fwd.SetDesired(des.Forwarding)
 	if err := d.fwd.Apply(); err != nil {

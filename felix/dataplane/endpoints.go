@@ -10,8 +10,6 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
-
-	"github.com/calico-aio/calico-aio/cni"
 )
 
 // LocalEndpoint is a local workload interface as the dataplane needs it.
@@ -31,7 +29,16 @@ type endpointManager struct {
 	pending map[string]bool // interfaces to (re)program
 	gone    map[string]bool // interfaces no longer desired: their permanent neighbours go
 	scanAll bool            // on resync: look for such interfaces among all workload links
-	inSync  bool            // nothing is removed before the datastore view is in sync
+	// verify holds the endpoints to read back in full (all at start-up
+	// and on the periodic resync); for the others the record (done)
+	// stands in for the kernel's state (endpoints_record.go).
+	verify  map[string]bool
+	started bool
+	done    map[string]epRecord
+	// table is the neighbour table read back in this apply, by interface
+	// index (nil: not read).
+	table   map[int][]netlink.Neigh
+	inSync  bool // nothing is removed before the datastore view is in sync
 	dirty   bool
 	procSys string // "/proc/sys"
 
@@ -42,6 +49,7 @@ type endpointManager struct {
 
 func newEndpointManager() *endpointManager {
 	return &endpointManager{desired: map[string]LocalEndpoint{}, pending: map[string]bool{}, gone: map[string]bool{}, procSys: "/proc/sys", dirty: true,
+		verify: map[string]bool{}, done: map[string]epRecord{},
 		prefixes: DefaultIfacePrefixes, nl: newNLHandle()}
 }
 
@@ -72,10 +80,11 @@ func (m *endpointManager) SetDesired(eps []LocalEndpoint, inSync bool) {
 	m.dirty = m.dirty || len(m.pending) > 0 || len(m.gone) > 0
 }
 
-// resyncAll marks every endpoint for reprogramming (periodic resync).
+// resyncAll marks every endpoint for reprogramming, read back in full
+// (periodic resync).
 func (m *endpointManager) resyncAll() {
 	for name := range m.desired {
-		m.pending[name] = true
+		m.pending[name], m.verify[name] = true, true
 	}
 	m.scanAll, m.dirty = true, true
 }
@@ -103,11 +112,16 @@ func (m *endpointManager) Apply() error {
 	if err := m.nl.ready(); err != nil {
 		return err
 	}
+	defer func() { m.table = nil }()
 	var errs []error
 	names := make([]string, 0, len(m.pending))
 	for n := range m.pending {
 		names = append(names, n)
+		if !m.started {
+			m.verify[n] = true // what was there before this process
+		}
 	}
+	m.started = true
 	sort.Strings(names)
 	for _, name := range names {
 		ep := m.desired[name]
@@ -115,18 +129,11 @@ func (m *endpointManager) Apply() error {
 		if err != nil {
 			continue // not there yet: stays pending
 		}
-		before := len(errs)
-		for _, s := range cni.HostVethSysctls(name, false) {
-			if err := m.sysctl(s[0], s[1]); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := m.neighbours(link, ep); err != nil {
+		if err := m.program(link, ep); err != nil {
 			errs = append(errs, err)
+			continue
 		}
-		if len(errs) == before {
-			delete(m.pending, name)
-		}
+		delete(m.pending, name)
 	}
 	if m.inSync {
 		errs = append(errs, m.pruneGone())
@@ -139,6 +146,7 @@ func (m *endpointManager) Apply() error {
 // longer endpoints (the interface may outlive its endpoint), and on a
 // resync those of any cali* interface that is not one.
 func (m *endpointManager) pruneGone() error {
+	full := m.scanAll
 	if m.scanAll {
 		links, err := m.nl.h.LinkList()
 		if err != nil {
@@ -155,27 +163,50 @@ func (m *endpointManager) pruneGone() error {
 	var errs []error
 	for name := range m.gone {
 		link, err := m.nl.h.LinkByName(name)
-		if err == nil {
-			err = pruneNeighbours(m.nl.h, link, nil)
-		} else {
+		switch {
+		case err != nil:
 			err = nil // the interface went, and its neighbours with it
+		case full:
+			err = m.pruneNeighbours(link, nil)
+		default:
+			err = m.dropRecorded(link, nil)
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		delete(m.gone, name)
+		delete(m.done, name)
+		delete(m.verify, name)
 	}
 	return errors.Join(errs...)
 }
 
+// neighboursOf is link's neighbour entries as read back in this apply: the
+// node's whole table is listed once per apply that reads any back (start-up,
+// resync), not once per interface.
+func (m *endpointManager) neighboursOf(link netlink.Link) ([]netlink.Neigh, error) {
+	if m.table == nil {
+		all, err := m.nl.h.NeighList(0, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil, fmt.Errorf("listing neighbours: %w", err)
+		}
+		m.table = map[int][]netlink.Neigh{}
+		for _, n := range all {
+			m.table[n.LinkIndex] = append(m.table[n.LinkIndex], n)
+		}
+	}
+	return m.table[link.Attrs().Index], nil
+}
+
 // pruneNeighbours deletes the permanent neighbours on link whose address
 // is not in keep.
-func pruneNeighbours(h *netlink.Handle, link netlink.Link, keep []netip.Addr) error {
-	have, err := h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+func (m *endpointManager) pruneNeighbours(link netlink.Link, keep []netip.Addr) error {
+	have, err := m.neighboursOf(link)
 	if err != nil {
-		return fmt.Errorf("neighbours of %s: %w", link.Attrs().Name, err)
+		return err
 	}
+	h := m.nl.h
 	var errs []error
 	for _, n := range have {
 		a, ok := netip.AddrFromSlice(n.IP)
@@ -196,11 +227,11 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 		if !m.inSync {
 			return nil
 		}
-		return pruneNeighbours(m.nl.h, link, nil) // no MAC known: leave ARP to the kernel
+		return m.pruneNeighbours(link, nil) // no MAC known: leave ARP to the kernel
 	}
-	have, err := m.nl.h.NeighList(link.Attrs().Index, netlink.FAMILY_ALL)
+	have, err := m.neighboursOf(link)
 	if err != nil {
-		return fmt.Errorf("neighbours of %s: %w", ep.Iface, err)
+		return err
 	}
 	var errs []error
 	for _, a := range ep.Addrs {
@@ -223,7 +254,7 @@ func (m *endpointManager) neighbours(link netlink.Link, ep LocalEndpoint) error 
 		}
 	}
 	if m.inSync { // addresses the endpoint no longer has
-		errs = append(errs, pruneNeighbours(m.nl.h, link, ep.Addrs))
+		errs = append(errs, m.pruneNeighbours(link, ep.Addrs))
 	}
 	return errors.Join(errs...)
 }

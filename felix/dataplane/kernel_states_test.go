@@ -250,7 +250,8 @@ func TestDataplaneStateSequence(t *testing.T) {
 }
 
 // Drift made by others is repaired by Resync + Apply: rules, a chain's
-// rules, our hook, set members, routes, a blackhole and neighbours removed
+// rules, our hook, set members, routes, a blackhole, a host veth sysctl
+// and neighbours removed
 // by hand come back; a rule, a set member and a route added by hand where
 // we own the object go. What is not ours (a
 // rule in a built-in chain, a chain, a set, a route of another protocol)
@@ -292,6 +293,7 @@ func TestDataplaneRepairsDrift(t *testing.T) {
 		{ip, "route", "del", "10.65.1.0/26"},
 		{ip, "route", "add", "10.65.0.77/32", "dev", "calitest2", "proto", "80"},
 		{ip, "neigh", "del", "10.65.0.4", "dev", "calitest3"},
+		{"sh", "-c", "echo 0 > /proc/sys/net/ipv4/conf/calitest2/proxy_arp"}, // a host veth sysctl
 	}
 	for _, d := range append(foreign, drift...) {
 		run(t, nd.ns, d[0], d[1:]...)

@@ -1,8 +1,10 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -20,7 +22,11 @@ const DefaultNetlinkTimeout = 10 * time.Second
 // timeout is its own. Every manager holds the same *nlHandle and calls
 // through h; only the dataplane's goroutine replaces h, between steps.
 type nlHandle struct {
-	h *netlink.Handle
+	h nlOps
+	// raw is the library's handle behind h (its socket's options).
+	raw *netlink.Handle
+	// wrap, when set, wraps each new handle (tests count requests).
+	wrap func(nlOps) nlOps
 	// want is the timeout asked for (Desired.NetlinkTimeout); ready
 	// makes h match it.
 	want time.Duration
@@ -28,6 +34,39 @@ type nlHandle struct {
 	// dataplane ran in when h was made), timeout what h was made with.
 	ns      netns.NsHandle
 	timeout time.Duration
+	// held: the dataplane's apply has made h ready and holds it so until
+	// it ends; the managers' ready calls then cost nothing.
+	held bool
+}
+
+// nlOps are the rtnetlink requests the managers make, as *netlink.Handle
+// has them; nlHandle.wrap may put a wrapper in between.
+type nlOps interface {
+	AddrAdd(link netlink.Link, addr *netlink.Addr) error
+	AddrDel(link netlink.Link, addr *netlink.Addr) error
+	AddrList(link netlink.Link, family int) ([]netlink.Addr, error)
+	FilterDel(filter netlink.Filter) error
+	FilterList(link netlink.Link, parent uint32) ([]netlink.Filter, error)
+	FilterReplace(filter netlink.Filter) error
+	LinkAdd(link netlink.Link) error
+	LinkByIndex(index int) (netlink.Link, error)
+	LinkByName(name string) (netlink.Link, error)
+	LinkDel(link netlink.Link) error
+	LinkList() ([]netlink.Link, error)
+	LinkSetHardwareAddr(link netlink.Link, hwaddr net.HardwareAddr) error
+	LinkSetMTU(link netlink.Link, mtu int) error
+	LinkSetUp(link netlink.Link) error
+	NeighDel(neigh *netlink.Neigh) error
+	NeighList(linkIndex, family int) ([]netlink.Neigh, error)
+	NeighSet(neigh *netlink.Neigh) error
+	QdiscAdd(qdisc netlink.Qdisc) error
+	QdiscDel(qdisc netlink.Qdisc) error
+	QdiscList(link netlink.Link) ([]netlink.Qdisc, error)
+	QdiscReplace(qdisc netlink.Qdisc) error
+	RouteAdd(route *netlink.Route) error
+	RouteDel(route *netlink.Route) error
+	RouteReplace(route *netlink.Route) error
+	RouteListFiltered(family int, filter *netlink.Route, filterMask uint64) ([]netlink.Route, error)
 }
 
 func newNLHandle() *nlHandle { return &nlHandle{ns: netns.None()} }
@@ -35,7 +74,12 @@ func newNLHandle() *nlHandle { return &nlHandle{ns: netns.None()} }
 // ready makes h usable in the calling thread's namespace with the wanted
 // timeout; managers call it at the start of their apply and use h until
 // it returns.
-func (n *nlHandle) ready() error { return n.ensure(n.want) }
+func (n *nlHandle) ready() error {
+	if n.held {
+		return nil
+	}
+	return n.ensure(n.want)
+}
 
 // effectiveTimeout maps the Desired value to a socket timeout: 0 is the
 // default, negative none (0 on the socket: block).
@@ -80,16 +124,19 @@ func (n *nlHandle) ensure(timeout time.Duration) error {
 		slog.Info("netlink handle replaced", "netlinkTimeout", timeout, "was", n.timeout)
 	}
 	n.close()
-	n.h, n.ns, n.timeout = h, cur, timeout
+	n.h, n.raw, n.ns, n.timeout = h, h, cur, timeout
+	if n.wrap != nil {
+		n.h = n.wrap(h)
+	}
 	return nil
 }
 
 // close releases the socket.
 func (n *nlHandle) close() {
 	if n.h != nil {
-		n.h.Close()
+		n.raw.Close()
 		_ = n.ns.Close()
-		n.h, n.ns = nil, netns.None()
+		n.h, n.raw, n.ns = nil, nil, netns.None()
 	}
 }
 
@@ -100,4 +147,26 @@ func (d *Dataplane) NetlinkTimeout() time.Duration {
 		return 0
 	}
 	return d.nl.timeout
+}
+
+// routesOn lists the main table's routes of family fam that leave through
+// the interface with index link. With the socket's strict checking on for
+// the request, the kernel sends only those (without it, every route of
+// the table, filtered here): one interface's routes cost what that
+// interface has, not what the node has.
+func (n *nlHandle) routesOn(fam, link int) ([]netlink.Route, error) {
+	if err := n.raw.SetStrictCheck(true); err != nil {
+		return nil, fmt.Errorf("netlink strict checking: %w", err)
+	}
+	defer func() { _ = n.raw.SetStrictCheck(false) }()
+	var err error
+	for i := 0; i < 5; i++ {
+		var rs []netlink.Route
+		rs, err = n.h.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_MAIN, LinkIndex: link},
+			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_OIF)
+		if err == nil || !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return rs, err
+		}
+	}
+	return nil, fmt.Errorf("route dump of interface %d: %w", link, err)
 }

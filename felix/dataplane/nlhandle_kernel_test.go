@@ -120,7 +120,7 @@ func TestConfigNetlinkTimeoutLive(t *testing.T) {
 			t.Fatalf("our rtnetlink sockets in the namespace: %v, want one new one (was %s)", socks, last)
 		}
 		last = socks[0]
-		if got := handleTimeouts(t, dp.nl.h); len(got) != 1 || got[0] != [2]time.Duration{want, want} {
+		if got := handleTimeouts(t, dp.nl.raw); len(got) != 1 || got[0] != [2]time.Duration{want, want} {
 			t.Fatalf("the handle's (send, receive) timeouts: %v, want %s", got, want)
 		}
 		if d := netlink.GetSocketTimeout(); d != 60*time.Second {

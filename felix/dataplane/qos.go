@@ -82,10 +82,20 @@ type qosManager struct {
 	fed map[string]int
 	// scanIfbs: on resync, look for ifb devices of ours no endpoint wants.
 	scanIfbs bool
+	// shaped holds the interfaces this process may have shaped; verify
+	// those to read back whatever they hold (all at start-up and on
+	// resync). A pending interface in neither holds nothing of ours: a
+	// new unshaped endpoint costs no qdisc listing.
+	shaped, verify map[string]bool
+	started        bool
+	// qdiscs are the node's qdiscs by interface index, listed once in an
+	// apply that reads several interfaces back (nil: list per interface).
+	qdiscs map[int][]netlink.Qdisc
 }
 
 func newQoSManager() *qosManager {
-	return &qosManager{desired: map[string]shaping{}, fed: map[string]int{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle()}
+	return &qosManager{desired: map[string]shaping{}, fed: map[string]int{}, known: map[string]bool{}, pending: map[string]bool{}, nl: newNLHandle(),
+		shaped: map[string]bool{}, verify: map[string]bool{}}
 }
 
 // SetDesired records the shaping of every local endpoint and marks those
@@ -121,7 +131,7 @@ func (m *qosManager) SetDesired(eps []LocalEndpoint, inSync bool) {
 // resyncAll reads every endpoint's qdisc back on the next Apply.
 func (m *qosManager) resyncAll() {
 	for name := range m.known {
-		m.pending[name] = true
+		m.pending[name], m.verify[name] = true, true
 	}
 	m.fed = map[string]int{} // re-attach the redirect programs
 	m.scanIfbs, m.dirty = true, true
@@ -143,19 +153,37 @@ func (m *qosManager) Apply() error {
 	}
 	sort.Strings(names)
 	var errs []error
+	if err := m.listQdiscs(names); err != nil {
+		return err
+	}
+	defer func() { m.qdiscs = nil }()
 	for _, name := range names {
+		if !m.started {
+			m.verify[name] = true // what was there before this process
+		}
 		sh, want := m.desired[name]
 		if !want && !m.inSync {
 			continue // removals wait for the datastore view
+		}
+		if sh.in == nil && sh.out == nil && !m.shaped[name] && !m.verify[name] {
+			delete(m.pending, name) // nothing of ours there, nothing wanted
+			continue
 		}
 		if err := m.applyIface(name, sh); err != nil {
 			if !errors.Is(err, errNoLinkYet) {
 				errs = append(errs, err)
 			}
+			m.shaped[name] = true // it may hold part of it
 			continue
 		}
+		m.shaped[name] = sh.in != nil || sh.out != nil
+		if !m.shaped[name] {
+			delete(m.shaped, name)
+		}
 		delete(m.pending, name)
+		delete(m.verify, name)
 	}
+	m.started = true
 	if m.scanIfbs && m.inSync {
 		if err := m.pruneIfbs(); err != nil {
 			errs = append(errs, err)
@@ -198,9 +226,12 @@ func (m *qosManager) applyIface(name string, sh shaping) error {
 // is want (nil: not ours).
 func (m *qosManager) reconcile(link netlink.Link, want *netlink.Tbf) error {
 	name := link.Attrs().Name
-	qs, err := m.nl.h.QdiscList(link)
-	if err != nil {
-		return fmt.Errorf("qdiscs of %s: %w", name, err)
+	qs, ok := m.qdiscs[link.Attrs().Index]
+	if !ok {
+		var err error
+		if qs, err = m.nl.h.QdiscList(link); err != nil {
+			return fmt.Errorf("qdiscs of %s: %w", name, err)
+		}
 	}
 	var ours *netlink.Tbf
 	for _, q := range qs {
@@ -257,4 +288,28 @@ func tbfFor(tb TokenBucket, link netlink.Link) *netlink.Tbf {
 func ticks(size, rate uint64) uint32 {
 	usec := float64(size) * 1e6 / float64(rate)
 	return uint32(min(usec*netlink.TickInUsec(), maxTbfBuffer))
+}
+
+// listQdiscs lists the node's qdiscs once when more than one of the
+// interfaces names is read back in full (start-up, resync): each listing
+// is of the whole node.
+func (m *qosManager) listQdiscs(names []string) error {
+	n := 0
+	for _, name := range names {
+		if m.verify[name] || !m.started {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	all, err := m.nl.h.QdiscList(nil)
+	if err != nil {
+		return fmt.Errorf("listing qdiscs: %w", err)
+	}
+	m.qdiscs = map[int][]netlink.Qdisc{}
+	for _, q := range all {
+		m.qdiscs[q.Attrs().LinkIndex] = append(m.qdiscs[q.Attrs().LinkIndex], q)
+	}
+	return nil
 }

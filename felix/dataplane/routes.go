@@ -87,11 +87,15 @@ func (t RouteTarget) String() string {
 // default), which it removes only after a grace period and only once the
 // datastore view is in sync. It never reads any table but main.
 type routeManager struct {
-	desired   map[netip.Prefix]RouteTarget
+	desired map[netip.Prefix]RouteTarget
+	// dirty: the next Apply reads the whole table back (start-up, resync,
+	// a device or setting change, a failure). Otherwise only the
+	// interfaces in touched are read back (routes_incr.go).
 	dirty     bool
+	touched   map[string]bool
 	inSync    bool
 	grace     time.Duration
-	strangers map[netip.Prefix]time.Time // foreign routes on cali* interfaces, first seen
+	strangers map[netip.Prefix]stranger // foreign routes on cali* interfaces
 	// keepForeign leaves foreign routes on cali* interfaces alone
 	// (FelixConfiguration removeExternalRoutes false).
 	keepForeign bool
@@ -116,7 +120,7 @@ type routeManager struct {
 }
 
 func newRouteManager(grace time.Duration) *routeManager {
-	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]time.Time{},
+	return &routeManager{desired: map[netip.Prefix]RouteTarget{}, grace: grace, strangers: map[netip.Prefix]stranger{}, touched: map[string]bool{},
 		known: map[string]bool{}, now: time.Now, dirty: true,
 		devProto: rtproto.Workload, devProtos: map[int]bool{rtproto.Workload: true}, prefixes: DefaultIfacePrefixes, nl: newNLHandle()}
 }
@@ -131,27 +135,18 @@ func (m *routeManager) SetDesired(d map[netip.Prefix]RouteTarget, inSync bool) {
 			d[p] = t
 		}
 	}
-	if !m.dirty && inSync == m.inSync && sameRoutes(m.desired, d) {
+	if inSync != m.inSync {
+		m.dirty = true
+	}
+	if !m.dirty && !m.noteChanges(d) {
 		return
 	}
-	m.desired, m.inSync, m.dirty = d, inSync, true
+	m.desired, m.inSync = d, inSync
 	for _, t := range d {
 		if m.prefixes.Match(t.Iface) {
 			m.known[t.Iface] = true
 		}
 	}
-}
-
-func sameRoutes(a, b map[netip.Prefix]RouteTarget) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for p, t := range a {
-		if u, ok := b[p]; !ok || !sameTarget(t, u) || t.protocol() != u.protocol() || t.Metric != u.Metric {
-			return false
-		}
-	}
-	return true
 }
 
 // kernelRoute is a route we read back.
@@ -177,49 +172,62 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range routes {
-			if r.Dst == nil || r.Table != syscall.RT_TABLE_MAIN {
-				continue
-			}
-			p, ok := toPrefix(r.Dst)
-			if !ok {
-				continue
-			}
-			kr := kernelRoute{route: r, proto: int(r.Protocol)}
-			switch {
-			case r.Type == syscall.RTN_BLACKHOLE:
-				kr.target.Blackhole = true
-			case r.LinkIndex != 0 && r.Gw == nil && len(r.MultiPath) == 0:
-				kr.target.Iface = names[r.LinkIndex]
-				if a, ok := netip.AddrFromSlice(r.Src); ok {
-					kr.target.Src = a.Unmap()
-				}
-			case r.LinkIndex != 0 && r.Gw != nil && r.Flags&unix.RTNH_F_ONLINK != 0:
-				a, _ := netip.AddrFromSlice(r.Gw)
-				kr.target = RouteTarget{Iface: names[r.LinkIndex], Via: []netip.Addr{a.Unmap()}, OnLink: true}
-			default:
-				if a, ok := netip.AddrFromSlice(r.Gw); ok {
-					kr.target.Via = append(kr.target.Via, a.Unmap())
-				}
-				for _, nh := range r.MultiPath {
-					if a, ok := netip.AddrFromSlice(nh.Gw); ok {
-						kr.target.Via = append(kr.target.Via, a.Unmap())
-					}
-				}
-				sort.Slice(kr.target.Via, func(i, j int) bool { return kr.target.Via[i].Less(kr.target.Via[j]) })
-			}
-			kr.target.Metric = r.Priority
-			if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
-				continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
-			}
-			m.keepOne(out, p, kr)
-		}
+		m.collect(out, routes, names)
 	}
 	return out, nil
 }
 
+// collect records in out the routes of the manager's (and foreign ones on
+// workload interfaces) among routes; names maps interface indexes to
+// names.
+func (m *routeManager) collect(out map[netip.Prefix]kernelRoute, routes []netlink.Route, names map[int]string) {
+	for _, r := range routes {
+		if r.Dst == nil || r.Table != syscall.RT_TABLE_MAIN {
+			continue
+		}
+		p, ok := toPrefix(r.Dst)
+		if !ok {
+			continue
+		}
+		kr := kernelRoute{route: r, proto: int(r.Protocol), target: readTarget(r, names)}
+		if !m.ours(kr.proto, kr.target.Iface, p) && !m.foreignOnWorkload(kr.proto, kr.target.Iface) {
+			continue // someone else's, or the kernel's own (the IPv6 link-local prefix route)
+		}
+		m.keepOne(out, p, kr)
+	}
+}
+
+// readTarget is where a kernel route goes, as a RouteTarget.
+func readTarget(r netlink.Route, names map[int]string) RouteTarget {
+	var t RouteTarget
+	switch {
+	case r.Type == syscall.RTN_BLACKHOLE:
+		t.Blackhole = true
+	case r.LinkIndex != 0 && r.Gw == nil && len(r.MultiPath) == 0:
+		t.Iface = names[r.LinkIndex]
+		if a, ok := netip.AddrFromSlice(r.Src); ok {
+			t.Src = a.Unmap()
+		}
+	case r.LinkIndex != 0 && r.Gw != nil && r.Flags&unix.RTNH_F_ONLINK != 0:
+		a, _ := netip.AddrFromSlice(r.Gw)
+		t = RouteTarget{Iface: names[r.LinkIndex], Via: []netip.Addr{a.Unmap()}, OnLink: true}
+	default:
+		if a, ok := netip.AddrFromSlice(r.Gw); ok {
+			t.Via = append(t.Via, a.Unmap())
+		}
+		for _, nh := range r.MultiPath {
+			if a, ok := netip.AddrFromSlice(nh.Gw); ok {
+				t.Via = append(t.Via, a.Unmap())
+			}
+		}
+		sort.Slice(t.Via, func(i, j int) bool { return t.Via[i].Less(t.Via[j]) })
+	}
+	t.Metric = r.Priority
+	return t
+}
+
 // listRoutes dumps routes, retrying an interrupted dump.
-func listRoutes(h *netlink.Handle, fam int) ([]netlink.Route, error) {
+func listRoutes(h nlOps, fam int) ([]netlink.Route, error) {
 	var err error
 	for i := 0; i < 5; i++ {
 		var rs []netlink.Route
@@ -243,23 +251,46 @@ func toPrefix(n *net.IPNet) (netip.Prefix, bool) {
 func sameTarget(a, b RouteTarget) bool { return a.String() == b.String() }
 
 // Apply reconciles: adds and replaces first, deletes after, all errors
-// joined; failures leave the manager dirty for the next apply.
+// joined; failures leave the manager dirty for the next apply. A dirty
+// manager reads the whole table back; otherwise only the interfaces whose
+// routes changed are (routes_incr.go).
 func (m *routeManager) Apply() error {
-	if !m.dirty && len(m.strangers) == 0 {
+	if !m.dirty && len(m.touched) == 0 && len(m.strangers) == 0 {
 		return nil
 	}
 	if err := m.nl.ready(); err != nil {
 		return err
 	}
-	kernel, err := m.readKernel()
+	var kernel map[netip.Prefix]kernelRoute
+	var keys []netip.Prefix
+	var err error
+	if m.dirty {
+		kernel, err = m.readKernel()
+		for p := range m.desired {
+			keys = append(keys, p)
+		}
+	} else {
+		kernel, keys, err = m.readTouched()
+	}
 	if err != nil {
+		m.dirty = true // read it all back next time
 		return err
 	}
-	var errs []error
-	keys := make([]netip.Prefix, 0, len(m.desired))
-	for p := range m.desired {
-		keys = append(keys, p)
+	errs := m.reconcile(kernel, keys)
+	if m.dirty {
+		m.forget(kernel, nil)
+	} else {
+		m.forget(kernel, m.touched)
 	}
+	clear(m.touched)
+	m.dirty = len(errs) > 0
+	return errors.Join(errs...)
+}
+
+// reconcile makes the routes of keys (desired prefixes) what they should
+// be, then removes the routes read back (kernel) that are not desired.
+func (m *routeManager) reconcile(kernel map[netip.Prefix]kernelRoute, keys []netip.Prefix) []error {
+	var errs []error
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, p := range keys {
 		want := m.desired[p]
@@ -296,10 +327,10 @@ func (m *routeManager) Apply() error {
 		if !ours || (m.prefixes.Match(have.target.Iface) && !m.known[have.target.Iface]) {
 			first, seen := m.strangers[p]
 			if !seen {
-				m.strangers[p] = now
+				m.strangers[p] = stranger{since: now, iface: have.target.Iface}
 				continue
 			}
-			if now.Sub(first) < m.grace {
+			if now.Sub(first.since) < m.grace {
 				continue
 			}
 		}
@@ -308,15 +339,14 @@ func (m *routeManager) Apply() error {
 		}
 		delete(m.strangers, p)
 	}
-	m.forget(kernel)
-	m.dirty = len(errs) > 0
-	return errors.Join(errs...)
+	return errs
 }
 
 // forget drops the known interfaces that neither a desired nor a kernel
 // route names any more (their pods are gone; a name reused later is a new
-// pod's).
-func (m *routeManager) forget(kernel map[netip.Prefix]kernelRoute) {
+// pod's), and the strangers whose routes went. Only the interfaces in
+// read are looked at (nil: all, the whole table was read).
+func (m *routeManager) forget(kernel map[netip.Prefix]kernelRoute, read map[string]bool) {
 	in := map[string]bool{}
 	for _, r := range kernel {
 		in[r.target.Iface] = true
@@ -325,8 +355,13 @@ func (m *routeManager) forget(kernel map[netip.Prefix]kernelRoute) {
 		in[t.Iface] = true
 	}
 	for name := range m.known {
-		if !in[name] {
+		if !in[name] && (read == nil || read[name]) {
 			delete(m.known, name)
+		}
+	}
+	for p, st := range m.strangers {
+		if _, there := kernel[p]; !there && (read == nil || read[st.iface]) {
+			delete(m.strangers, p)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // netlink handle (nlhandle.go).
 
 // ensureMTUUp gives the tunnel device l (named name) its MTU and sets it up.
-func ensureMTUUp(h *netlink.Handle, l netlink.Link, name string, mtu int) []error {
+func ensureMTUUp(h nlOps, l netlink.Link, name string, mtu int) []error {
 	var errs []error
 	if l.Attrs().MTU != mtu {
 		if err := h.LinkSetMTU(l, mtu); err != nil {
@@ -32,7 +32,7 @@ func ensureMTUUp(h *netlink.Handle, l netlink.Link, name string, mtu int) []erro
 // ensureOnlyAddr leaves exactly want, as a host prefix (/32, /128), among
 // the addresses of family fam on the tunnel device l (and the kernel's IPv6
 // link-local address); an invalid want removes them all.
-func ensureOnlyAddr(h *netlink.Handle, l netlink.Link, name string, fam int, want netip.Addr) error {
+func ensureOnlyAddr(h nlOps, l netlink.Link, name string, fam int, want netip.Addr) error {
 	addrs, err := h.AddrList(l, fam)
 	if err != nil {
 		return fmt.Errorf("%s: listing addresses: %w", name, err)

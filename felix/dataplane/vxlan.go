@@ -114,7 +114,7 @@ func family(addr netip.Addr) int {
 }
 
 // parentLink is the interface holding addr (nil when none does).
-func parentLink(h *netlink.Handle, addr netip.Addr) netlink.Link {
+func parentLink(h nlOps, addr netip.Addr) netlink.Link {
 	addrs, err := h.AddrList(nil, family(addr))
 	if err != nil {
 		return nil
