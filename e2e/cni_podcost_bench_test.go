@@ -185,14 +185,8 @@ func podCostSizes(b *testing.B) (few, full, samples int) {
 // DEL as a ratio to the 10-pod one.
 func BenchmarkCNIPodCost(b *testing.B) {
 	few, full, samples := podCostSizes(b)
-	e := newCNIEnv(b, 32)
-	referencePlugins(b, e.bin)
-	createPool(b, e.cl, "podcost", "10.112.0.0/16", 26)
-	floor := newExecFloor(b)
 	// 0: every refresh interval at the product's default.
-	agent := e.startAgent("node1", "--resync-interval", "0")
-	ours := e.conflist("1.0.0", "podcost", e.calicoPlugin("node1", ""))
-	ptp := e.conflist("1.0.0", "ptp", fmt.Sprintf(`{"type":"ptp","ipam":{"type":"host-local","subnet":"10.113.0.0/16","dataDir":%q}}`, e.state+"/hl"))
+	e, floor, agent, ours, ptp := newCNIBench(b, 32, "0")
 	r := &podCostRig{b: b, e: e, agent: agent, vs: []cniVariant{
 		{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}}
 	warm(b, e, r.vs)
