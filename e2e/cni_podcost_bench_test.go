@@ -40,7 +40,8 @@ type podCostRig struct {
 	e     *cniEnv
 	agent *agentProc
 	vs    []cniVariant
-	seq   int // container IDs stay unique over the whole run
+	floor *execFloor // run once per sample
+	seq   int        // container IDs stay unique over the whole run
 }
 
 // idle waits for the agent to be idle (no-op without one) and returns its
@@ -95,6 +96,7 @@ func (r *podCostRig) measure(n int) []podCost {
 		out[j].name = v.name
 	}
 	for i := 0; i < n; i++ {
+		r.floor.run(r.b)
 		rts := make([]*libcni.RuntimeConf, len(r.vs))
 		for j, v := range r.vs {
 			rts[j] = r.pod(v)
@@ -187,14 +189,13 @@ func BenchmarkCNIPodCost(b *testing.B) {
 	few, full, samples := podCostSizes(b)
 	// 0: every refresh interval at the product's default.
 	e, floor, agent, ours, ptp := newCNIBench(b, 32, "0")
-	r := &podCostRig{b: b, e: e, agent: agent, vs: []cniVariant{
+	r := &podCostRig{b: b, e: e, agent: agent, floor: floor, vs: []cniVariant{
 		{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}}
 	warm(b, e, r.vs)
 
 	phases := []podCostPhase{}
 	for _, pods := range []int{few, full} {
 		r.fill(len(e.hostLinks()), pods)
-		floor.run(b)
 		phases = append(phases, podCostPhase{fmt.Sprintf("at%d", pods), fmt.Sprintf("%d pods, agent running", pods), r.measure(samples), neighbourEntries()})
 	}
 	served := agent.servedCalls()
@@ -253,6 +254,8 @@ func reportPodCost(b *testing.B, key string, o, p podCost) {
 	b.ReportMetric(ratio(o.del.cpu(), p.del.cpu()), key+"-cpu/del-ratio")
 	b.ReportMetric(millis(o.add.p50()), key+"-add-p50-ms")
 	b.ReportMetric(ratio(o.add.p50(), p.add.p50()), key+"-add-p50-ratio")
+	b.ReportMetric(millis(o.del.p50()), key+"-del-p50-ms")
+	b.ReportMetric(ratio(o.del.p50(), p.del.p50()), key+"-del-p50-ratio")
 	b.ReportMetric(millis(quantile(o.b2b, .5)), key+"-b2b-add-p50-ms")
 	b.ReportMetric(ratio(quantile(o.b2b, .5), quantile(p.b2b, .5)), key+"-b2b-add-p50-ratio")
 }
@@ -261,7 +264,7 @@ func reportPodCost(b *testing.B, key string, o, p podCost) {
 // benchmark's log is cut after 10 lines unless -v).
 func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%d samples per phase, interleaved (times in ms); exec of an empty static Go program: %.1f ms CPU\n", samples, millis(floor.perRun()))
+	fmt.Fprintf(&sb, "%d samples per phase, interleaved (times in ms); exec of an empty static Go program: %.1f ms CPU (%d runs)\n", samples, millis(floor.perRun()), floor.n)
 	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %8s %9s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
 		"CPU/ADD", "(client", "serving", "dplane)", "CPU/DEL", "(dplane)")
 	for _, ph := range phases {
