@@ -134,7 +134,7 @@ const b2bBurst = 5
 
 // fill adds pods of our plugin (through the agent) until the node holds
 // want of them, and waits for the agent to be idle.
-func (r *podCostRig) fill(have, want int) int {
+func (r *podCostRig) fill(have, want int) {
 	orig := r.e.cfg
 	defer func() { r.e.cfg = orig }()
 	v := r.vs[0]
@@ -149,7 +149,6 @@ func (r *podCostRig) fill(have, want int) int {
 		r.b.Fatalf("the node holds %d cali links, want %d", links, want)
 	}
 	r.idle()
-	return have
 }
 
 // podCostSizes are the benchmark's sizes: pods on the node in the two
