@@ -10,6 +10,9 @@ ROLES     := calico calico-ipam calico-node calicoctl
 # -parallel 4: the e2e tests that run in parallel mostly wait (agents
 # converging, grace periods), so four at a time fit on two cores.
 TESTFLAGS ?= -timeout 30m -parallel 4
+# The e2e benchmarks run one after another in one test binary, well over
+# go test's default 10-minute timeout.
+BENCHFLAGS ?= -timeout 3h
 # System packages the tests and the demo need, as "command:debian-package".
 SYSDEPS   := iptables:iptables ipset:ipset ip:iproute2 ping:iputils-ping conntrack:conntrack sysctl:procps bird:bird2 nft:nftables curl:curl
 # What only `make bench` needs on top.
@@ -58,7 +61,7 @@ test-unit:
 ## bench: performance figures (see docs/PERFORMANCE.md).
 bench: deps build
 	@$(MAKE) --no-print-directory deps SYSDEPS='$(BENCHDEPS)'
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1 | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(BENCHFLAGS) ./... 2>&1 | tee bench.out
 
 ## demo: the main job: a 3-node cluster in network namespaces (see README).
 demo: deps build

@@ -289,6 +289,21 @@ func reportRuns(b *testing.B, key string, o, p cniRun) {
 	b.ReportMetric(float64(o.cpuPerAdd)/float64(p.cpuPerAdd), key+"-cpu-ratio")
 }
 
+// newCNIBench is what the CNI benchmarks share: a host (test host index
+// hostIndex) with the reference plugins and a pool, the exec floor, calico-node
+// with --resync-interval resync, and the conflists of our plugin and of
+// ptp + host-local (its state in the host's state directory).
+func newCNIBench(b *testing.B, hostIndex int, resync string) (e *cniEnv, floor *execFloor, agent *agentProc, ours, ptp *libcni.NetworkConfigList) {
+	e = newCNIEnv(b, hostIndex)
+	referencePlugins(b, e.bin)
+	createPool(b, e.cl, "bench", "10.110.0.0/16", 26)
+	floor = newExecFloor(b)
+	agent = e.startAgent("node1", "--resync-interval", resync)
+	ours = e.conflist("1.0.0", "bench", e.calicoPlugin("node1", ""))
+	ptp = e.conflist("1.0.0", "ptp", fmt.Sprintf(`{"type":"ptp","ipam":{"type":"host-local","subnet":"10.111.0.0/16","dataDir":%q}}`, e.state+"/hl"))
+	return e, floor, agent, ours, ptp
+}
+
 // BenchmarkCNI compares our plugin with the reference ptp + host-local,
 // interleaved pod by pod, all through libcni with a fresh namespace per
 // pod, in two phases of one run: with calico-node running (the calls go
@@ -307,14 +322,8 @@ func BenchmarkCNI(b *testing.B) {
 	if n := os.Getenv("CNI_BENCH_PARALLEL"); n != "" {
 		parallel, _ = strconv.Atoi(n)
 	}
-	e := newCNIEnv(b, 20)
-	referencePlugins(b, e.bin)
-	createPool(b, e.cl, "bench", "10.110.0.0/16", 26)
-	floor := newExecFloor(b)
 	// The product's default resync period (the harness's is shorter).
-	agent := e.startAgent("node1", "--resync-interval", "30s")
-	ours := e.conflist("1.0.0", "bench", e.calicoPlugin("node1", ""))
-	ptp := e.conflist("1.0.0", "ptp", fmt.Sprintf(`{"type":"ptp","ipam":{"type":"host-local","subnet":"10.111.0.0/16","dataDir":%q}}`, e.state+"/hl"))
+	e, floor, agent, ours, ptp := newCNIBench(b, 20, "30s")
 
 	withAgent := []cniVariant{{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}
 	warm(b, e, withAgent)

@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// callCost is what one kind of call (ADD or DEL) of one plugin set cost
+// over a phase: its latencies and its CPU, split as BenchmarkCNI splits it.
+type callCost struct {
+	lat                      []time.Duration
+	client, serve, dataplane time.Duration // sums over lat's calls
+}
+
+func (c callCost) p50() time.Duration { return quantile(c.lat, .5) }
+
+// cpu is the CPU per call: client + agent serving + agent dataplane.
+func (c callCost) cpu() time.Duration {
+	return (c.client + c.serve + c.dataplane) / time.Duration(max(len(c.lat), 1))
+}
+
+// podCost is one plugin set's figures at one number of pods on the node.
+type podCost struct {
+	name     string
+	add, del callCost        // each call on an idle agent
+	b2b      []time.Duration // ADD latencies, calls back to back
+}
+
+// podCostRig is the node of BenchmarkCNIPodCost: the environment, its agent
+// (nil once stopped) and the plugin sets, ours first, the reference last.
+type podCostRig struct {
+	b     *testing.B
+	e     *cniEnv
+	agent *agentProc
+	vs    []cniVariant
+	floor *execFloor // run once per sample
+	seq   int        // container IDs stay unique over the whole run
+}
+
+// idle waits for the agent to be idle (no-op without one) and returns its
+// CPU then.
+func (r *podCostRig) idle() time.Duration {
+	if r.agent == nil {
+		return 0
+	}
+	return r.agent.settle(r.b)
+}
+
+// pod is a fresh runtime config (and namespace) for variant v.
+func (r *podCostRig) pod(v cniVariant) *libcni.RuntimeConf {
+	r.seq++
+	return &libcni.RuntimeConf{ContainerID: fmt.Sprintf("%s%06d", v.prefix, r.seq), NetNS: newNS(r.b).Path(), IfName: "eth0"}
+}
+
+// call runs one ADD or DEL of v on an idle agent and adds its latency and
+// CPU to c: the plugin processes', and with countAgent the agent's during
+// the call (serving) and after it until it is idle again (dataplane).
+func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error) {
+	a0 := r.idle()
+	r.e.cfg = v.cfg
+	c0, t0 := childCPU(), time.Now()
+	if err := f(); err != nil {
+		r.b.Fatalf("%s %s: %v", v.name, what, err)
+	}
+	c.lat = append(c.lat, time.Since(t0))
+	c.client += childCPU() - c0
+	if r.agent != nil && v.countAgent {
+		a1 := r.agent.cpu(r.b)
+		c.serve += a1 - a0
+		c.dataplane += r.idle() - a1
+	}
+}
+
+func (r *podCostRig) add(v cniVariant, rt *libcni.RuntimeConf) error {
+	_, err := r.e.add(v.l, rt)
+	return err
+}
+
+// measure is n samples, interleaved: each variant's ADD, then each
+// variant's DEL of that pod, every call on an idle agent, so the node keeps
+// the pods it had. Then n ADDs per variant back to back, in bursts of
+// b2bBurst (the agent still busy with the previous pods), each variant's
+// burst in turn from an idle agent, each burst deleted after.
+func (r *podCostRig) measure(n int) []podCost {
+	orig := r.e.cfg
+	defer func() { r.e.cfg = orig }()
+	out := make([]podCost, len(r.vs))
+	for j, v := range r.vs {
+		out[j].name = v.name
+	}
+	for i := 0; i < n; i++ {
+		r.floor.run(r.b)
+		rts := make([]*libcni.RuntimeConf, len(r.vs))
+		for j, v := range r.vs {
+			rts[j] = r.pod(v)
+			r.call(v, &out[j].add, "ADD", func() error { return r.add(v, rts[j]) })
+		}
+		for j, v := range r.vs {
+			r.call(v, &out[j].del, "DEL", func() error { return r.e.del(v.l, rts[j]) })
+		}
+	}
+	for done := 0; done < n; done += b2bBurst {
+		for j, v := range r.vs {
+			burst := make([]*libcni.RuntimeConf, min(b2bBurst, n-done))
+			r.idle()
+			r.e.cfg = v.cfg
+			for k := range burst {
+				burst[k] = r.pod(v)
+				t0 := time.Now()
+				if err := r.add(v, burst[k]); err != nil {
+					r.b.Fatalf("%s back-to-back ADD: %v", v.name, err)
+				}
+				out[j].b2b = append(out[j].b2b, time.Since(t0))
+			}
+			for _, rt := range burst {
+				if err := r.e.del(v.l, rt); err != nil {
+					r.b.Fatalf("%s DEL after the burst: %v", v.name, err)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// b2bBurst is how many ADDs follow each other without waiting.
+const b2bBurst = 5
+
+// fill adds pods of our plugin (through the agent) until the node holds
+// want of them, and waits for the agent to be idle.
+func (r *podCostRig) fill(have, want int) {
+	orig := r.e.cfg
+	defer func() { r.e.cfg = orig }()
+	v := r.vs[0]
+	r.e.cfg = v.cfg
+	fillV := cniVariant{name: v.name, prefix: "fill", l: v.l, cfg: v.cfg}
+	for ; have < want; have++ {
+		if err := r.add(fillV, r.pod(fillV)); err != nil {
+			r.b.Fatalf("filling the node, pod %d: %v", have+1, err)
+		}
+	}
+	if links := len(r.e.hostLinks()); links < want {
+		r.b.Fatalf("the node holds %d cali links, want %d", links, want)
+	}
+	r.idle()
+}
+
+// podCostSizes are the benchmark's sizes: pods on the node in the two
+// phases, and samples per phase; CNI_PODCOST_FEW, CNI_PODCOST_FULL and
+// CNI_PODCOST_SAMPLES override them (a quick trial run).
+func podCostSizes(b *testing.B) (few, full, samples int) {
+	few, full, samples = 10, 250, 100
+	for _, s := range []struct {
+		env string
+		v   *int
+	}{{"CNI_PODCOST_FEW", &few}, {"CNI_PODCOST_FULL", &full}, {"CNI_PODCOST_SAMPLES", &samples}} {
+		if n := os.Getenv(s.env); n != "" {
+			var err error
+			if *s.v, err = strconv.Atoi(n); err != nil || *s.v < 1 {
+				b.Fatalf("%s=%q: want a positive number", s.env, n)
+			}
+		}
+	}
+	if full < few {
+		b.Fatalf("CNI_PODCOST_FULL (%d) is below CNI_PODCOST_FEW (%d)", full, few)
+	}
+	return few, full, samples
+}
+
+// BenchmarkCNIPodCost is issue #25's measure of what a pod costs the node,
+// against ptp + host-local in one interleaved run, all through libcni with
+// a fresh namespace per pod and calico-node at the product's refresh
+// intervals. With 10 of our pods on the node, then after filling it to 250:
+// CPU per ADD and per DEL counted as BenchmarkCNI counts it (plugin
+// processes + agent serving + agent dataplane until idle, children
+// included), each call starting on an idle agent; ADD p50 on an idle agent
+// and back to back. Then, with the agent stopped, the in-process fallback's
+// ADD p50. Every figure of ours is also reported as a ratio to
+// ptp + host-local's in the same phase, and the 250-pod CPU per ADD and
+// DEL as a ratio to the 10-pod one.
+func BenchmarkCNIPodCost(b *testing.B) {
+	few, full, samples := podCostSizes(b)
+	// 0: every refresh interval at the product's default.
+	e, floor, agent, ours, ptp := newCNIBench(b, 32, "0")
+	r := &podCostRig{b: b, e: e, agent: agent, floor: floor, vs: []cniVariant{
+		{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}}
+	warm(b, e, r.vs)
+
+	phases := []podCostPhase{}
+	for _, pods := range []int{few, full} {
+		r.fill(len(e.hostLinks()), pods)
+		phases = append(phases, podCostPhase{fmt.Sprintf("at%d", pods), fmt.Sprintf("%d pods, agent running", pods), r.measure(samples), neighbourEntries()})
+	}
+	served := agent.servedCalls()
+	agent.stop()
+	r.agent = nil
+	r.vs = []cniVariant{{"calico in-process", "inpr", ours, false, e.cfg}, {"ptp+host-local", "ptp2", ptp, false, e.cfg}}
+	warm(b, e, r.vs)
+	phases = append(phases, podCostPhase{"inproc", fmt.Sprintf("%d pods, agent stopped", full), r.measure(samples), neighbourEntries()})
+	if want := full + 2 + 2*4*samples; served < want {
+		b.Fatalf("the agent served %d calls, want at least %d (the warm-up, the fill, and every ADD and DEL of ours)", served, want)
+	}
+
+	b.Log(podCostTable(samples, floor, phases))
+	for _, ph := range phases {
+		reportPodCost(b, ph.key, ph.runs[0], ph.runs[len(ph.runs)-1])
+	}
+	lo, hi := phases[0].runs[0], phases[1].runs[0]
+	b.ReportMetric(float64(hi.add.cpu())/float64(lo.add.cpu()), fmt.Sprintf("cpu/add-%dvs%d-ratio", full, few))
+	b.ReportMetric(float64(hi.del.cpu())/float64(lo.del.cpu()), fmt.Sprintf("cpu/del-%dvs%d-ratio", full, few))
+	b.ReportMetric(millis(floor.perRun()), "exec-floor-cpu-ms")
+}
+
+// podCostPhase is one phase's figures: runs[0] ours, the last the reference.
+type podCostPhase struct {
+	key, desc string
+	runs      []podCost
+	neigh     string
+}
+
+// neighbourEntries is the size of the kernel's neighbour tables, shared by
+// every namespace on the machine (so by parallel tests too): gc_thresh3
+// (1024 by default) bounds their non-permanent entries. Read through this
+// thread's /proc entry: /proc/net follows the main thread, which may sit
+// in a namespace a test has since removed.
+func neighbourEntries() string {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var parts []string
+	for _, t := range []string{"arp_cache", "ndisc_cache"} {
+		data, err := os.ReadFile("/proc/thread-self/net/stat/" + t)
+		lines := strings.Split(string(data), "\n")
+		if err != nil || len(lines) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.Fields(lines[1] + " 0")[0], 16, 64)
+		parts = append(parts, fmt.Sprintf("%s %d", t, n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func reportPodCost(b *testing.B, key string, o, p podCost) {
+	ratio := func(x, y time.Duration) float64 { return float64(x) / float64(y) }
+	b.ReportMetric(millis(o.add.cpu()), key+"-cpu/add-ms")
+	b.ReportMetric(ratio(o.add.cpu(), p.add.cpu()), key+"-cpu/add-ratio")
+	b.ReportMetric(millis(o.del.cpu()), key+"-cpu/del-ms")
+	b.ReportMetric(ratio(o.del.cpu(), p.del.cpu()), key+"-cpu/del-ratio")
+	b.ReportMetric(millis(o.add.p50()), key+"-add-p50-ms")
+	b.ReportMetric(ratio(o.add.p50(), p.add.p50()), key+"-add-p50-ratio")
+	b.ReportMetric(millis(o.del.p50()), key+"-del-p50-ms")
+	b.ReportMetric(ratio(o.del.p50(), p.del.p50()), key+"-del-p50-ratio")
+	b.ReportMetric(millis(quantile(o.b2b, .5)), key+"-b2b-add-p50-ms")
+	b.ReportMetric(ratio(quantile(o.b2b, .5), quantile(p.b2b, .5)), key+"-b2b-add-p50-ratio")
+}
+
+// podCostTable is every phase's figures and ratios in one log call (a
+// benchmark's log is cut after 10 lines unless -v).
+func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d samples per phase, interleaved (times in ms); exec of an empty static Go program: %.1f ms CPU (%d runs)\n", samples, millis(floor.perRun()), floor.n)
+	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %8s %9s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
+		"CPU/ADD", "(client", "serving", "dplane)", "CPU/DEL", "(dplane)")
+	for _, ph := range phases {
+		for _, r := range ph.runs {
+			n := time.Duration(max(len(r.add.lat), 1))
+			fmt.Fprintf(&sb, "%-26s %-18s %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %8.1f %8.1f %9.1f\n", ph.desc, r.name,
+				millis(r.add.p50()), millis(quantile(r.b2b, .5)), millis(r.del.p50()), millis(r.add.cpu()),
+				millis(r.add.client/n), millis(r.add.serve/n), millis(r.add.dataplane/n), millis(r.del.cpu()), millis(r.del.dataplane/n))
+		}
+	}
+	for _, ph := range phases {
+		o, p := ph.runs[0], ph.runs[len(ph.runs)-1]
+		fmt.Fprintf(&sb, "%s, %s against %s: ADD p50 %.2fx, back to back %.2fx, DEL p50 %.2fx, CPU per ADD %.2fx, per DEL %.2fx (neighbour entries: %s)\n",
+			ph.desc, o.name, p.name, float64(o.add.p50())/float64(p.add.p50()), float64(quantile(o.b2b, .5))/float64(quantile(p.b2b, .5)),
+			float64(o.del.p50())/float64(p.del.p50()), float64(o.add.cpu())/float64(p.add.cpu()), float64(o.del.cpu())/float64(p.del.cpu()), ph.neigh)
+	}
+	lo, hi := phases[0], phases[1]
+	fmt.Fprintf(&sb, "%s, %s: CPU per ADD %.2fx, per DEL %.2fx of %s's", hi.desc, hi.runs[0].name,
+		float64(hi.runs[0].add.cpu())/float64(lo.runs[0].add.cpu()), float64(hi.runs[0].del.cpu())/float64(lo.runs[0].del.cpu()), lo.desc)
+	return sb.String()
+}
