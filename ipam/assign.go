@@ -155,7 +155,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 			}
 		}
 		affine4, affine6 := snap.affineIn(pools4), snap.affineIn(pools6)
-		blocks, err := a.readBlocks(ctx, append(append([]string{}, affine4...), affine6...))
+		blocks, err := a.affineBlocks(ctx, snap, append(append([]string{}, affine4...), affine6...))
 		if err != nil {
 			return Assigned{}, err
 		}
@@ -176,6 +176,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 			return Assigned{}, err
 		}
 		if ok {
+			a.hints.remember(req.Node, t.blocks)
 			return out, nil
 		}
 		backoff(attempt)
