@@ -81,9 +81,9 @@ type addReads struct {
 }
 
 // firstReads: on Kubernetes an ADD's first reads (ClusterInformation, the
-// pod's endpoint, the pod and its namespace) do not depend on each other
-// and only read, so they go out at once: one round trip to the API
-// instead of three. The ADD still looks at their outcomes in turn, so what
+// pod's endpoint, the pod and its namespace, and the IPAM's first read,
+// ipam.Allocator.Prefetch) do not depend on each other and only read, so
+// they go out at once: one round trip to the API instead of four. The ADD still looks at their outcomes in turn, so what
 // it reports does not change; a read it never looks at is wasted, not
 // harmful. Elsewhere each read is made when it is looked at.
 func (s *session) firstReads(ctx context.Context, stdin []byte, id identity) addReads {
@@ -94,6 +94,9 @@ func (s *session) firstReads(ctx context.Context, stdin []byte, id identity) add
 	}
 	if !s.kdd() || !s.usesKubernetes(id) {
 		return r
+	}
+	if s.conf.IPAM.Type == "calico-ipam" {
+		s.al.Prefetch(ctx, s.node, handleID(s.conf.Name, id.containerID))
 	}
 	ready := inBackground(func() (struct{}, error) { return struct{}{}, s.kddReady(ctx, id) })
 	return addReads{

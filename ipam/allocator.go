@@ -20,6 +20,7 @@ type Allocator struct {
 	c     *store.Client
 	now   func() time.Time
 	hints *BlockHints // nil: none (hints.go)
+	pre   *prefetch   // a first read under way (prefetch.go)
 
 	roundTrips atomic.Int64
 	conflicts  atomic.Int64

@@ -125,7 +125,11 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 	}
 	attrs := a.attrs(req.Node, req.Attrs)
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		snap, err := a.readSnapshot(ctx, req.Node, req.HandleID)
+		read := a.readSnapshot
+		if attempt == 0 {
+			read = a.firstSnapshot
+		}
+		snap, err := read(ctx, req.Node, req.HandleID)
 		if err != nil {
 			return Assigned{}, err
 		}
