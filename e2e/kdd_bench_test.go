@@ -212,7 +212,7 @@ func BenchmarkKDDCNI(b *testing.B) {
 		kddCNIPhase(b, []*kddBenchSide{s}, "warm-", 1)
 	}
 	agent := kddCNIPhase(b, sides, "a", pods)
-	if d := os.Getenv("KDD_BENCH_KEEP_AUDIT"); d != "" { // DEBUG
+	if d := os.Getenv("KDD_BENCH_KEEP_AUDIT"); d != "" { // keep the audit logs (request timings) in d
 		for _, s := range sides {
 			raw, _ := os.ReadFile(s.audit.path)
 			_ = os.WriteFile(filepath.Join(d, s.name+".audit.log"), raw, 0o600)
