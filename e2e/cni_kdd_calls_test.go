@@ -127,8 +127,8 @@ func ipamWrites(calls []apiCall) []string {
 //
 // What stays different, none of it a write: our ADD's first reads
 // (ClusterInformation, the pod twice, its namespace, the IPAM's reads)
-// go out at once
-// rather than one after the other; our IPAM reads differ from Calico's (reads
+// go out at once rather than one after the other; our IPAM reads differ
+// from Calico's (reads
 // served from what it already read; no IPReservations list: the kind is
 // refused by our calicoctl and our IPAM does not honour reservations,
 // docs/DATASTORE.md); our DEL reads neither the node nor the pools after
