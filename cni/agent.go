@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
@@ -14,6 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/utils"
 	cniversion "github.com/containernetworking/cni/pkg/version"
 
+	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/apiconfig"
 )
@@ -30,6 +32,10 @@ type Agent struct {
 	Datastore *apiconfig.Config
 
 	logs servedLogs // the netconfs' log_file_path (log.go)
+	// hints: which blocks the node's next IPAM assignment reads with its
+	// first round trip (ipam.BlockHints).
+	hintsOnce sync.Once
+	hints     *ipam.BlockHints
 }
 
 // AgentReply is the outcome of one call: what the plugin prints and its
@@ -50,7 +56,8 @@ func (ag *Agent) Serve(name string, env []string, stdin []byte) AgentReply {
 	}
 	var out bytes.Buffer
 	// The agent's warm connection, with the in-process per-call timeout.
-	b := backend{out: &out, shared: ag.Client.WithTimeout(requestTimeout), getenv: getenv}
+	ag.hintsOnce.Do(func() { ag.hints = ipam.NewBlockHints() })
+	b := backend{out: &out, shared: ag.Client.WithTimeout(requestTimeout), getenv: getenv, hints: ag.hints}
 	var funcs skel.CNIFuncs
 	if name == "calico" {
 		p := &plugin{b}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
 )
 
@@ -17,6 +18,9 @@ import (
 type backend struct {
 	out    io.Writer
 	shared *store.Client // nil: dial one from the netconf
+	// hints are the agent's memory of the node's blocks across calls
+	// (ipam.BlockHints); nil in-process.
+	hints *ipam.BlockHints
 	// getenv is the caller's environment (the agent serves other
 	// processes' calls); nil: this process's.
 	getenv func(string) string

@@ -81,7 +81,7 @@ func (b backend) newSession(a *skel.CmdArgs) (*session, error) {
 			return nil, err
 		}
 	}
-	s.al = ipam.New(s.cl)
+	s.al = ipam.New(s.cl).WithHints(b.hints)
 	return s, nil
 }
 

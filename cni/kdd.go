@@ -70,3 +70,53 @@ func (s *session) storedEndpoint(wep *api.WorkloadEndpoint) *api.WorkloadEndpoin
 // addressed: on Kubernetes a pod's endpoint exists as long as the pod; it
 // has addresses only between its ADD and DEL.
 func addressed(wep *api.WorkloadEndpoint) bool { return len(wep.Spec.IPNetworks) > 0 }
+
+// addReads are an ADD's first reads, in the order the ADD looks at them:
+// the datastore's readiness, the container's existing endpoint, the pod
+// and its namespace.
+type addReads struct {
+	ready    func() error
+	existing func() (*api.WorkloadEndpoint, error)
+	pod      func() (*kubePod, error)
+}
+
+// firstReads: on Kubernetes an ADD's first reads (ClusterInformation, the
+// pod's endpoint, the pod and its namespace, and the IPAM's first read,
+// ipam.Allocator.Prefetch) do not depend on each other and only read, so
+// they go out at once: one round trip to the API instead of four. The ADD still looks at their outcomes in turn, so what
+// it reports does not change; a read it never looks at is wasted, not
+// harmful. Elsewhere each read is made when it is looked at.
+func (s *session) firstReads(ctx context.Context, stdin []byte, id identity) addReads {
+	r := addReads{
+		ready:    func() error { return s.kddReady(ctx, id) },
+		existing: func() (*api.WorkloadEndpoint, error) { return s.existingEndpoint(ctx, id) },
+		pod:      func() (*kubePod, error) { return s.readKubePod(ctx, stdin, id) },
+	}
+	if !s.kdd() || !s.usesKubernetes(id) {
+		return r
+	}
+	if s.conf.IPAM.Type == "calico-ipam" {
+		s.al.Prefetch(ctx, s.node, handleID(s.conf.Name, id.containerID))
+	}
+	ready := inBackground(func() (struct{}, error) { return struct{}{}, s.kddReady(ctx, id) })
+	return addReads{
+		ready:    func() error { _, err := ready(); return err },
+		existing: inBackground(r.existing),
+		pod:      inBackground(r.pod),
+	}
+}
+
+// inBackground starts f and returns what waits for its outcome.
+func inBackground[T any](f func() (T, error)) func() (T, error) {
+	var v T
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v, err = f()
+	}()
+	return func() (T, error) {
+		<-done
+		return v, err
+	}
+}

@@ -50,7 +50,8 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	}
 	ctx := context.Background()
 	id := newIdentity(s.node, a.ContainerID, a.IfName, s.args)
-	if err := s.kddReady(ctx, id); err != nil {
+	r := s.firstReads(ctx, a.StdinData, id)
+	if err := r.ready(); err != nil {
 		return err
 	}
 	if err := s.etcdLocked(ctx, false); err != nil {
@@ -58,7 +59,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	}
 
 	// A repeated ADD of the same container returns what exists.
-	if wep, err := s.existingEndpoint(ctx, id); err != nil {
+	if wep, err := r.existing(); err != nil {
 		return err
 	} else if wep != nil {
 		s.conf.waitForPolicy(wep)
@@ -69,7 +70,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	// anything is allocated: an API failure leaves nothing behind.
 	var kp *kubePod
 	if s.usesKubernetes(id) {
-		if kp, err = s.readKubePod(ctx, a.StdinData, id); err != nil {
+		if kp, err = r.pod(); err != nil {
 			return err
 		}
 	} else if err := checkPodCIDRWithoutAPI(s.conf, a.StdinData); err != nil {

@@ -28,7 +28,7 @@ type kddBenchSide struct {
 	e     *kubeCNIEnv
 	agent *agentProc
 	l     *libcni.NetworkConfigList
-	audit *auditLog // the apiserver's requests (the Kubernetes side only)
+	audit *auditLog // the apiserver's requests
 }
 
 // auditedAPI is the apiserver option that logs every request once, when
@@ -45,15 +45,18 @@ func auditedAPI(tb testing.TB) (kubeapi.Option, *auditLog) {
 
 // kddBenchSides starts the two nodes: etcd (host index etcdIndex; the
 // plugin reads pods from the API and keeps Calico's data in an etcd of
-// the test's) and Kubernetes (kubeIndex; no etcd of ours, its apiserver
-// audited). Both have a pool (one /16 each: 10.<index>.0.0/16) and
+// the test's) and Kubernetes (kubeIndex; no etcd of ours); both
+// apiservers audited. Both have a pool (one /16 each: 10.<index>.0.0/16) and
 // namespace "bench"; with controllers, each agent runs the controller
 // too (on etcd it copies Kubernetes NetworkPolicies into Calico's).
 func kddBenchSides(b *testing.B, etcdIndex, kubeIndex int, controllers bool) []*kddBenchSide {
 	b.Helper()
-	opt, audit := auditedAPI(b)
-	etcd := &kddBenchSide{name: "etcd", e: newKubeCNIEnv(b, etcdIndex)}
-	kube := &kddBenchSide{name: "kubernetes", e: newKubeCNIEnvOn(b, kubeIndex, onKube, opt), audit: audit}
+	// Both apiservers audit every request (the audit log is written as
+	// each request ends, which costs each of them alike).
+	etcdOpt, etcdAudit := auditedAPI(b)
+	kubeOpt, kubeAudit := auditedAPI(b)
+	etcd := &kddBenchSide{name: "etcd", e: newKubeCNIEnvOn(b, etcdIndex, onEtcd, etcdOpt), audit: etcdAudit}
+	kube := &kddBenchSide{name: "kubernetes", e: newKubeCNIEnvOn(b, kubeIndex, onKube, kubeOpt), audit: kubeAudit}
 	kube.e.kddNode(b, "node1")
 	sides := []*kddBenchSide{etcd, kube}
 	for i, s := range sides {
@@ -209,6 +212,12 @@ func BenchmarkKDDCNI(b *testing.B) {
 		kddCNIPhase(b, []*kddBenchSide{s}, "warm-", 1)
 	}
 	agent := kddCNIPhase(b, sides, "a", pods)
+	if d := os.Getenv("KDD_BENCH_KEEP_AUDIT"); d != "" { // keep the audit logs (request timings) in d
+		for _, s := range sides {
+			raw, _ := os.ReadFile(s.audit.path)
+			_ = os.WriteFile(filepath.Join(d, s.name+".audit.log"), raw, 0o600)
+		}
+	}
 	for _, s := range sides {
 		if n := s.agent.servedCalls(); n < 2*pods {
 			b.Fatalf("%s: the agent served %d calls, want at least the %d ADDs and DELs", s.name, n, 2*pods)

@@ -17,8 +17,10 @@ const maxRetries = 50
 // Allocator hands out and releases addresses. It keeps no state between
 // calls beyond counters: every decision is made on what etcd says now.
 type Allocator struct {
-	c   *store.Client
-	now func() time.Time
+	c     *store.Client
+	now   func() time.Time
+	hints *BlockHints // nil: none (hints.go)
+	pre   *prefetch   // a first read under way (prefetch.go)
 
 	roundTrips atomic.Int64
 	conflicts  atomic.Int64
@@ -99,6 +101,12 @@ func (a *Allocator) readBlocks(ctx context.Context, cidrs []string) (map[string]
 	if err != nil {
 		return nil, err
 	}
+	return parseBlocks(got)
+}
+
+// parseBlocks are the blocks of reads by key, by CIDR.
+func parseBlocks(got [][]store.Object) (map[string]*blockKV, error) {
+	out := map[string]*blockKV{}
 	for _, objs := range got {
 		for _, o := range objs {
 			b, err := parseBlock(o)
@@ -106,6 +114,27 @@ func (a *Allocator) readBlocks(ctx context.Context, cidrs []string) (map[string]
 				return nil, err
 			}
 			out[b.CIDR] = &blockKV{block: b, rev: o.Revision}
+		}
+	}
+	return out, nil
+}
+
+// affineBlocks are the blocks cidrs of the node: those read with the
+// snapshot (hinted), the others read now.
+func (a *Allocator) affineBlocks(ctx context.Context, snap *snapshot, cidrs []string) (map[string]*blockKV, error) {
+	var missing []string
+	for _, c := range cidrs {
+		if snap.hinted[c] == nil {
+			missing = append(missing, c)
+		}
+	}
+	out, err := a.readBlocks(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cidrs {
+		if bk := snap.hinted[c]; bk != nil {
+			out[c] = bk
 		}
 	}
 	return out, nil

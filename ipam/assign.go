@@ -125,7 +125,11 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 	}
 	attrs := a.attrs(req.Node, req.Attrs)
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		snap, err := a.readSnapshot(ctx, req.Node, req.HandleID)
+		read := a.readSnapshot
+		if attempt == 0 {
+			read = a.firstSnapshot
+		}
+		snap, err := read(ctx, req.Node, req.HandleID)
 		if err != nil {
 			return Assigned{}, err
 		}
@@ -155,7 +159,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 			}
 		}
 		affine4, affine6 := snap.affineIn(pools4), snap.affineIn(pools6)
-		blocks, err := a.readBlocks(ctx, append(append([]string{}, affine4...), affine6...))
+		blocks, err := a.affineBlocks(ctx, snap, append(append([]string{}, affine4...), affine6...))
 		if err != nil {
 			return Assigned{}, err
 		}
@@ -176,6 +180,7 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 			return Assigned{}, err
 		}
 		if ok {
+			a.hints.remember(req.Node, t.blocks)
 			return out, nil
 		}
 		backoff(attempt)

@@ -41,10 +41,13 @@ type snapshot struct {
 	// deletedHandleRev is the revision of the handle when it is stored
 	// marked deleted ("" otherwise).
 	deletedHandleRev store.Revision
+	// hinted are the blocks read with the snapshot (hints.go), by CIDR.
+	hinted map[string]*blockKV
 }
 
 // readSnapshot reads the pools, the IPAM config, the node, the node's block
-// affinities and the handle in a single round trip.
+// affinities and the handle in a single round trip; with them, the blocks
+// hinted for the node.
 func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*snapshot, error) {
 	reads := []store.Read{{List: &store.ListOptions{Kind: "IPPool"}}, {Key: ipamConfigKey}}
 	if node != "" {
@@ -55,11 +58,24 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 	if handleID != "" {
 		reads = append(reads, store.Read{Key: handleKey(handleID)})
 	}
+	fixed := len(reads)
+	if node != "" {
+		for _, c := range a.hints.get(node) {
+			if k, err := blockKeyOf(c); err == nil {
+				reads = append(reads, store.Read{Key: k})
+			}
+		}
+	}
 	resp, err := a.readMany(ctx, reads)
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}}
+	hinted, err := parseBlocks(resp[fixed:])
+	if err != nil {
+		return nil, err
+	}
+	resp = resp[:fixed]
+	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}, hinted: hinted}
 	var pools []*api.IPPool
 	for _, o := range resp[0] {
 		r, err := store.DecodeObject(o)

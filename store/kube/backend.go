@@ -28,6 +28,9 @@ type Backend struct {
 	// seen (uidKey): a handle delete and an endpoint delete carry Calico's
 	// uid precondition.
 	uids map[string]seenUID
+	// pods are the pods read lately, for the endpoint write that follows
+	// (podmemo.go).
+	pods map[string]seenPod
 	// unreadable are the custom resources (name@revision) already logged
 	// as unreadable, so each is logged once.
 	unreadable map[string]bool
@@ -57,7 +60,7 @@ func NewWithClient(c *k8s.Client) *Backend {
 // NewWithGroup is NewWithClient on the CRDs of group; with none, the
 // group is discovered with Calico's rule at the first call (group.go).
 func NewWithGroup(c *k8s.Client, group kdd.APIGroup) *Backend {
-	return &Backend{client: c, dyn: c.Dynamic(), group: group, uids: map[string]seenUID{}, unreadable: map[string]bool{}}
+	return &Backend{client: c, dyn: c.Dynamic(), group: group, uids: map[string]seenUID{}, pods: map[string]seenPod{}, unreadable: map[string]bool{}}
 }
 
 // Atomic is false: Commit applies its writes one object at a time.

@@ -53,6 +53,9 @@ func (b *Backend) getFrom(ctx context.Context, src source, key model.Key, ns, na
 	if err != nil {
 		return model.Object{}, b.apiError("get", key, "", err)
 	}
+	if src.gvr == podsGVR {
+		b.sawPod(u)
+	}
 	o, ok, err := b.read(src, u)
 	if err != nil {
 		return o, fmt.Errorf("%s: %w", key, err)

@@ -36,8 +36,8 @@ func endpointPod(key model.Key) (string, error) {
 // writeEndpoint patches the endpoint's pod with Calico's annotations: the
 // value's containerID and ipNetworks. At rev (an update), the pod must
 // still be at that resourceVersion; a create has no precondition, as
-// Calico's. The pod is read first (a request Calico's plugin does not
-// make) to refuse what it cannot represent before anything is written.
+// Calico's. The pod is read first, unless it was just read (podmemo.go),
+// to refuse what it cannot represent before anything is written.
 func (b *Backend) writeEndpoint(ctx context.Context, key model.Key, value []byte, rev model.Revision) (model.Revision, error) {
 	pod, err := endpointPod(key)
 	if err != nil {
@@ -66,9 +66,11 @@ func (b *Backend) writeEndpoint(ctx context.Context, key model.Key, value []byte
 		return "", err
 	}
 	pods := b.dyn.Resource(podsGVR).Namespace(key.Namespace)
-	u, err := pods.Get(ctx, pod, metav1.GetOptions{})
-	if err != nil {
-		return "", b.podError("get", key, rev, err)
+	u := b.recentPod(key.Namespace, pod, string(rev))
+	if u == nil {
+		if u, err = pods.Get(ctx, pod, metav1.GetOptions{}); err != nil {
+			return "", b.podError("get", key, rev, err)
+		}
 	}
 	if rev != "" {
 		if u.GetResourceVersion() != string(rev) {

@@ -1,0 +1,45 @@
+package ipam
+
+import "context"
+
+// A caller that knows it is about to assign (the CNI plugin on the
+// Kubernetes datastore, whose first reads are API round trips of their
+// own) starts the assignment's first read early, so that it overlaps the
+// caller's other reads. The snapshot is then as current as if read at
+// that moment: the assignment's writes are compare-and-swap, and one that
+// lost to a write made since is retried on a fresh read, as always.
+
+// prefetch is a snapshot read under way.
+type prefetch struct {
+	node, handle string
+	done         chan struct{}
+	snap         *snapshot
+	err          error
+}
+
+// Prefetch starts reading what an AutoAssign of handleID on node reads
+// first; the allocator's next AutoAssign with that node and handle uses
+// it. An allocator is used by one goroutine (the one calling Prefetch and
+// AutoAssign).
+func (a *Allocator) Prefetch(ctx context.Context, node, handleID string) {
+	p := &prefetch{node: node, handle: handleID, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.snap, p.err = a.readSnapshot(ctx, node, handleID)
+	}()
+	a.pre = p
+}
+
+// firstSnapshot is the prefetched snapshot for node and handleID when
+// there is one that was read without error, else a fresh read.
+func (a *Allocator) firstSnapshot(ctx context.Context, node, handleID string) (*snapshot, error) {
+	p := a.pre
+	a.pre = nil
+	if p != nil && p.node == node && p.handle == handleID {
+		<-p.done
+		if p.err == nil {
+			return p.snap, nil
+		}
+	}
+	return a.readSnapshot(ctx, node, handleID)
+}

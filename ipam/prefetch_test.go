@@ -1,0 +1,47 @@
+package ipam_test
+
+import (
+	"testing"
+
+	"github.com/calico-aio/calico-aio/ipam"
+)
+
+// TestPrefetchIsCurrentOrRetried: a snapshot prefetched before another
+// assignment changed the node's block is as if read then: the assignment
+// that uses it loses the block's compare-and-swap, reads again and takes
+// another address, with no duplicate. A prefetch for another handle is
+// not used.
+func TestPrefetchIsCurrentOrRetried(t *testing.T) {
+	e := newEnv(t)
+	e.pool("p4", "10.10.0.0/24")
+	hints := ipam.NewBlockHints() // the block is read with the snapshot
+	first, err := ipam.New(e.c).WithHints(hints).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.warm", Node: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	al := ipam.New(e.c).WithHints(hints)
+	al.Prefetch(ctx, "node1", "net.c2")
+	al.WaitPrefetch()
+	other := e.mustAssign("node1", "net.other", 1, 0) // after the prefetch's read
+	got, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.c2", Node: "node1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.IPv4[0] == other.IPv4[0] || got.IPv4[0] == first.IPv4[0] {
+		t.Errorf("prefetched assignment took %v, also held by %v / %v", got.IPv4[0], first.IPv4[0], other.IPv4[0])
+	}
+	if st := al.Stats(); st.Conflicts != 1 {
+		t.Errorf("%d conflicts, want 1: the prefetched block was stale (%+v)", st.Conflicts, st)
+	}
+
+	al = ipam.New(e.c)
+	al.Prefetch(ctx, "node1", "net.elsewhere")
+	if _, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.c3", Node: "node1"}); err != nil {
+		t.Fatal(err)
+	}
+	ips, err := e.al.IPsByHandle(ctx, "net.elsewhere")
+	if err != nil || len(ips) != 0 {
+		t.Errorf("a prefetch for net.elsewhere allocated %v (%v)", ips, err)
+	}
+}
