@@ -30,7 +30,9 @@ func (c *execCounts) observe(e iptables.Exec) {
 
 func (c *execCounts) reset() { c.saves, c.restores = nil, map[string]int{} }
 
-func (c *execCounts) String() string { return fmt.Sprintf("saves %v, restores %v", c.saves, c.restores) }
+func (c *execCounts) String() string {
+	return fmt.Sprintf("saves %v, restores %v", c.saves, c.restores)
+}
 
 // TestDataplaneIPTablesCommandCounts counts, through the Observer, what
 // each apply runs on the way through the test states: after the first
