@@ -62,3 +62,36 @@ func TestTableResyncKernel(t *testing.T) {
 	step("a foreign change in another table", func() { sh(t, n, "ip6tables", "-t", "nat", "-N", "other") }, 1, 0)
 	step("nothing changed since the repair", func() {}, 0, 0)
 }
+
+// TestGenerations: the shared record of the nf_tables generation keeps a
+// table's cache current across the other tables' own restores, and loses
+// every table's on a foreign commit until each has been read again.
+func TestGenerations(t *testing.T) {
+	g := &Generations{}
+	g.begin(10)
+	a := g.end(10, 11, true, true, 0) // table a read and restored
+	g.begin(11)
+	b := g.end(11, 11, false, true, 0) // table b read, nothing to write
+	g.begin(11)
+	a = g.end(11, 12, true, false, a) // a restored from its cache
+	if !g.current(12, a) || !g.current(12, b) {
+		t.Fatalf("our own restores lost a cache: %+v a=%d b=%d", g, a, b)
+	}
+	if g.current(13, a) || g.current(13, b) {
+		t.Fatal("a foreign commit (generation 13) went unseen")
+	}
+	g.begin(13) // a applied from its cache after the foreign commit
+	a = g.end(13, 14, true, false, a)
+	if a != 0 || g.current(14, b) {
+		t.Fatalf("after a foreign commit a cache counts as current: a=%d, b current %v", a, g.current(14, b))
+	}
+	g.begin(14)
+	b = g.end(14, 14, false, true, b) // b read back
+	if !g.current(14, b) || g.current(14, a) {
+		t.Fatalf("read back, b is current, a is not: %+v a=%d b=%d", g, a, b)
+	}
+	g.begin(14)
+	if e := g.end(14, 16, true, true, 0); e != 0 || g.current(16, b) {
+		t.Fatal("a commit by someone else during a restore went unseen")
+	}
+}

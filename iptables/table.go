@@ -284,7 +284,8 @@ func (t *Table) apply() (ApplyStats, error) {
 	var stats ApplyStats
 	kernel := t.cache
 	startGen, genOK := t.generation()
-	t.cache, t.dirty = nil, true // until this attempt succeeds
+	epoch := t.epoch
+	t.cache, t.dirty, t.epoch = nil, true, 0 // until this attempt succeeds
 	if genOK {
 		t.gens.begin(startGen)
 	}
@@ -309,7 +310,7 @@ func (t *Table) apply() (ApplyStats, error) {
 	}
 	t.cache, t.dirty = kernel, false
 	if endGen, ok := t.generation(); ok && genOK {
-		t.epoch = t.gens.end(startGen, endGen, stats.RestoreRan, fresh, t.epoch)
+		t.epoch = t.gens.end(startGen, endGen, stats.RestoreRan, fresh, epoch)
 	}
 	return stats, nil
 }
