@@ -26,9 +26,11 @@ func secs(n int) *api.Duration { return &api.Duration{Duration: time.Duration(n)
 
 // TestConfigRefreshIntervalsLive: with every refresh interval at an hour,
 // drift made by someone else in the agent's namespace (a deleted hook
-// rule, a deleted pod route, a flushed IP set, forwarding turned off)
-// stays; lowering one interval in FelixConfiguration while the agent runs
-// repairs its part of the kernel, and only that part.
+// rule and the whole chain it jumped to, a deleted pod route, a member
+// deleted from an IP set, forwarding turned off) stays; lowering one
+// interval in FelixConfiguration to 1 s while the agent runs repairs its
+// part of the kernel within a few intervals, and only that part (issue
+// #25: the incremental apply must not hide drift from the resync).
 func TestConfigRefreshIntervalsLive(t *testing.T) {
 	e := newCNIEnv(t, 157)
 	e.pool("p", "10.157.0.0/24")
@@ -58,9 +60,17 @@ func TestConfigRefreshIntervalsLive(t *testing.T) {
 		intact  func() error
 		set     func(s *api.FelixConfigurationSpec)
 	}{
-		{"iptablesRefreshInterval", func() { host("iptables", "-t", "filter", "-D", "FORWARD", "1") }, func() error {
-			if !strings.Contains(host("iptables-save", "-t", "filter"), "-A FORWARD -m comment") {
+		{"iptablesRefreshInterval", func() {
+			host("iptables", "-t", "filter", "-D", "FORWARD", "1")
+			host("iptables", "-t", "filter", "-F", "cali-FORWARD")
+			host("iptables", "-t", "filter", "-X", "cali-FORWARD")
+		}, func() error {
+			save := host("iptables-save", "-t", "filter")
+			if !strings.Contains(save, "-A FORWARD -m comment") {
 				return fmt.Errorf("FORWARD has no hook to cali-FORWARD")
+			}
+			if !strings.Contains(save, "-A cali-FORWARD ") {
+				return fmt.Errorf("chain cali-FORWARD is gone or empty")
 			}
 			return nil
 		}, func(s *api.FelixConfigurationSpec) { s.IptablesRefreshInterval = secs(1) }},
@@ -70,7 +80,7 @@ func TestConfigRefreshIntervalsLive(t *testing.T) {
 			}
 			return nil
 		}, func(s *api.FelixConfigurationSpec) { s.RouteRefreshInterval = secs(1) }},
-		{"ipsetsRefreshInterval", func() { host("ipset", "flush", setName) }, func() error {
+		{"ipsetsRefreshInterval", func() { host("ipset", "del", setName, a.ip) }, func() error {
 			if !strings.Contains(host("ipset", "list", setName), a.ip) {
 				return fmt.Errorf("IP set %s lost pod %s", setName, a.ip)
 			}

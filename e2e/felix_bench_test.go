@@ -77,10 +77,12 @@ func scalePolicy(name string, order float64, i int, action api.Action) *api.Glob
 // 40 probe policies (into tier, "" for the default tier) one at a time and
 // waits for each one's chain, and reports the figures. FELIX_BENCH_LOGLEVEL
 // sets the agent's log level and FELIX_BENCH_AGENTLOG a file for its log.
-func runAgentScale(b *testing.B, e *cniEnv, what, tier string) {
+// The agent runs with the product's refresh intervals (Calico's: iptables
+// 180 s, the others 90 s), as the idle measurement wants.
+func runAgentScale(b *testing.B, e *cniEnv, what, tier string) *agentProc {
 	ctx := context.Background()
 	start := time.Now()
-	agent := e.startAgent("node1", "--resync-interval", "10m", "--log-level", os.Getenv("FELIX_BENCH_LOGLEVEL"))
+	agent := e.startAgent("node1", "--resync-interval", "0", "--log-level", os.Getenv("FELIX_BENCH_LOGLEVEL"))
 	fullProgram := time.Since(start)
 
 	save := mustNS(b, e.host.ns, "iptables-save")
@@ -138,6 +140,40 @@ func runAgentScale(b *testing.B, e *cniEnv, what, tier string) {
 	b.ReportMetric(float64(policyRules), "policy-chain-rules")
 	b.ReportMetric(float64(endpointRules), "endpoint-chain-rules")
 	b.ReportMetric(rss, "agent-rss-MB")
+	return agent
+}
+
+// idleWindow is how long the idle CPU is measured: FELIX_BENCH_IDLE (a
+// duration), 10 minutes when unset, so that every periodic refresh
+// (iptables every 180 s, the others every 90 s) falls in it several times.
+func idleWindow(b *testing.B) time.Duration {
+	v := os.Getenv("FELIX_BENCH_IDLE")
+	if v == "" {
+		return 10 * time.Minute
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.Fatalf("FELIX_BENCH_IDLE=%q: want a positive duration such as 2m", v)
+	}
+	return d
+}
+
+// reportIdleCPU waits until the agent is idle, then measures its CPU (its
+// children, iptables-save and ipset, included) over the idle window while
+// nothing changes, and reports it as a percentage of one core.
+func reportIdleCPU(b *testing.B, agent *agentProc, what string) {
+	window := idleWindow(b)
+	c0 := agent.settle(b)
+	own0, _ := procStat(agent.cmd.Process.Pid)
+	t0 := time.Now()
+	time.Sleep(window)
+	cpu, elapsed := agent.cpu(b)-c0, time.Since(t0)
+	own, _ := procStat(agent.cmd.Process.Pid)
+	own -= own0
+	pct := 100 * cpu.Seconds() / elapsed.Seconds()
+	b.Logf("%s: idle agent CPU %v over %v (the agent %v, its children %v): %.3f%% of one core",
+		what, cpu, elapsed.Round(time.Second), own, cpu-own, pct)
+	b.ReportMetric(pct, "idle-cpu-%")
 }
 
 // agentRSS is the agent's resident memory in MB.

@@ -75,6 +75,9 @@ type agent struct {
 	egress routes.Egress
 	// lock holds datastore changes while a migration locks it (lock.go).
 	lock migrationLock
+	// calc is the calculation's last output, reused until an input
+	// changes (calccache.go).
+	calc calcCache
 }
 
 func newAgent(cfg config.Config, c *store.Client, ipv6 bool) *agent {
@@ -111,6 +114,7 @@ func (a *agent) fold(u calc.Update) {
 
 // foldOne takes one update into the agent's state.
 func (a *agent) foldOne(u calc.Update) {
+	a.calc.invalidate()
 	if mine, changed := a.settings.Apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
 		a.foldSettings()
 		a.settingsChanged(changed)
@@ -134,6 +138,7 @@ func (a *agent) foldOne(u calc.Update) {
 // "default"; node.<name> never reaches them, its values are in it.
 func (a *agent) foldSettings() {
 	u := a.settings.EffectiveUpdate()
+	a.calc.invalidate()
 	a.state.Apply(u)
 	a.overlay.Apply(u)
 	cur := a.settings.Current()
@@ -317,7 +322,11 @@ func (a *agent) apply(ctx context.Context) error {
 	start := time.Now()
 	workload := dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)
 	// IPVS mode's this-host set; host endpoints by expectedIPs
+	ipvs := a.state.KubeIPVS()
 	needIfaces := hostiface.KubeIPVS(a.dp, a.state, a.settings.Current().IptablesMarkMask) || a.state.NeedsHostInterfaces()
+	if a.state.KubeIPVS() != ipvs {
+		a.calc.invalidate()
+	}
 	if a.ifaces != nil {
 		a.ifaces.SetWorkload(workload)
 		a.ifaces.SetNeeded(needIfaces)
@@ -325,13 +334,14 @@ func (a *agent) apply(ctx context.Context) error {
 	if needIfaces {
 		if ifaces, err := a.dp.HostInterfaces(workload); err == nil {
 			a.state.SetHostInterfaces(ifaces)
+			a.calc.invalidate()
 		} else {
 			slog.Warn("reading host interfaces", "err", err)
 		}
 	}
 	cur := a.settings.Current()
 	v6Support := cur.IPv6Support == nil || *cur.IPv6Support // ipv6Support, Calico's default true
-	d := a.state.Desired(v6Support && (a.ipv6 || a.state.HasIPv6Pools()))
+	d := a.calc.desired(a.state, v6Support && (a.ipv6 || a.state.HasIPv6Pools()))
 	calcDone := time.Now()
 	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},

@@ -42,6 +42,10 @@ type TableOptions struct {
 	SaveCmd, RestoreCmd string
 	// Observer, when set, is told of every iptables-save and -restore run.
 	Observer Observer
+	// Generations, shared by every Table of one network namespace, lets
+	// Resync skip the read-back when nothing but our own restores changed
+	// nf_tables since (nftgen.go); nil: the Table tracks only itself.
+	Generations *Generations
 }
 
 // ApplyStats says what one Apply did.
@@ -70,8 +74,9 @@ type ApplyStats struct {
 // it knows what the table holds (what it read, plus what it wrote), and the
 // next Apply diffs the desired state against that view instead of running
 // iptables-save. Changes others make are therefore not seen until
-// InvalidateCache, which the owner calls on its periodic resync; a restore
-// that fails invalidates the cache by itself.
+// InvalidateCache or Resync, which the owner calls on its periodic resync
+// (Resync reads back only when nf_tables shows a change not ours,
+// nftgen.go); a restore that fails invalidates the cache by itself.
 type Table struct {
 	table, save, restore string
 	hooks                map[string]string
@@ -94,6 +99,14 @@ type Table struct {
 	// normalises them; only their hashes are compared, and the one spec
 	// used to address a rule (a hook's, deleted by spec) renders as printed.
 	cache *savedTable
+	// gens tracks the nf_tables generation for all tables of this
+	// namespace (nftgen.go); epoch is its epoch at which cache was last
+	// known to be the kernel's (0: never); nft: 1 on that backend, -1
+	// not, 0 not yet asked; recheck: Resync was called.
+	gens    *Generations
+	epoch   uint64
+	nft     int8
+	recheck bool
 
 	run       runFunc
 	saveTries int
@@ -114,6 +127,10 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
 		ipVersion: ipVersion, observer: opts.Observer, restWaitArgs: restoreWaitArgs(opts.LockTimeout, opts.LockProbeInterval),
+		gens: opts.Generations,
+	}
+	if t.gens == nil {
+		t.gens = &Generations{}
 	}
 	prefix := "iptables"
 	switch ipVersion {
@@ -216,13 +233,13 @@ func sameHashes(a, b map[string][]string) bool {
 // Dirty reports whether the next Apply has work to do: desired state
 // changed, an Apply failed, or InvalidateCache was called since the last
 // successful Apply. When not dirty, Apply returns at once without I/O.
-func (t *Table) Dirty() bool { return t.dirty }
+func (t *Table) Dirty() bool { return t.dirty || t.recheck }
 
 // InvalidateCache makes the next Apply read the table back from the kernel
 // (iptables-save) instead of trusting the cached view, so that changes
 // made by others (a rule of ours deleted by hand, a foreign rule inserted
-// above a hook) are seen and repaired. Call it on the periodic resync. It
-// marks the table dirty. No I/O.
+// above a hook) are seen and repaired. Resync is the cheaper periodic
+// form. It marks the table dirty. No I/O.
 func (t *Table) InvalidateCache() {
 	t.cache = nil
 	t.dirty = true
@@ -246,6 +263,9 @@ func (t *Table) Apply() (ApplyStats, error) {
 	if t.invalid != nil {
 		return ApplyStats{}, t.invalid
 	}
+	if t.recheck {
+		t.checkGeneration()
+	}
 	if !t.dirty && t.cache != nil {
 		return ApplyStats{}, nil // the cache is the desired state
 	}
@@ -263,7 +283,13 @@ func (t *Table) Apply() (ApplyStats, error) {
 func (t *Table) apply() (ApplyStats, error) {
 	var stats ApplyStats
 	kernel := t.cache
-	t.cache, t.dirty = nil, true // until this attempt succeeds
+	startGen, genOK := t.generation()
+	epoch := t.epoch
+	t.cache, t.dirty, t.epoch = nil, true, 0 // until this attempt succeeds
+	if genOK {
+		t.gens.begin(startGen)
+	}
+	fresh := kernel == nil
 	if kernel == nil {
 		var err error
 		if kernel, err = t.read(); err != nil {
@@ -283,6 +309,9 @@ func (t *Table) apply() (ApplyStats, error) {
 		upd.applyTo(kernel)
 	}
 	t.cache, t.dirty = kernel, false
+	if endGen, ok := t.generation(); ok && genOK {
+		t.epoch = t.gens.end(startGen, endGen, stats.RestoreRan, fresh, epoch)
+	}
 	return stats, nil
 }
 

@@ -11,6 +11,7 @@ import (
 func fakeTable(f *fakeIPT, table string, hooks map[string]string) *Table {
 	t := NewTable(table, 4, TableOptions{Hooks: hooks, LockWait: true})
 	t.run, t.retryWait = f.run, 0
+	t.nft = -1 // the fake has no nf_tables generation
 	return t
 }
 

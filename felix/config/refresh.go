@@ -9,8 +9,11 @@ import (
 // Periodic refreshes: each re-reads one part of the kernel on the next
 // apply so drift made by others is repaired, at its own interval
 // (FelixConfiguration iptablesRefreshInterval, routeRefreshInterval,
-// ipsetsRefreshInterval, interfaceRefreshInterval; Calico's default 90 s,
-// 0 turns the refresh off). A changed interval applies at once.
+// ipsetsRefreshInterval, interfaceRefreshInterval; Calico's defaults:
+// iptables 180 s, the others 90 s; 0 turns the refresh off). A changed
+// interval applies at once. Precedence, first set wins: FELIX_<NAME>,
+// --resync-interval (it fills every one of the four the environment
+// leaves unset), FelixConfiguration node.<name>, default, Calico's default.
 
 // Refresh is one periodic re-read.
 type Refresh struct {
@@ -20,24 +23,28 @@ type Refresh struct {
 	Last     time.Time // when it last ran
 }
 
-const defaultRefresh = 90 * time.Second
+// Calico's default refresh intervals (Felix's config_params.go).
+const (
+	defaultIPTablesRefresh = 180 * time.Second
+	defaultRefresh         = 90 * time.Second
+)
 
-func refreshInterval(get func(s *spec) *durationPtr) func(s *spec) time.Duration {
+func refreshInterval(get func(s *spec) *durationPtr, def time.Duration) func(s *spec) time.Duration {
 	return func(s *spec) time.Duration {
 		if d := *get(s); d != nil {
 			return d.Duration
 		}
-		return defaultRefresh
+		return def
 	}
 }
 
 // NewRefreshes lists the refreshes, all last done at now.
 func NewRefreshes(now time.Time) []*Refresh {
 	return []*Refresh{
-		{"iptablesRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IptablesRefreshInterval }), (*dataplane.Dataplane).ResyncIPTables, now},
-		{"routeRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.RouteRefreshInterval }), (*dataplane.Dataplane).ResyncRoutes, now},
-		{"ipsetsRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IpsetsRefreshInterval }), (*dataplane.Dataplane).ResyncIPSets, now},
-		{"interfaceRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.InterfaceRefreshInterval }), (*dataplane.Dataplane).ResyncInterfaces, now},
+		{"iptablesRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IptablesRefreshInterval }, defaultIPTablesRefresh), (*dataplane.Dataplane).ResyncIPTables, now},
+		{"routeRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.RouteRefreshInterval }, defaultRefresh), (*dataplane.Dataplane).ResyncRoutes, now},
+		{"ipsetsRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.IpsetsRefreshInterval }, defaultRefresh), (*dataplane.Dataplane).ResyncIPSets, now},
+		{"interfaceRefreshInterval", refreshInterval(func(s *spec) *durationPtr { return &s.InterfaceRefreshInterval }, defaultRefresh), (*dataplane.Dataplane).ResyncInterfaces, now},
 	}
 }
 

@@ -124,7 +124,7 @@ var settings = []setting{
 	field("nftablesMode", "Auto", true, func(s *spec) *string { return &s.NFTablesMode }, OneOf("Disabled", "Auto"), ValidOneOf("Disabled", "Auto")),
 	field("iptablesBackend", "Auto", true, func(s *spec) *string { return &s.IptablesBackend }, OneOf("Legacy", "NFT", "Auto"), ValidOneOf("Legacy", "NFT", "Auto")),
 	field("removeExternalRoutes", "true", true, func(s *spec) **bool { return &s.RemoveExternalRoutes }, ParseBool, nil),
-	field("iptablesRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, ParseSeconds, ValidNonNegative),
+	field("iptablesRefreshInterval", "3m0s", true, func(s *spec) **api.Duration { return &s.IptablesRefreshInterval }, ParseSeconds, ValidNonNegative),
 	field("routeRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.RouteRefreshInterval }, ParseSeconds, ValidNonNegative),
 	field("ipsetsRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.IpsetsRefreshInterval }, ParseSeconds, ValidNonNegative),
 	field("interfaceRefreshInterval", "1m30s", true, func(s *spec) **api.Duration { return &s.InterfaceRefreshInterval }, ParseSeconds, ValidNonNegative),

@@ -258,6 +258,15 @@ func TestRefreshSchedule(t *testing.T) {
 	if !slices.Equal(ran, []string{"iptablesRefreshInterval", "ipsetsRefreshInterval", "interfaceRefreshInterval"}) {
 		t.Errorf("at 90s: ran %v (routes are off, the others at Calico's 90s)", ran)
 	}
+	// Unset, each runs at Calico's default: iptables 180 s, the others 90 s.
+	def := NewRefreshes(t0)
+	if ran, next := DueRefreshes(def, &spec{}, nil, t0.Add(90*time.Second)); !slices.Equal(ran,
+		[]string{"routeRefreshInterval", "ipsetsRefreshInterval", "interfaceRefreshInterval"}) || next != 90*time.Second {
+		t.Errorf("defaults at 90s: ran %v next %v, want all but iptables, next in 90s", ran, next)
+	}
+	if ran, _ := DueRefreshes(def, &spec{}, nil, t0.Add(180*time.Second)); len(ran) != 4 {
+		t.Errorf("defaults at 180s: ran %v, want all four", ran)
+	}
 	s.RouteRefreshInterval = &api.Duration{Duration: time.Second}
 	ran, next = DueRefreshes(rs, &s, nil, t0.Add(91*time.Second))
 	if !slices.Equal(ran, []string{"routeRefreshInterval"}) || next != time.Second {

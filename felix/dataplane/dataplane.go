@@ -110,6 +110,9 @@ type Dataplane struct {
 	lockTimeout, lockProbe time.Duration
 	// nl is the netlink handle every manager uses (nlhandle.go).
 	nl *nlHandle
+	// gens follows the nf_tables generation for all the tables, so that
+	// a resync reads them back only after a change not ours.
+	gens *iptables.Generations
 }
 
 // Config of the dataplane.
@@ -130,7 +133,7 @@ func New(cfg Config) *Dataplane {
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(), qos: newQoSManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
-		ipip: newIPIPManager("tunl0"), obs: cfg.Observer, nl: newNLHandle(),
+		ipip: newIPIPManager("tunl0"), obs: cfg.Observer, nl: newNLHandle(), gens: &iptables.Generations{},
 	}
 	// One handle for all: the socket is made in the namespace of the
 	// first apply and replaced only from the dataplane's goroutine.
@@ -163,7 +166,7 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
 		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs,
-			LockTimeout: d.lockTimeout, LockProbeInterval: d.lockProbe}
+			LockTimeout: d.lockTimeout, LockProbeInterval: d.lockProbe, Generations: d.gens}
 		opts.SaveCmd, opts.RestoreCmd = backendCmds(ver, d.backend)
 		st = &tableState{t: iptables.NewTable(name, ver, opts), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
@@ -345,13 +348,12 @@ func (d *Dataplane) ResyncInterfaces() {
 	d.fwd.resync()
 }
 
-// ResyncIPTables makes the next Apply re-read every table
-// (iptablesRefreshInterval).
+// ResyncIPTables makes the next Apply re-read every table that may have
+// changed (iptablesRefreshInterval): on the nf_tables backend only when the
+// kernel's nf_tables generation moved (iptables/nftgen.go).
 func (d *Dataplane) ResyncIPTables() {
 	for _, st := range d.tables {
-		if inv, ok := any(st.t).(interface{ InvalidateCache() }); ok {
-			inv.InvalidateCache()
-		}
+		st.t.Resync()
 	}
 }
 
