@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/calico-aio/calico-aio/cni/fastpath"
 )
@@ -34,19 +36,20 @@ func (c execCost) String() string {
 
 // execOnce runs bin (under argv[0] name, the way the CNI runtime does)
 // with env and stdin and adds its rusage to c.
-func (c *execCost) execOnce(b *testing.B, bin, name string, env []string, stdin string) {
+func (c *execCost) execOnce(bin, name string, env []string, stdin string) error {
 	cmd := exec.Command(bin)
 	cmd.Args[0] = name
 	cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
 	t0 := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("%s as %s: %v\n%s", bin, name, err, out)
+		return fmt.Errorf("%s as %s: %w\n%s", bin, name, err, out)
 	}
 	c.wall += time.Since(t0)
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	c.cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	c.minflt += ru.Minflt
 	c.n++
+	return nil
 }
 
 // stubAgent answers every fast-path call at once with a canned result,
@@ -83,26 +86,67 @@ func startupBinaries() []string {
 	return bins
 }
 
-// measureExecs execs each binary n times, interleaved, three ways: as
+// execCosts are one binary's figures.
+type execCosts struct {
+	version, crowded, fast execCost
+}
+
+// crowdedHost is a namespace that looks like a node with pods: a default
+// route over an uplink, and for each pod a host veth (its peer in another
+// namespace) with a /32 route, as the CNI plugin leaves them.
+func crowdedHost(b *testing.B, pods int) ns.NetNS {
+	host, podsNS := newNS(b), newNS(b)
+	mustNS(b, host, "ip", "link", "add", "uplink", "type", "veth", "peer", "name", "uplink", "netns", nsName(podsNS))
+	mustNS(b, host, "ip", "addr", "add", "172.30.250.1/24", "dev", "uplink")
+	mustNS(b, host, "ip", "link", "set", "uplink", "up")
+	mustNS(b, host, "ip", "route", "add", "default", "via", "172.30.250.2", "dev", "uplink", "onlink")
+	var hostSide, podSide strings.Builder
+	for i := 0; i < pods; i++ {
+		fmt.Fprintf(&hostSide, "link add cali%011d type veth peer name p%d netns %s\nlink set cali%011d up\nroute add 10.114.%d.%d/32 dev cali%011d scope link\n",
+			i, i, nsName(podsNS), i, i/250, i%250, i)
+		fmt.Fprintf(&podSide, "link set p%d up\n", i)
+	}
+	ipBatch(b, host, hostSide.String())
+	ipBatch(b, podsNS, podSide.String()) // carrier up: the host side gets its IPv6 link-local routes
+	return host
+}
+
+// ipBatch runs `ip -batch` with cmds in namespace n.
+func ipBatch(b *testing.B, n ns.NetNS, cmds string) {
+	file := filepath.Join(b.TempDir(), "batch")
+	if err := os.WriteFile(file, []byte(cmds), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	mustNS(b, n, "ip", "-batch", file)
+}
+
+// measureExecs execs each binary n times, interleaved, four ways: as
 // calico with CNI_COMMAND=VERSION (the whole start-up: every package init
-// and main, no CNI work), as calico with an ADD answered by a stub agent
-// (the fast path's client), and an empty static Go program (the floor).
-func measureExecs(b *testing.B, bins []string, n int, floor string) (version, fast []execCost, empty execCost) {
+// and main, no CNI work), the same in a namespace holding 250 pods' host
+// links and routes, as calico with an ADD answered by a stub agent (the
+// fast path's client), and an empty static Go program (the floor).
+func measureExecs(b *testing.B, bins []string, n int, floor string) (costs []execCosts, empty execCost) {
+	crowded := crowdedHost(b, 250)
 	run := b.TempDir()
 	stubAgent(b, run)
 	conf := fmt.Sprintf(`{"cniVersion":"1.0.0","name":"s","type":"calico","calico_run_dir":%q}`, run)
 	base := []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	versionEnv := append(base, "CNI_COMMAND=VERSION")
 	addEnv := append(base, "CNI_COMMAND=ADD", "CNI_CONTAINERID=stub", "CNI_NETNS=/var/run/netns/none", "CNI_IFNAME=eth0")
-	version, fast = make([]execCost, len(bins)), make([]execCost, len(bins))
+	costs = make([]execCosts, len(bins))
 	for i := 0; i < n; i++ {
-		empty.execOnce(b, floor, floor, nil, "")
+		err := empty.execOnce(floor, floor, nil, "")
 		for j, bin := range bins {
-			version[j].execOnce(b, bin, "calico", versionEnv, conf)
-			fast[j].execOnce(b, bin, "calico", addEnv, conf)
+			c := &costs[j]
+			err = errors.Join(err, c.version.execOnce(bin, "calico", versionEnv, conf),
+				crowded.Do(func(ns.NetNS) error { return c.crowded.execOnce(bin, "calico", versionEnv, conf) }),
+				c.fast.execOnce(bin, "calico", addEnv, conf))
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
-	return version, fast, empty
+	return costs, empty
 }
 
 // inProcessVariants is our plugin, each baseline binary and ptp +
@@ -139,7 +183,7 @@ func BenchmarkCNIStartup(b *testing.B) {
 	execs, pods := envInt("STARTUP_BENCH_EXECS", 100), envInt("STARTUP_BENCH_PODS", 100)
 	bins := startupBinaries()
 	floor := newExecFloor(b)
-	version, fast, empty := measureExecs(b, bins, execs, floor.bin)
+	costs, empty := measureExecs(b, bins, execs, floor.bin)
 
 	e := newCNIEnv(b, 21)
 	referencePlugins(b, e.bin)
@@ -151,7 +195,8 @@ func BenchmarkCNIStartup(b *testing.B) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d execs each, interleaved; empty static Go program: %s\n", execs, empty)
 	for j, bin := range bins {
-		fmt.Fprintf(&sb, "#%d %s\n  VERSION:          %s\n  fast path (stub): %s\n", j, bin, version[j], fast[j])
+		c := costs[j]
+		fmt.Fprintf(&sb, "#%d %s\n  VERSION:             %s\n  VERSION, 250 pods:   %s\n  fast path (stub):    %s\n", j, bin, c.version, c.crowded, c.fast)
 	}
 	p := runs[len(runs)-1]
 	fmt.Fprintf(&sb, "%d pods each, interleaved, no agent:\n", pods)
@@ -165,10 +210,12 @@ func BenchmarkCNIStartup(b *testing.B) {
 	n := time.Duration(execs)
 	for j := range bins {
 		k := strconv.Itoa(j)
-		b.ReportMetric(millis(version[j].cpu/n), "version-cpu-ms-"+k)
-		b.ReportMetric(float64(version[j].minflt/int64(execs)), "version-minflt-"+k)
-		b.ReportMetric(millis(fast[j].cpu/n), "fastpath-cpu-ms-"+k)
-		b.ReportMetric(float64(fast[j].minflt/int64(execs)), "fastpath-minflt-"+k)
+		c := costs[j]
+		b.ReportMetric(millis(c.version.cpu/n), "version-cpu-ms-"+k)
+		b.ReportMetric(float64(c.version.minflt/int64(execs)), "version-minflt-"+k)
+		b.ReportMetric(millis(c.crowded.cpu/n), "version250-cpu-ms-"+k)
+		b.ReportMetric(millis(c.fast.cpu/n), "fastpath-cpu-ms-"+k)
+		b.ReportMetric(float64(c.fast.minflt/int64(execs)), "fastpath-minflt-"+k)
 		r := runs[j]
 		b.ReportMetric(float64(r.p(r.add, .5))/float64(p.p(p.add, .5)), "inproc-add-p50-ratio-"+k)
 		b.ReportMetric(float64(r.cpuPerAdd)/float64(p.cpuPerAdd), "inproc-cpu-ratio-"+k)
