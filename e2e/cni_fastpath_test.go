@@ -68,7 +68,7 @@ func ownInitAllocs(stderr string) int {
 // maxOwnInitAllocs bounds ownInitAllocs: every process of the binary, the
 // in-process CNI fallback included, runs every linked package's init, so
 // ours set up at first use (sync.OnceValue), not at init (#25: 3,083
-// allocations before, 1,097 after; felix/config's settings table is most
+// allocations before, 1,016 after; felix/config's settings table is most
 // of what is left).
 const maxOwnInitAllocs = 1200
 
