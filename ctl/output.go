@@ -51,7 +51,7 @@ func parseOutput(s string) (outputFormat, error) {
 func customTable(k api.KindInfo, headings []string, allNamespaces bool) (table, error) {
 	known := map[string]column{colName.header: colName, colNamespace.header: colNamespace}
 	var names []string
-	if t, ok := tables[k.Kind]; ok {
+	if t, ok := tables()[k.Kind]; ok {
 		for _, set := range t {
 			for _, c := range set {
 				known[c.header] = c

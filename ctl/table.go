@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/calico-aio/calico-aio/store"
@@ -87,61 +88,64 @@ var (
 	colNamespace = column{"NAMESPACE", path("metadata.namespace")}
 )
 
-// Columns per kind, as calicoctl prints them: ps, then wide.
-var tables = map[string][2][]column{
-	"IPPool": {
-		{colName, {"CIDR", path("spec.cidr")}, {"SELECTOR", path("spec.nodeSelector")}},
-		{colName, {"CIDR", path("spec.cidr")}, {"NAT", boolPath("spec.natOutgoing")}, {"IPIPMODE", path("spec.ipipMode")},
-			{"VXLANMODE", path("spec.vxlanMode")}, {"DISABLED", boolPath("spec.disabled")},
-			{"DISABLEBGPEXPORT", boolPath("spec.disableBGPExport")}, {"SELECTOR", path("spec.nodeSelector")},
-			{"ASSIGNMENTMODE", path("spec.assignmentMode")}},
-	},
-	"Node": {
-		{colName},
-		{colName, {"ASN", nodeASN}, {"IPV4", path("spec.bgp.ipv4Address")}, {"IPV6", path("spec.bgp.ipv6Address")}},
-	},
-	"WorkloadEndpoint": {
-		{{"WORKLOAD", path("spec.workload")}, {"NODE", path("spec.node")}, {"NETWORKS", path("spec.ipNetworks")}, {"INTERFACE", path("spec.interfaceName")}},
-		{colName, {"WORKLOAD", path("spec.workload")}, {"NODE", path("spec.node")}, {"NETWORKS", path("spec.ipNetworks")},
-			{"INTERFACE", path("spec.interfaceName")}, {"PROFILES", path("spec.profiles")}, {"NATS", nats}},
-	},
-	"HostEndpoint": {
-		{colName, {"NODE", path("spec.node")}},
-		{colName, {"NODE", path("spec.node")}, {"INTERFACE", path("spec.interfaceName")}, {"IPS", path("spec.expectedIPs")}, {"PROFILES", path("spec.profiles")}},
-	},
-	"Profile": {
-		{colName},
-		{colName, {"LABELS", path("spec.labelsToApply")}},
-	},
-	"NetworkPolicy": {
-		{colName},
-		{colName, {"ORDER", path("spec.order")}, {"SELECTOR", path("spec.selector")}},
-	},
-	"GlobalNetworkPolicy": {
-		{colName},
-		{colName, {"ORDER", path("spec.order")}, {"SELECTOR", path("spec.selector")}},
-	},
-	"NetworkSet": {
-		{colName},
-		{colName, {"NETS", path("spec.nets")}},
-	},
-	"GlobalNetworkSet": {
-		{colName},
-		{colName, {"NETS", path("spec.nets")}},
-	},
-	"BGPPeer": {
-		{colName, {"PEERIP", path("spec.peerIP")}, {"NODE", peerNode}, {"ASN", path("spec.asNumber")}},
-		{colName, {"PEERIP", path("spec.peerIP")}, {"NODE", peerNode}, {"ASN", path("spec.asNumber")}},
-	},
-	"BGPConfiguration": {
-		{colName, {"LOGSEVERITY", path("spec.logSeverityScreen")}, {"MESHENABLED", path("spec.nodeToNodeMeshEnabled")}, {"ASNUMBER", path("spec.asNumber")}},
-		{colName, {"LOGSEVERITY", path("spec.logSeverityScreen")}, {"MESHENABLED", path("spec.nodeToNodeMeshEnabled")}, {"ASNUMBER", path("spec.asNumber")}},
-	},
-	"Tier": {
-		{colName, {"ORDER", path("spec.order")}},
-		{colName, {"ORDER", path("spec.order")}, {"DEFAULTACTION", path("spec.defaultAction")}},
-	},
-}
+// Columns per kind, as calicoctl prints them: ps, then wide. Built on first
+// use: every process of the binary (each CNI call) runs the package inits.
+var tables = sync.OnceValue(func() map[string][2][]column {
+	return map[string][2][]column{
+		"IPPool": {
+			{colName, {"CIDR", path("spec.cidr")}, {"SELECTOR", path("spec.nodeSelector")}},
+			{colName, {"CIDR", path("spec.cidr")}, {"NAT", boolPath("spec.natOutgoing")}, {"IPIPMODE", path("spec.ipipMode")},
+				{"VXLANMODE", path("spec.vxlanMode")}, {"DISABLED", boolPath("spec.disabled")},
+				{"DISABLEBGPEXPORT", boolPath("spec.disableBGPExport")}, {"SELECTOR", path("spec.nodeSelector")},
+				{"ASSIGNMENTMODE", path("spec.assignmentMode")}},
+		},
+		"Node": {
+			{colName},
+			{colName, {"ASN", nodeASN}, {"IPV4", path("spec.bgp.ipv4Address")}, {"IPV6", path("spec.bgp.ipv6Address")}},
+		},
+		"WorkloadEndpoint": {
+			{{"WORKLOAD", path("spec.workload")}, {"NODE", path("spec.node")}, {"NETWORKS", path("spec.ipNetworks")}, {"INTERFACE", path("spec.interfaceName")}},
+			{colName, {"WORKLOAD", path("spec.workload")}, {"NODE", path("spec.node")}, {"NETWORKS", path("spec.ipNetworks")},
+				{"INTERFACE", path("spec.interfaceName")}, {"PROFILES", path("spec.profiles")}, {"NATS", nats}},
+		},
+		"HostEndpoint": {
+			{colName, {"NODE", path("spec.node")}},
+			{colName, {"NODE", path("spec.node")}, {"INTERFACE", path("spec.interfaceName")}, {"IPS", path("spec.expectedIPs")}, {"PROFILES", path("spec.profiles")}},
+		},
+		"Profile": {
+			{colName},
+			{colName, {"LABELS", path("spec.labelsToApply")}},
+		},
+		"NetworkPolicy": {
+			{colName},
+			{colName, {"ORDER", path("spec.order")}, {"SELECTOR", path("spec.selector")}},
+		},
+		"GlobalNetworkPolicy": {
+			{colName},
+			{colName, {"ORDER", path("spec.order")}, {"SELECTOR", path("spec.selector")}},
+		},
+		"NetworkSet": {
+			{colName},
+			{colName, {"NETS", path("spec.nets")}},
+		},
+		"GlobalNetworkSet": {
+			{colName},
+			{colName, {"NETS", path("spec.nets")}},
+		},
+		"BGPPeer": {
+			{colName, {"PEERIP", path("spec.peerIP")}, {"NODE", peerNode}, {"ASN", path("spec.asNumber")}},
+			{colName, {"PEERIP", path("spec.peerIP")}, {"NODE", peerNode}, {"ASN", path("spec.asNumber")}},
+		},
+		"BGPConfiguration": {
+			{colName, {"LOGSEVERITY", path("spec.logSeverityScreen")}, {"MESHENABLED", path("spec.nodeToNodeMeshEnabled")}, {"ASNUMBER", path("spec.asNumber")}},
+			{colName, {"LOGSEVERITY", path("spec.logSeverityScreen")}, {"MESHENABLED", path("spec.nodeToNodeMeshEnabled")}, {"ASNUMBER", path("spec.asNumber")}},
+		},
+		"Tier": {
+			{colName, {"ORDER", path("spec.order")}},
+			{colName, {"ORDER", path("spec.order")}, {"DEFAULTACTION", path("spec.defaultAction")}},
+		},
+	}
+})
 
 func nodeASN(obj map[string]any, tc tableContext) string {
 	if asn := text(lookup(obj, "spec.bgp.asNumber")); asn != "" {
@@ -190,7 +194,7 @@ func defaultASN(ctx context.Context, c *store.Client) string {
 
 func tableFor(k api.KindInfo, wide, allNamespaces bool) table {
 	cols := []column{colName}
-	if t, ok := tables[k.Kind]; ok {
+	if t, ok := tables()[k.Kind]; ok {
 		cols = t[0]
 		if wide {
 			cols = t[1]

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,28 @@ func initOrder(stderr string) []string {
 	}
 	return out
 }
+
+// ownInitAllocs is what this module's packages allocate in their inits,
+// summed from GODEBUG=inittrace=1's lines ("init P @t ms, c ms clock, B
+// bytes, N allocs").
+func ownInitAllocs(stderr string) int {
+	sum := 0
+	for _, line := range strings.Split(stderr, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[0] == "init" && strings.HasPrefix(f[1], "github.com/calico-aio/calico-aio/") && f[len(f)-1] == "allocs" {
+			n, _ := strconv.Atoi(f[len(f)-2])
+			sum += n
+		}
+	}
+	return sum
+}
+
+// maxOwnInitAllocs bounds ownInitAllocs: every process of the binary, the
+// in-process CNI fallback included, runs every linked package's init, so
+// ours set up at first use (sync.OnceValue), not at init (#25: 3,083
+// allocations before, 1,016 after; felix/config's settings table is most
+// of what is left).
+const maxOwnInitAllocs = 1200
 
 func isHeavy(pkg string) bool {
 	for _, m := range heavyModules {
@@ -125,6 +148,9 @@ func TestCNIFastPathInitOrder(t *testing.T) {
 	full := initOrder(stderr)
 	if !slices.Contains(full, fastpathPkg) {
 		t.Fatalf("in-process, %s's init was not traced: the check above proves nothing", fastpathPkg)
+	}
+	if n := ownInitAllocs(stderr); n == 0 || n > maxOwnInitAllocs {
+		t.Errorf("our packages' inits allocated %d times, want 1-%d: set up at first use, not at init", n, maxOwnInitAllocs)
 	}
 	for _, p := range full {
 		for _, m := range heavyModules {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // runFunc runs one command to completion and returns its output. The real
@@ -36,11 +37,11 @@ func waitRejected(stderr []byte) bool {
 // lineRE finds the failing input line in iptables-restore ("line 3 failed",
 // "line 3: CHAIN_DEL failed", "Error occurred at line: 3") and ipset restore
 // ("Error in line 3:") error output.
-var lineRE = regexp.MustCompile(`line:? (\d+)`)
+var lineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line:? (\d+)`) })
 
 // failedLine returns the 1-based input line an error message names, or 0.
 func failedLine(stderr []byte) int {
-	m := lineRE.FindSubmatch(stderr)
+	m := lineRE().FindSubmatch(stderr)
 	if m == nil {
 		return 0
 	}

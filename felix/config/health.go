@@ -18,7 +18,7 @@ func ParseHealthOverrides(s string) (*[]api.HealthTimeoutOverride, error) {
 		name, v, found := strings.Cut(strings.TrimSpace(kv), "=")
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		name = strings.TrimSpace(name)
-		if !found || err != nil || d < 0 || !api.HealthReporterRE.MatchString(name) {
+		if !found || err != nil || d < 0 || !api.HealthReporterRE().MatchString(name) {
 			return nil, fmt.Errorf("%q must be name=duration pairs joined by commas (a duration such as 90s, not negative)", kv)
 		}
 		out = append(out, api.HealthTimeoutOverride{Name: name, Timeout: api.Duration{Duration: d}})
@@ -28,7 +28,7 @@ func ParseHealthOverrides(s string) (*[]api.HealthTimeoutOverride, error) {
 
 func ValidHealthOverrides(os *[]api.HealthTimeoutOverride) error {
 	for _, o := range *os {
-		if !api.HealthReporterRE.MatchString(o.Name) || o.Timeout.Duration < 0 {
+		if !api.HealthReporterRE().MatchString(o.Name) || o.Timeout.Duration < 0 {
 			return fmt.Errorf("%s=%s: the name must be letters, digits, '_', '.', '-' and the timeout not negative", o.Name, o.Timeout)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/calico-aio/calico-aio/store/api"
 )
@@ -26,10 +27,10 @@ func ParseIPv6(s string) (string, error) {
 func ValidIPv6(s string) error { _, err := ParseIPv6(s); return err }
 
 // ifaceList is Felix's interface list (interfacePrefix).
-var ifaceList = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
+var ifaceList = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`) })
 
 func ParseIfaceList(s string) (string, error) {
-	if !ifaceList.MatchString(s) {
+	if !ifaceList().MatchString(s) {
 		return "", fmt.Errorf("%q is not a comma-separated list of interface name prefixes", s)
 	}
 	return s, nil
@@ -46,11 +47,11 @@ func ParseIfaceExclude(s string) (string, error) {
 
 func ValidIfaceExclude(s string) error { _, err := ParseIfaceExclude(s); return err }
 
-var tableRange = regexp.MustCompile(`^(\d+)-(\d+)$`)
+var tableRange = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+)-(\d+)$`) })
 
 // ParseRouteTableRange reads routeTableRange "n-m", 1 <= n <= m <= 250.
 func ParseRouteTableRange(s string) (*api.RouteTableRange, error) {
-	m := tableRange.FindStringSubmatch(s)
+	m := tableRange().FindStringSubmatch(s)
 	if m == nil {
 		return nil, fmt.Errorf("%q must be a range of route table indices within 1-250", s)
 	}
@@ -70,14 +71,14 @@ func ValidRouteTableRange(r *api.RouteTableRange) error {
 	return nil
 }
 
-var tableRanges = regexp.MustCompile(`(\d+)-(\d+)`)
+var tableRanges = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)-(\d+)`) })
 
 // ParseRouteTableRanges reads routeTableRanges: "n-m" ranges separated by
 // commas or spaces, as Calico's variable.
 func ParseRouteTableRanges(s string) (*[]api.RouteTableRange, error) {
 	var out []api.RouteTableRange
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		m := tableRanges.FindStringSubmatch(f)
+		m := tableRanges().FindStringSubmatch(f)
 		if m == nil || m[0] != f {
 			return nil, fmt.Errorf("%q must be a list of route table ranges n-m", s)
 		}

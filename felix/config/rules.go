@@ -12,7 +12,7 @@ import (
 // ParseIfaceFilter reads iptablesNATOutgoingInterfaceFilter: an interface
 // name in iptables -o syntax ("+" a wildcard), as Calico's iface-param.
 func ParseIfaceFilter(s string) (string, error) {
-	if !api.IfaceFilterRE.MatchString(s) {
+	if !api.IfaceFilterRE().MatchString(s) {
 		return "", fmt.Errorf("%q is not an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)", s)
 	}
 	return s, nil
@@ -33,7 +33,7 @@ func ValidLogPrefix(s string) error { _, err := ParseLogPrefix(s); return err }
 
 // ParseLogRateLimit reads logActionRateLimit: Calico's N/unit.
 func ParseLogRateLimit(s string) (string, error) {
-	if !api.LogRateLimitRE.MatchString(s) {
+	if !api.LogRateLimitRE().MatchString(s) {
 		return "", fmt.Errorf("%q must be N/unit: N 1-9999, unit second, minute, hour or day (e.g. 10/second)", s)
 	}
 	return s, nil

@@ -6,10 +6,13 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // skippedIfaces are never picked by first-found.
-var skippedIfaces = regexp.MustCompile(`^(lo|docker.*|cali.*|veth.*|br-.*|cni.*|virbr.*|vxlan.*|tunl.*|kube-ipvs.*)$`)
+var skippedIfaces = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(lo|docker.*|cali.*|veth.*|br-.*|cni.*|virbr.*|vxlan.*|tunl.*|kube-ipvs.*)$`)
+})
 
 // ifaceAddrs lists interfaces with their addresses (prefixes).
 type ifaceAddrs struct {
@@ -65,7 +68,7 @@ func autodetect(method string, v6 bool, ifaces []ifaceAddrs) (netip.Prefix, erro
 	switch kind {
 	case "", "first-found":
 		for _, i := range ifaces {
-			if skippedIfaces.MatchString(i.name) {
+			if skippedIfaces().MatchString(i.name) {
 				continue
 			}
 			for _, p := range i.addrs {

@@ -170,7 +170,7 @@ type HealthTimeoutOverride struct {
 }
 
 // HealthReporterRE is a health reporter's name.
-var HealthReporterRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+var HealthReporterRE = lazyRegexp(`^[a-zA-Z0-9_.-]+$`)
 
 // RouteTableRange is the range of kernel routing tables the agent may use.
 type RouteTableRange struct {
@@ -180,15 +180,15 @@ type RouteTableRange struct {
 
 // IfaceFilterRE is Calico's interface filter (iptables -o syntax, "+" a
 // wildcard): iptablesNATOutgoingInterfaceFilter.
-var IfaceFilterRE = regexp.MustCompile(`^[a-zA-Z0-9:._+-]{1,15}$`)
+var IfaceFilterRE = lazyRegexp(`^[a-zA-Z0-9:._+-]{1,15}$`)
 
 // LogRateLimitRE is Calico's logActionRateLimit: 1-9999 per second,
 // minute, hour or day.
-var LogRateLimitRE = regexp.MustCompile(`^[1-9]\d{0,3}/(?:second|minute|hour|day)$`)
+var LogRateLimitRE = lazyRegexp(`^[1-9]\d{0,3}/(?:second|minute|hour|day)$`)
 
 // logPrefixRE is Calico's logPrefix restriction: letters, digits, ":",
 // "%", "/", "_", "-" and space.
-var logPrefixRE = regexp.MustCompile(`^[a-zA-Z0-9:%/_ -]*$`)
+var logPrefixRE = lazyRegexp(`^[a-zA-Z0-9:%/_ -]*$`)
 
 // MaxLogPrefix is the longest logPrefix: the rule logs "<prefix>: " and
 // iptables takes at most 29 characters.
@@ -199,7 +199,7 @@ const MaxLogPrefix = 27
 // are refused: this agent renders the prefix as given.
 func LogPrefixProblem(p string) string {
 	switch {
-	case !logPrefixRE.MatchString(p):
+	case !logPrefixRE().MatchString(p):
 		return "may hold only letters, digits, space and : % / _ -"
 	case strings.Contains(p, "%"):
 		return "specifiers (%t, %k, %n, %p) are not supported by this agent"
@@ -275,10 +275,10 @@ func (c *FelixConfiguration) Validate() error {
 	if msg := LogPrefixProblem(s.LogPrefix); s.LogPrefix != "" && msg != "" {
 		f.add("spec.logPrefix", s.LogPrefix, msg)
 	}
-	if v := s.LogActionRateLimit; v != "" && !LogRateLimitRE.MatchString(v) {
+	if v := s.LogActionRateLimit; v != "" && !LogRateLimitRE().MatchString(v) {
 		f.add("spec.logActionRateLimit", v, "must be N/unit: N 1-9999, unit second, minute, hour or day (e.g. 10/second)")
 	}
-	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE.MatchString(v) {
+	if v := s.IptablesNATOutgoingInterfaceFilter; v != "" && !IfaceFilterRE().MatchString(v) {
 		f.add("spec.iptablesNATOutgoingInterfaceFilter", v, "must be an interface name or prefix+ (letters, digits, and : . _ + -; at most 15)")
 	}
 	f.oneOf("spec.ipForwarding", s.IPForwarding, "Enabled", "Disabled")
@@ -335,7 +335,7 @@ func (c *FelixConfiguration) Validate() error {
 	}
 	if s.HealthTimeoutOverrides != nil {
 		for i, o := range *s.HealthTimeoutOverrides {
-			if !HealthReporterRE.MatchString(o.Name) {
+			if !HealthReporterRE().MatchString(o.Name) {
 				f.add(idx("spec.healthTimeoutOverrides", i)+".name", o.Name, "must be a health reporter's name (letters, digits, '_', '.', '-')")
 			}
 			if o.Timeout.Duration < 0 {
@@ -420,7 +420,7 @@ func (c *FelixConfiguration) Validate() error {
 	if msg := InterfaceExcludeProblem(s.InterfaceExclude); msg != "" {
 		f.add("spec.interfaceExclude", s.InterfaceExclude, msg)
 	}
-	if s.InterfacePrefix != "" && !ifaceListRe.MatchString(s.InterfacePrefix) {
+	if s.InterfacePrefix != "" && !ifaceListRe().MatchString(s.InterfacePrefix) {
 		f.add("spec.interfacePrefix", s.InterfacePrefix, "must be a comma-separated list of interface name prefixes (1-15 characters: letters, digits, '_', '-')")
 	}
 	for _, d := range []struct {
@@ -442,7 +442,7 @@ func (c *FelixConfiguration) Validate() error {
 
 // ifaceListRe is Felix's interface list (interfacePrefix): names of 1-15
 // letters, digits, '_' or '-', joined by commas.
-var ifaceListRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
+var ifaceListRe = lazyRegexp(`^[a-zA-Z0-9_-]{1,15}(,[a-zA-Z0-9_-]{1,15})*$`)
 
 // InterfaceExcludeProblem checks interfaceExclude as Felix parses it:
 // comma-separated items, each an interface name (1-15 letters, digits,
@@ -458,13 +458,13 @@ func InterfaceExcludeProblem(s string) string {
 			}
 			continue
 		}
-		if !ifaceNameRe.MatchString(item) {
+		if !ifaceNameRe().MatchString(item) {
 			return "item " + strconv.Itoa(i) + " must be an interface name (1-15 characters: letters, digits, '_', '-') or a /regexp/"
 		}
 	}
 	return ""
 }
 
-var ifaceNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,15}$`)
+var ifaceNameRe = lazyRegexp(`^[a-zA-Z0-9_-]{1,15}$`)
 
 func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }
