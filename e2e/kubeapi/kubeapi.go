@@ -93,6 +93,11 @@ func WithReadyTimeout(d time.Duration) Option {
 	return func(o *options) { o.readyTimeout = d }
 }
 
+// unusedAPIs is --runtime-config turning off the built-in API groups that
+// neither the tests nor Calico use (see docs/PERFORMANCE.md, CI budget).
+const unusedAPIs = "batch/v1=false,autoscaling/v1=false,autoscaling/v2=false,policy/v1=false," +
+	"certificates.k8s.io/v1=false,events.k8s.io/v1=false,flowcontrol.apiserver.k8s.io/v1=false"
+
 // Start runs kube-apiserver against etcdEndpoint (a client URL such as
 // storetest.StartEtcd(t).Endpoints()[0]) and returns once /readyz answers 200.
 // The server is stopped when the test ends; its log is dumped if the test
@@ -145,6 +150,11 @@ func Start(t testing.TB, etcdEndpoint string, opts ...Option) *Server {
 		"--profiling=false",
 		"--shutdown-delay-duration=0s",
 		"--shutdown-send-retry-after=false",
+		// Less to set up at each start (about 18% of its CPU): no
+		// priority-and-fairness, and none of the API groups that no test
+		// and no part of Calico uses.
+		"--enable-priority-and-fairness=false",
+		"--runtime-config=" + unusedAPIs,
 	}
 	s.bin, s.args = bin, append(args, o.args...)
 	started := time.Now()
