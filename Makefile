@@ -7,6 +7,12 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 PKG       := github.com/calico-aio/calico-aio
 LDFLAGS   := -s -w -X $(PKG)/build/version.Version=$(VERSION)
 ROLES     := calico calico-ipam calico-node calicoctl
+# Every build here (the binary, the tests, the binaries e2e builds, the
+# test kube-apiserver) compiles without DWARF: the binary is linked with -s
+# -w anyway, stack traces do not need it, and it is about 13% of the
+# compiler's CPU. The same flags everywhere let the builds share GOCACHE.
+GOFLAGS   ?= -gcflags=all=-dwarf=false
+export GOFLAGS
 # -parallel 4: the e2e tests that run in parallel mostly wait (agents
 # converging, grace periods), so four at a time fit on two cores.
 TESTFLAGS ?= -timeout 30m -parallel 4

@@ -40,7 +40,7 @@ func referencePlugins(t testing.TB, dir string) {
 			"github.com/containernetworking/plugins/plugins/meta/portmap@v1.9.0",
 			"github.com/containernetworking/plugins/plugins/main/ptp@v1.9.0",
 			"github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.0")
-		cmd.Env = append(os.Environ(), "GOBIN="+refDir, "CGO_ENABLED=0", "GOFLAGS=-trimpath")
+		cmd.Env = append(os.Environ(), "GOBIN="+refDir, "CGO_ENABLED=0", "GOFLAGS=-trimpath "+os.Getenv("GOFLAGS"))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			refErr = err
 			t.Logf("go install: %s", out)
