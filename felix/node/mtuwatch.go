@@ -26,6 +26,7 @@ type MTUWatch struct {
 	env      api.FelixConfigurationSpec // the FELIX_* layer
 	links    func() ([]LinkMTU, error)
 	last     int
+	cached   *MTUInputs // the datastore part of the last inputs; nil until read
 }
 
 // NewMTUWatch watches for the node named name, writing <libDir>/mtu;
@@ -34,10 +35,34 @@ func NewMTUWatch(c *store.Client, name, libDir string, override int, env api.Fel
 	return &MTUWatch{c: c, node: name, libDir: libDir, override: override, env: env, links: HostLinks}
 }
 
-// inputs reads what the pod MTU depends on. The environment wins over
-// FelixConfiguration node.<name>, which wins over the selector-scoped one
-// matching the node (felix/config/scoped.go), which wins over default, as in Felix.
+// inputs reads what the pod MTU depends on: the datastore part (storeInputs)
+// and the host interfaces.
 func (m *MTUWatch) inputs(ctx context.Context) (MTUInputs, error) {
+	in, err := m.storeInputs(ctx)
+	if err != nil {
+		return in, err
+	}
+	m.cached = &in
+	return m.withLinks(in)
+}
+
+// withLinks adds the host interfaces to in (none with --mtu: they are not used).
+func (m *MTUWatch) withLinks(in MTUInputs) (MTUInputs, error) {
+	if m.override != 0 {
+		return in, nil
+	}
+	links, err := m.links()
+	if err != nil {
+		return in, err
+	}
+	in.Links = links
+	return in, nil
+}
+
+// storeInputs reads pools, this node's labels and the settings. The environment
+// wins over FelixConfiguration node.<name>, which wins over the selector-scoped
+// one matching the node (felix/config/scoped.go), which wins over default, as in Felix.
+func (m *MTUWatch) storeInputs(ctx context.Context) (MTUInputs, error) {
 	var in MTUInputs
 	pk, _ := api.LookupKind("IPPool")
 	objs, _, err := m.c.ListResources(ctx, pk, "")
@@ -88,20 +113,34 @@ func (m *MTUWatch) inputs(ctx context.Context) (MTUInputs, error) {
 		slog.Warn("mtuIfacePattern is not a regular expression; using the default", "pattern", in.Settings.Pattern, "err", err)
 		in.Pattern = regexp.MustCompile(config.DefaultMTUIfacePattern)
 	}
-	if m.override == 0 {
-		if in.Links, err = m.links(); err != nil {
-			return in, err
-		}
-	}
 	return in, nil
 }
 
-// Update computes the pod MTU and writes it when it changed.
+// Update reads all inputs, computes the pod MTU and writes it when it changed.
 func (m *MTUWatch) Update(ctx context.Context) (int, error) {
 	in, err := m.inputs(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return m.apply(in)
+}
+
+// recheck re-reads only the host interfaces: the datastore inputs are watched,
+// so the periodic recheck reuses the last read of them and makes no datastore
+// request. Before the first read it is Update.
+func (m *MTUWatch) recheck(ctx context.Context) (int, error) {
+	if m.cached == nil {
+		return m.Update(ctx)
+	}
+	in, err := m.withLinks(*m.cached)
+	if err != nil {
+		return 0, err
+	}
+	return m.apply(in)
+}
+
+// apply computes the pod MTU from in and writes it when it changed.
+func (m *MTUWatch) apply(in MTUInputs) (int, error) {
 	mtu := PodMTU(in)
 	if mtu == m.last {
 		return mtu, nil
@@ -116,7 +155,8 @@ func (m *MTUWatch) Update(ctx context.Context) (int, error) {
 }
 
 // Run re-computes the MTU whenever a pool, this node or a
-// FelixConfiguration changes, and every mtuRecheck for the interfaces.
+// FelixConfiguration changes, and every mtuRecheck for the interfaces
+// (re-reading only those).
 func (m *MTUWatch) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	poke := func(store.Event) {
@@ -139,13 +179,18 @@ func (m *MTUWatch) Run(ctx context.Context) {
 	t := time.NewTicker(mtuRecheck)
 	defer t.Stop()
 	for {
+		update := m.Update
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
 		case <-t.C:
+			if m.override != 0 {
+				continue // --mtu: the interfaces are not read
+			}
+			update = m.recheck
 		}
-		if _, err := m.Update(ctx); err != nil && ctx.Err() == nil {
+		if _, err := update(ctx); err != nil && ctx.Err() == nil {
 			slog.Warn("pod MTU not updated", "err", err)
 		}
 	}

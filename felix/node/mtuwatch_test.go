@@ -74,6 +74,23 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 	if mtu, err := mw.Update(ctx); err != nil || mtu != 1400 || file() != "1400" {
 		t.Fatalf("default pattern: mtu %d (file %q), %v; want 1400", mtu, file(), err)
 	}
+	// The periodic recheck re-reads the interfaces only: it makes no
+	// datastore request (a cancelled context would fail one).
+	err = n.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName("eth1")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetMTU(l, 1300)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, stop := context.WithCancel(ctx)
+	stop()
+	if mtu, err := mw.recheck(done); err != nil || mtu != 1300 || file() != "1300" {
+		t.Fatalf("recheck after eth1's MTU change: mtu %d (file %q), %v; want 1300 without a datastore read", mtu, file(), err)
+	}
 
 	go mw.Run(ctx)
 	waitFile := func(want, why string) {
