@@ -82,9 +82,9 @@ func TestDataplaneIPTablesCommandCounts(t *testing.T) {
 		}
 	}
 
-	// A pod like the last state's, on a new veth: its addresses join sets
-	// that exist already (app == 'web', role == 'client', has(app), v4 and
-	// v6), then leave them.
+	// A pod labelled like the last state's pods, on a new veth: its v4
+	// and v6 addresses join selector sets that exist already, then leave
+	// them.
 	last := states[len(states)-1]
 	run(t, nd.ns, "ip", "link", "add", "calitest5", "type", "veth", "peer", "name", "pod5")
 	run(t, nd.ns, "ip", "link", "set", "calitest5", "up")
