@@ -285,7 +285,11 @@ func (s *IPSets) apply() (fromCache bool, err error) {
 		viaNL, viaRestore := s.splitNetlink(groups)
 		var errs []error
 		if len(viaNL) > 0 {
-			errs = append(errs, s.writeNetlink(viaNL))
+			if err := s.writeNetlink(viaNL); errors.Is(err, errNoNetlink) {
+				viaRestore = groups // nothing written: ipset can still do it all
+			} else {
+				errs = append(errs, err)
+			}
 		}
 		if len(viaRestore) > 0 {
 			errs = append(errs, s.restore(viaRestore))

@@ -135,6 +135,10 @@ func (s *IPSets) netlinkGroup(g *group) (nlGroup, bool) {
 	return ng, true
 }
 
+// errNoNetlink is wrapped by writeNetlink's error when no socket could be
+// opened: nothing was written, and the caller hands the groups to restore.
+var errNoNetlink = errors.New("no netfilter netlink socket")
+
 // writeNetlink applies groups over one netlink socket opened in the
 // current namespace: each group's adds, then its dels, as the restore
 // lines would. A group stops at its first failing request (the set may
@@ -147,7 +151,7 @@ func (s *IPSets) writeNetlink(groups []nlGroup) error {
 	}
 	var errs []error
 	if conn, err := s.openNL(); err != nil {
-		errs = append(errs, fmt.Errorf("ipset member changes: %w", err))
+		errs = append(errs, fmt.Errorf("ipset member changes: %w: %w", errNoNetlink, err))
 	} else {
 		for _, ng := range groups {
 			if err := writeGroup(conn, ng); err != nil {

@@ -61,7 +61,8 @@ func (c failConn) IpsetDel(set string, e *netlink.IPSetEntry) error {
 // hash:ip,port, IPv4 and IPv6, without an ipset process; the Observer is
 // told of them; a set destroyed by hand is repaired by the next Apply; a
 // failing group leaves the driver dirty with no cache and does not stop
-// the others; a member netlink cannot parse goes through `ipset restore`.
+// the others; without a socket, or for a member netlink cannot parse, the
+// change goes through `ipset restore`.
 func TestIPSetsNetlinkKernel(t *testing.T) {
 	nstest.NeedKernel(t, "ipset")
 	t.Parallel()
@@ -217,6 +218,22 @@ func TestIPSetsNetlinkKernel(t *testing.T) {
 		t.Errorf("repair after the failure ran %q, observed %+v; want a save and a one-member netlink write", l.cmds, seen)
 	}
 	check("after the failure")
+
+	// No netlink socket at all: nothing was written, so restore does it.
+	s.openNL = func() (memberConn, error) { return nil, errInjected }
+	if err := s.AddMembers("cali60s:ip", []string{"fd00::7"}); err != nil {
+		t.Fatal(err)
+	}
+	want["cali60s:ip"] = slices.Sorted(slices.Values(append(slices.Clone(want["cali60s:ip"]), "fd00::7")))
+	l.reset()
+	seen = nil
+	mustApplySets(t, n, s)
+	if l.count(" save") != 0 || l.last(" restore") != "add cali60s:ip fd00::7\n" || len(seen) != 2 ||
+		!errors.Is(seen[0].Err, errInjected) {
+		t.Errorf("without a socket: ran %q, restore input %q, observed %+v", l.cmds, l.last(" restore"), seen)
+	}
+	check("without a netlink socket")
+	s.openNL = openNetlink
 
 	// A member as `ipset save` prints it that the netlink path does not
 	// parse (kept verbatim by the read-back) goes through restore.
