@@ -3,7 +3,9 @@ package iptables
 import (
 	"fmt"
 	"github.com/calico-aio/calico-aio/internal/nstest"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 )
@@ -136,4 +138,75 @@ func BenchmarkIPSetsApply(b *testing.B) {
 	}
 	b.Run("change-one-member-cached", func(b *testing.B) { changeOne(b, false) })
 	b.Run("change-one-member-readback", func(b *testing.B) { changeOne(b, true) })
+}
+
+// cpuTime is the user plus system CPU time of this process and of its
+// waited-for children: an exec'd ipset's CPU is not in ns/op when it runs
+// on another core.
+func cpuTime(b *testing.B) time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return total
+}
+
+// BenchmarkIPSetsPodChurn is the ipset work of a CNI ADD and DEL (issue
+// #25) on a node with 50 sets of 20 members: a pod's IP joins one set
+// (Apply) then leaves it (Apply), with a valid cache. Each iteration does
+// that twice, interleaved so that both see the same noise of a shared
+// machine: once through `ipset -exist restore` (openNL nil, as before the
+// netlink path) and once in-process over netlink. exec-cpu-ns/op and
+// netlink-cpu-ns/op are the CPU (user + system) of the process and its
+// children for each; ns/op is the wall time of both together.
+func BenchmarkIPSetsPodChurn(b *testing.B) {
+	nstest.NeedKernel(b, "ipset")
+	n := nstest.NewNS(b)
+	s := NewIPSets(IPSetsOptions{IPVersion: 4})
+	for i := range 50 {
+		if err := s.SetIPSet(fmt.Sprintf("cali40s:pods-%02d", i), SetTypeIP, FamilyInet,
+			ips(fmt.Sprintf("10.%d", i), 0, 20)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	apply := func() {
+		if err := n.Do(func(ns.NetNS) error { return s.Apply() }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	apply()
+	const set, pod = "cali40s:pods-25", "10.66.0.1"
+	// churn adds and removes the pod through open (nil: restore) and
+	// returns the CPU it took.
+	churn := func(open func() (memberConn, error)) time.Duration {
+		s.openNL = open
+		writes, start := s.writes, cpuTime(b)
+		if err := s.AddMembers(set, []string{pod}); err != nil {
+			b.Fatal(err)
+		}
+		apply()
+		if err := s.RemoveMembers(set, []string{pod}); err != nil {
+			b.Fatal(err)
+		}
+		apply()
+		used := cpuTime(b) - start
+		if ran := s.writes - writes; (open == nil) != (ran == 2) {
+			b.Fatalf("%d ipset restores for an add and a del (netlink %v)", ran, open != nil)
+		}
+		return used
+	}
+	var execCPU, nlCPU time.Duration
+	ops := 0
+	for b.Loop() {
+		execCPU += churn(nil)
+		nlCPU += churn(openNetlink)
+		ops++
+	}
+	b.ReportMetric(float64(execCPU)/float64(ops), "exec-cpu-ns/op")
+	b.ReportMetric(float64(nlCPU)/float64(ops), "netlink-cpu-ns/op")
+	b.ReportMetric(float64(execCPU)/float64(nlCPU), "exec/netlink")
 }

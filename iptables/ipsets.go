@@ -36,7 +36,8 @@ var ErrIPSetInUse = errors.New("ipset still in use by a kernel component")
 type IPSetsOptions struct {
 	IPVersion int    // 4: manage only cali40 sets; 6: only cali60; 0: both
 	Cmd       string // the ipset binary; default "ipset"
-	// Observer, when set, is told of every ipset save and restore run.
+	// Observer, when set, is told of every ipset save and restore run,
+	// and of the member changes written over netlink (OpNetlink).
 	Observer Observer
 	// MaxElem is the maxelem of the sets (0: DefaultMaxElem).
 	MaxElem int
@@ -78,8 +79,14 @@ type IPSets struct {
 	saveTries int
 	retryWait time.Duration
 	writes    int // ipset commands run beyond the read-back, for tests
-	observer  Observer
-	maxElem   int
+	// openNL opens the netlink socket that member-only changes of
+	// existing sets go through (ipsets_netlink.go); nil: they go through
+	// `ipset restore` like the rest. Tests on a fake runner leave it nil
+	// so that they never touch the kernel.
+	openNL   func() (memberConn, error)
+	nlWrites int // members written over netlink, for tests
+	observer Observer
+	maxElem  int
 	// tooBig names the desired sets the last plan left alone (ErrIPSetTooBig).
 	tooBig []string
 }
@@ -87,7 +94,7 @@ type IPSets struct {
 // NewIPSets returns a driver with no desired sets. No I/O.
 func NewIPSets(opts IPSetsOptions) *IPSets {
 	s := &IPSets{cmd: opts.Cmd, desired: map[string]*setSpec{}, pending: map[string]struct{}{}, run: runCommand,
-		saveTries: 3, retryWait: 50 * time.Millisecond, observer: opts.Observer, maxElem: opts.MaxElem}
+		openNL: openNetlink, saveTries: 3, retryWait: 50 * time.Millisecond, observer: opts.Observer, maxElem: opts.MaxElem}
 	if s.maxElem <= 0 {
 		s.maxElem = DefaultMaxElem
 	}
@@ -227,20 +234,24 @@ func (s *IPSets) InvalidateCache() {
 	s.dirty = true
 }
 
-// Apply makes our sets exactly the desired ones through one
-// `ipset -exist restore`, diffing against the cached view of the kernel,
-// or when it is invalid against our sets read back with `ipset save`
-// (first Apply, after InvalidateCache, after a failure): missing sets are created;
-// small member differences are applied as add/del; large ones (more than
-// about half the set's size) or a different maxelem by filling a temporary
-// set and swapping it in, which is atomic and works while iptables
-// references the set; a type or family change needs destroy and re-create,
-// which fails (ErrIPSetInUse) while the set is referenced. Sets no longer
-// desired are destroyed. When nothing differs no command beyond the read
-// (if any) runs. A failing set does not stop the others; all failures are
-// returned joined, the driver stays dirty and its cache invalid. A restore
-// planned from the cache that fails may be due to a stale cache (a set
-// destroyed by hand): Apply then reads the sets back and tries once more.
+// Apply makes our sets exactly the desired ones, diffing against the
+// cached view of the kernel, or when it is invalid against our sets read
+// back with `ipset save` (first Apply, after InvalidateCache, after a
+// failure). Small member differences of a set the kernel has with the
+// desired type, family and maxelem are written as adds and dels over
+// netlink, in the calling thread's network namespace, without a process
+// (a pod's IP joining its selector sets on a CNI ADD). Everything else
+// goes through one `ipset -exist restore`: missing sets are created;
+// large member differences (more than about half the set's size) or a
+// different maxelem by filling a temporary set and swapping it in, which
+// is atomic and works while iptables references the set; a type or
+// family change needs destroy and re-create, which fails (ErrIPSetInUse)
+// while the set is referenced. Sets no longer desired are destroyed. When
+// nothing differs no command beyond the read (if any) runs. A failing set
+// does not stop the others; all failures are returned joined, the driver
+// stays dirty and its cache invalid. A write planned from the cache that
+// fails may be due to a stale cache (a set destroyed by hand): Apply then
+// reads the sets back and tries once more.
 func (s *IPSets) Apply() error {
 	if !s.dirty && s.cache != nil {
 		return nil // the cache is the desired state
@@ -269,7 +280,21 @@ func (s *IPSets) apply() (fromCache bool, err error) {
 	}
 	groups := s.plan(kernel, only)
 	if len(groups) > 0 {
-		if err := s.restore(groups); err != nil {
+		// Member-only changes of existing sets over netlink, the rest
+		// through ipset; a failure in either leaves the other to run.
+		viaNL, viaRestore := s.splitNetlink(groups)
+		var errs []error
+		if len(viaNL) > 0 {
+			if err := s.writeNetlink(viaNL); errors.Is(err, errNoNetlink) {
+				viaRestore = groups // nothing written: ipset can still do it all
+			} else {
+				errs = append(errs, err)
+			}
+		}
+		if len(viaRestore) > 0 {
+			errs = append(errs, s.restore(viaRestore))
+		}
+		if err := errors.Join(errs...); err != nil {
 			return fromCache, err // partly applied: only a read tells what is there
 		}
 		s.commit(kernel, groups)

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 type execCounts struct {
 	saves    []string       // "ipset", "4/filter", ...
 	restores map[string]int // per table ("4/filter"), "ipset" for ipset
+	netlink  int            // ipset members written over netlink, no process
 }
 
 func (c *execCounts) observe(e iptables.Exec) {
@@ -25,13 +27,15 @@ func (c *execCounts) observe(e iptables.Exec) {
 		c.saves = append(c.saves, key)
 	case iptables.OpRestore:
 		c.restores[key]++
+	case iptables.OpNetlink:
+		c.netlink += e.Lines
 	}
 }
 
-func (c *execCounts) reset() { c.saves, c.restores = nil, map[string]int{} }
+func (c *execCounts) reset() { c.saves, c.restores, c.netlink = nil, map[string]int{}, 0 }
 
 func (c *execCounts) String() string {
-	return fmt.Sprintf("saves %v, restores %v", c.saves, c.restores)
+	return fmt.Sprintf("saves %v, restores %v, ipset members over netlink %d", c.saves, c.restores, c.netlink)
 }
 
 // TestDataplaneIPTablesCommandCounts counts, through the Observer, what
@@ -42,7 +46,9 @@ func (c *execCounts) String() string {
 // removed once the tables stop using them), nothing when the state is the
 // same; and a periodic resync with nothing drifted writes nothing and
 // reads back only the sets (the tables, on iptables-nft, see from the
-// kernel's nf_tables generation that nothing changed).
+// kernel's nf_tables generation that nothing changed). A pod added or
+// removed whose addresses only join or leave existing sets (a CNI ADD or
+// DEL) runs no ipset process at all: its members go over netlink.
 func TestDataplaneIPTablesCommandCounts(t *testing.T) {
 	needKernel(t)
 	t.Parallel()
@@ -66,13 +72,31 @@ func TestDataplaneIPTablesCommandCounts(t *testing.T) {
 				t.Errorf("%s: %d restores of %s in one apply: %v", st.name, n, key, c)
 			}
 		}
-		if len(c.restores) == 0 {
+		if len(c.restores) == 0 && c.netlink == 0 {
 			t.Errorf("%s: the state changed but nothing was written: %v", st.name, c)
 		}
 		c.reset()
 		nd.apply()
-		if len(c.saves)+len(c.restores) > 0 {
+		if len(c.saves)+len(c.restores) > 0 || c.netlink > 0 {
 			t.Errorf("%s: the same state applied again ran %v", st.name, c)
+		}
+	}
+
+	// A pod labelled like the last state's pods, on a new veth: its v4
+	// and v6 addresses join selector sets that exist already, then leave
+	// them.
+	last := states[len(states)-1]
+	run(t, nd.ns, "ip", "link", "add", "calitest5", "type", "veth", "peer", "name", "pod5")
+	run(t, nd.ns, "ip", "link", "set", "calitest5", "up")
+	run(t, nd.ns, "ip", "link", "set", "pod5", "up")
+	withPod := dpState{name: "a pod added", ds: maps.Clone(last.ds), bgp: last.bgp}
+	withPod.ds.put(t, wep("prod", "p5", "calitest5", "ee:ee:ee:00:01:05",
+		map[string]string{"app": "web", "role": "client"}, "10.65.0.20/32", "fd00:65::20/128"))
+	for _, st := range []dpState{withPod, {name: "the pod removed", ds: last.ds, bgp: last.bgp}} {
+		c.reset()
+		nd.to(st)
+		if len(c.saves) > 0 || c.restores["ipset"] > 0 || c.netlink < 2 {
+			t.Errorf("%s: %v, want no ipset process, the pod's v4 and v6 addresses over netlink", st.name, c)
 		}
 	}
 	c.reset()
