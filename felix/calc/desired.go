@@ -128,7 +128,11 @@ func (s *State) Desired(ipv6 bool) Desired {
 		}
 		cfg := base
 		cfg.IPVersion = ver
-		in := rules.Input{Endpoints: familyEndpoints(eps, ver), HostEndpoints: heps, Policies: policies, Profiles: profiles}
+		if s.memos[ver] == nil {
+			s.memos[ver] = &rules.EndpointMemo{}
+		}
+		in := rules.Input{Endpoints: familyEndpoints(eps, ver), HostEndpoints: heps, Policies: policies, Profiles: profiles,
+			Memo: s.memos[ver]}
 		in.NATOutgoingPools, in.AllPools = s.poolPrefixes(ver)
 		tables, specs := rules.Render(cfg, in)
 		d.Tables[ver] = tables
