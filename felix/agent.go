@@ -114,7 +114,11 @@ func (a *agent) fold(u calc.Update) {
 
 // foldOne takes one update into the agent's state.
 func (a *agent) foldOne(u calc.Update) {
-	a.calc.invalidate()
+	if u.Kind == calc.KindBlock {
+		a.calc.invalidateBlocks() // blocks feed only the blackholes (calccache.go)
+	} else {
+		a.calc.invalidate()
+	}
 	if mine, changed := a.settings.Apply(u); mine && (u.Kind == "felixconfigurations" || len(changed) > 0) {
 		a.foldSettings()
 		a.settingsChanged(changed)

@@ -1,13 +1,16 @@
 package felix
 
 import (
+	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/config"
 	"github.com/calico-aio/calico-aio/felix/metrics"
 	"github.com/calico-aio/calico-aio/felix/peering"
+	"github.com/calico-aio/calico-aio/ipam"
 )
 
 // TestCalcCacheReusedUntilAnInputChanges: applies with no input changed
@@ -42,5 +45,45 @@ func TestCalcCacheReusedUntilAnInputChanges(t *testing.T) {
 	a.calc.invalidate()
 	if d6 := a.calc.desired(a.state, true); same(d5, d6) {
 		t.Fatal("invalidate did not make the calculation run again")
+	}
+}
+
+// TestCalcCacheBlockUpdateRecomputesOnlyBlackholes: an IPAM block update
+// (every pod ADD and DEL writes one) refreshes the blackholes of this
+// node's blocks without rendering the chains again; an endpoint update
+// after it renders again.
+func TestCalcCacheBlockUpdateRecomputesOnlyBlackholes(t *testing.T) {
+	a := &agent{cfg: config.Config{NodeName: "node1"}, state: calc.NewState("node1"), overlay: calc.NewOverlay("node1"),
+		metrics: metrics.New("node1", ""), settings: config.NewLoader("node1", spec{}), bgpState: peering.NewState("node1", "")}
+	a.foldSettings()
+	a.state.Apply(calc.Update{InSync: true})
+	same := func(x, y calc.Desired) bool {
+		return reflect.ValueOf(x.Tables).Pointer() == reflect.ValueOf(y.Tables).Pointer()
+	}
+	aff := "host:node1"
+	blk := &ipam.Block{CIDR: "10.65.0.0/26", Affinity: &aff, Allocations: make([]*int, 64)}
+	key := "/calico/ipam/v2/assignment/ipv4/block/10.65.0.0-26"
+	d1 := a.calc.desired(a.state, false)
+	if len(d1.Blackholes) != 0 {
+		t.Fatalf("blackholes %v before any block", d1.Blackholes)
+	}
+	a.fold(calc.Update{Kind: calc.KindBlock, Key: key, Block: blk})
+	d2 := a.calc.desired(a.state, false)
+	if !same(d1, d2) {
+		t.Error("a block update rendered the chains again")
+	}
+	if want := []netip.Prefix{netip.MustParsePrefix("10.65.0.0/26")}; !slices.Equal(d2.Blackholes, want) {
+		t.Errorf("blackholes after the block update: %v, want %v", d2.Blackholes, want)
+	}
+	if len(d1.Blackholes) != 0 {
+		t.Error("an earlier result's blackholes changed under its holder")
+	}
+	a.fold(calc.Update{Kind: calc.KindBlock, Key: key, Deleted: true})
+	if d3 := a.calc.desired(a.state, false); len(d3.Blackholes) != 0 || !same(d1, d3) {
+		t.Errorf("after the block's deletion: blackholes %v, chains rendered again: %v", d3.Blackholes, !same(d1, d3))
+	}
+	a.fold(testWEP("node1", "local", "cali0000000001", "10.65.0.2/32"))
+	if d4 := a.calc.desired(a.state, false); same(d1, d4) {
+		t.Error("an endpoint update after a block update reused the old chains")
 	}
 }

@@ -128,7 +128,11 @@ func (s *State) Desired(ipv6 bool) Desired {
 		}
 		cfg := base
 		cfg.IPVersion = ver
-		in := rules.Input{Endpoints: familyEndpoints(eps, ver), HostEndpoints: heps, Policies: policies, Profiles: profiles}
+		if s.memos[ver] == nil {
+			s.memos[ver] = &rules.EndpointMemo{}
+		}
+		in := rules.Input{Endpoints: familyEndpoints(eps, ver), HostEndpoints: heps, Policies: policies, Profiles: profiles,
+			Memo: s.memos[ver]}
 		in.NATOutgoingPools, in.AllPools = s.poolPrefixes(ver)
 		tables, specs := rules.Render(cfg, in)
 		d.Tables[ver] = tables
@@ -141,15 +145,24 @@ func (s *State) Desired(ipv6 bool) Desired {
 	}
 	clear(s.dirtySources)
 	d.IPSets = s.ipsetsDesired()
+	d.Blackholes = s.Blackholes(ipv6)
+	return d
+}
+
+// Blackholes is Desired's Blackholes alone: this node's affine blocks,
+// sorted. IPAM blocks feed nothing else of Desired, so a change to blocks
+// only (every pod ADD and DEL writes its block) needs this, not a render.
+func (s *State) Blackholes(ipv6 bool) []netip.Prefix {
+	var out []netip.Prefix
 	for cidr, b := range s.blocks {
 		if b.AffineTo(s.node) {
 			if p, err := netip.ParsePrefix(cidr); err == nil && (ipv6 || p.Addr().Is4()) {
-				d.Blackholes = append(d.Blackholes, p)
+				out = append(out, p)
 			}
 		}
 	}
-	sort.Slice(d.Blackholes, func(i, j int) bool { return d.Blackholes[i].String() < d.Blackholes[j].String() })
-	return d
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }
 
 // familyEndpoints keeps each endpoint's addresses of one IP version.

@@ -43,6 +43,10 @@ type State struct {
 
 	// kubeIPVS: kube-proxy's kube-ipvs0 interface exists (ipvs.go).
 	kubeIPVS bool
+
+	// memos keep each endpoint's rendered chains between calculations,
+	// by IP version (rules.EndpointMemo).
+	memos map[int]*rules.EndpointMemo
 }
 
 // NewState makes an empty state for a node.
@@ -55,6 +59,7 @@ func NewState(node string) *State {
 		services: map[string]*store.ServiceEndpoints{}, hostAddrs: map[string]netip.Addr{},
 		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
 		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
+		memos: map[int]*rules.EndpointMemo{},
 	}
 }
 

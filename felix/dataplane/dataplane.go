@@ -15,6 +15,10 @@ import (
 // Desired is the whole kernel state the calculation wants.
 type Desired struct {
 	// Tables by IP version (4, 6) and table name (filter, nat, mangle, raw).
+	// A chain slice given to Apply is never changed afterwards: the very
+	// same slice (same array and length) given again means the same
+	// chains, and costs no comparison (the agent's calculation cache hands
+	// its last output again when nothing it reads changed).
 	Tables    map[int]map[string][]iptables.Chain
 	IPSets    map[string]IPSet
 	Endpoints []LocalEndpoint
@@ -85,6 +89,7 @@ var builtinHooks = map[string]map[string]string{
 type tableState struct {
 	t     *iptables.Table
 	hooks string
+	last  lastChains // what SetChains was last given (tables_same.go)
 }
 
 // Dataplane owns the kernel state of the node. It is used from one
@@ -162,7 +167,7 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 		sig = append(sig, "append")
 	}
 	sig = append(sig, fmt.Sprintf("wait=%s/%s", d.lockTimeout, d.lockProbe))
-	key := fmt.Sprintf("%d/%s", ver, name)
+	key := tableKey(ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
 		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs,
@@ -207,9 +212,7 @@ func (d *Dataplane) Apply(des Desired) error {
 			continue
 		}
 		for _, name := range []string{"raw", "mangle", "nat", "filter"} {
-			chains := des.Tables[ver][name]
-			t := d.table(ver, name, chains, des.ChainInsertMode == "Append")
-			t.SetChains(chains)
+			t, _ := d.setChains(ver, name, des.Tables[ver][name], des.ChainInsertMode == "Append")
 			if _, err := t.Apply(); err != nil {
 				errs = append(errs, fmt.Errorf("ip%stables %s: %w", map[int]string{4: "", 6: "6"}[ver], name, err))
 			}
@@ -281,6 +284,7 @@ func (d *Dataplane) switchBackend(b string) error {
 	var errs []error
 	for key, st := range d.tables {
 		st.t.SetChains(nil)
+		st.last = lastChains{} // kept on failure: the next chains must be set again
 		if _, err := st.t.Apply(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", key, err))
 			continue

@@ -1,0 +1,62 @@
+package rules
+
+import (
+	"reflect"
+	"slices"
+
+	"github.com/calico-aio/calico-aio/iptables"
+)
+
+// EndpointMemo keeps each workload endpoint's chains (cali-tw-, cali-fw-)
+// from one Render to the next, so that a pod added to a node with many
+// renders its own chains and reuses the others' (issue #25: a render of
+// every endpoint on every event made the agent's CPU per pod grow with
+// the pods on the node). An endpoint's chains are a function of the
+// configuration and of the endpoint alone (its tiers and policy keys,
+// profiles, addresses, NATs, QoS), so they are reused while both are
+// deeply equal to what they were rendered from. Render's output is the
+// same with or without a memo. One memo per caller and IP version; not
+// safe for concurrent use.
+type EndpointMemo struct {
+	cfg  *Config
+	eps  map[string]memoEntry // by interface
+	seen map[string]bool      // interfaces of the current Render
+}
+
+type memoEntry struct {
+	ep     Endpoint
+	chains []iptables.Chain // clipped: an append by a later step copies
+}
+
+// begin starts a Render with cfg (defaults applied): a configuration
+// different from the last one forgets every endpoint.
+func (m *EndpointMemo) begin(cfg Config) {
+	if m.cfg == nil || !reflect.DeepEqual(*m.cfg, cfg) {
+		m.cfg, m.eps = &cfg, map[string]memoEntry{}
+	}
+	m.seen = map[string]bool{}
+}
+
+// chains returns ep's chains, rendered by render only when ep changed.
+func (m *EndpointMemo) chains(ep Endpoint, render func(Endpoint) []iptables.Chain) []iptables.Chain {
+	m.seen[ep.Iface] = true
+	if e, ok := m.eps[ep.Iface]; ok && reflect.DeepEqual(e.ep, ep) {
+		return e.chains
+	}
+	cs := render(ep)
+	for i := range cs {
+		cs[i].Rules = slices.Clip(cs[i].Rules)
+	}
+	m.eps[ep.Iface] = memoEntry{ep: ep, chains: slices.Clip(cs)}
+	return cs
+}
+
+// end forgets the endpoints the Render did not have.
+func (m *EndpointMemo) end() {
+	for iface := range m.eps {
+		if !m.seen[iface] {
+			delete(m.eps, iface)
+		}
+	}
+	m.seen = nil
+}

@@ -1,0 +1,99 @@
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/calico-aio/calico-aio/store/api"
+)
+
+// TestEndpointMemoSameOutput: through a sequence of changes (an endpoint
+// added, removed, its policies, tiers, profiles, addresses, QoS and
+// spoofing prefixes changed, the configuration changed, the other IP
+// version), Render with a memo gives exactly what Render without one
+// gives, and reuses the chains of the endpoints that did not change.
+func TestEndpointMemoSameOutput(t *testing.T) {
+	in := bigInput(40, 30, 3)
+	cfg := Config{}
+	memo := &EndpointMemo{}
+	check := func(step string, wantReused int) {
+		t.Helper()
+		want, wantSets := Render(cfg, in)
+		in.Memo = memo
+		reused := 0
+		if memo.cfg != nil {
+			old := map[string]memoEntry{}
+			for k, e := range memo.eps {
+				old[k] = e
+			}
+			defer func() {
+				for k, e := range memo.eps {
+					if o, ok := old[k]; ok && len(o.chains) > 0 && &o.chains[0] == &e.chains[0] {
+						reused++
+					}
+				}
+				if reused != wantReused {
+					t.Errorf("%s: %d endpoints' chains reused, want %d", step, reused, wantReused)
+				}
+			}()
+		}
+		got, gotSets := Render(cfg, in)
+		in.Memo = nil
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotSets, wantSets) {
+			t.Fatalf("%s: Render with a memo differs from Render without", step)
+		}
+	}
+	check("first", 0)
+	check("nothing changed", 30)
+	eps := in.Endpoints
+	in.Endpoints = append(slices.Clone(eps), Endpoint{Iface: "caliextra", Addrs: []netip.Addr{netip.MustParseAddr("10.65.9.9")}})
+	check("an endpoint added", 30)
+	in.Endpoints = slices.Clone(eps[1:])
+	check("two endpoints removed", 29)
+	in.Endpoints[0].IngressPolicies = []PolicyKey{{Name: "pol-1"}}
+	check("policies changed", 28)
+	in.Endpoints[1].IngressTiers = []Tier{{Name: "security", DefaultAction: api.ActionPass, Policies: []PolicyKey{{Name: "pol-3"}}}}
+	check("tiers changed", 28)
+	in.Endpoints[2].Profiles = []string{"kns.ns-0", "kns.ns-1"}
+	check("profiles changed", 28)
+	in.Endpoints[3].Addrs = []netip.Addr{netip.MustParseAddr("10.65.1.1")}
+	check("addresses changed", 28)
+	in.Endpoints[4].QoS = &api.QoSControls{IngressPacketRate: 100, IngressPacketBurst: 5}
+	check("QoS changed", 28)
+	in.Endpoints[5].AllowSpoofedFrom = []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}
+	check("spoofing prefixes changed", 28)
+	cfg.DefaultEndpointToHostAction = "Accept"
+	check("configuration changed (not used by endpoint chains, still forgets)", 0)
+	cfg.FilterDenyAction = "REJECT"
+	check("deny action changed", 0)
+	check("nothing changed again", 29)
+	cfg.IPVersion = 6
+	check("IPv6", 0)
+	for i := range 3 {
+		in.Endpoints = append(in.Endpoints, Endpoint{Iface: fmt.Sprintf("calinew%d", i)})
+	}
+	check("three more", 29)
+}
+
+// BenchmarkRenderOneMoreEndpoint: a render after one endpoint joins 250
+// (1,000 policies, 4 per endpoint), without and with the memo; the
+// memo's render pays for the new endpoint's chains only.
+func BenchmarkRenderOneMoreEndpoint(b *testing.B) {
+	in := bigInput(1000, 251, 4)
+	all := in.Endpoints
+	for _, withMemo := range []bool{false, true} {
+		b.Run(fmt.Sprintf("memo=%v", withMemo), func(b *testing.B) {
+			in := in
+			if withMemo {
+				in.Memo = &EndpointMemo{}
+			}
+			for i := 0; b.Loop(); i++ {
+				in.Endpoints = all[:250+i%2] // 250, then 251, then 250...
+				Render(Config{}, in)
+			}
+		})
+	}
+}
