@@ -185,6 +185,9 @@ func referencedByForeign(k *savedTable, chain string) bool {
 // carries no hash of ours) goes; a missing desired rule is inserted at its
 // position, or replaces in place a kernel rule that goes anyway.
 func alignChain(lines []string, st *ApplyStats, chain string, have []savedRule, want []string, rules []Rule) []string {
+	if alignedAlready(have, want) {
+		return lines // the usual case: every chain but the changed ones
+	}
 	wantAt := make(map[string]int, len(want))
 	for i, h := range want {
 		wantAt[h] = i
@@ -230,4 +233,20 @@ func alignChain(lines []string, st *ApplyStats, chain string, have []savedRule, 
 		st.RulesDeleted++
 	}
 	return lines
+}
+
+// alignedAlready reports whether the kernel's rules are exactly the
+// desired ones, in order: then alignChain has nothing to write, and needs
+// none of its maps (issue #25: each apply plans every chain of the table,
+// hundreds at 250 pods, of which a pod's event changes a few).
+func alignedAlready(have []savedRule, want []string) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i, r := range have {
+		if r.hash != want[i] {
+			return false
+		}
+	}
+	return true
 }
