@@ -52,13 +52,15 @@ func (s *State) Desired(ipv6 bool) Desired {
 	}
 	sort.Strings(keys)
 	used := map[rules.PolicyKey]bool{}
+	tiered := make(map[string]tierMemo, len(keys))
+	defer func() { s.tierMemos = tiered }()
 	var eps []rules.Endpoint
 	for _, k := range keys {
 		w := s.weps[k]
 		if !base.IsWorkloadIface(w.Spec.InterfaceName) {
 			continue // not a workload interface (interfacePrefix): no route, policy or sysctls, as in Calico
 		}
-		in, out := s.orderedPolicies(s.localPolicies[k])
+		in, out := s.endpointTiers(k, tiered)
 		for _, t := range append(slices.Clone(in), out...) {
 			for _, p := range t.Policies {
 				used[p] = true

@@ -34,6 +34,7 @@ func (s *State) applyPolicy(u Update) {
 		key.Namespace = parts[1]
 	}
 	s.dirtyPolicies[key] = true
+	s.policyEpoch++
 	// Whatever happens below, the old version no longer applies.
 	delete(s.policies, key)
 	if u.Deleted {
@@ -162,4 +163,34 @@ func (s *State) orderedPolicies(keys []rules.PolicyKey) (in, out []rules.Tier) {
 		return ps[i].key.Namespace < ps[j].key.Namespace
 	})
 	return s.tiered(ps, true), s.tiered(ps, false)
+}
+
+// tierMemo is an endpoint's policies in tiers (orderedPolicies) as last
+// computed, from its matching policies (the localPolicies slice, by
+// identity) under policyEpoch: sorting and grouping every endpoint's
+// policies again on every calculation made a pod's cost grow with the
+// pods on the node (issue #25).
+type tierMemo struct {
+	first   *rules.PolicyKey // &keys[0]; nil for none
+	n       int
+	epoch   uint64
+	in, out []rules.Tier
+}
+
+// endpointTiers is orderedPolicies(s.localPolicies[k]), reused from the
+// last calculation when neither the endpoint's matching policies nor any
+// policy or tier changed since; next receives what this calculation has.
+func (s *State) endpointTiers(k string, next map[string]tierMemo) (in, out []rules.Tier) {
+	keys := s.localPolicies[k]
+	m := tierMemo{n: len(keys), epoch: s.policyEpoch}
+	if len(keys) > 0 {
+		m.first = &keys[0]
+	}
+	if old, ok := s.tierMemos[k]; ok && old.first == m.first && old.n == m.n && old.epoch == m.epoch {
+		m = old
+	} else {
+		m.in, m.out = s.orderedPolicies(keys)
+	}
+	next[k] = m
+	return m.in, m.out
 }

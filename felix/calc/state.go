@@ -44,6 +44,11 @@ type State struct {
 	// kubeIPVS: kube-proxy's kube-ipvs0 interface exists (ipvs.go).
 	kubeIPVS bool
 
+	// policyEpoch counts policy and tier updates; tierMemos keep each
+	// local endpoint's tiers under it (policies.go, endpointTiers).
+	policyEpoch uint64
+	tierMemos   map[string]tierMemo
+
 	// memos keep each endpoint's rendered chains between calculations,
 	// by IP version (rules.EndpointMemo).
 	memos map[int]*rules.EndpointMemo

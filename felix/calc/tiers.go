@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/calico-aio/calico-aio/felix/rules"
 	"github.com/calico-aio/calico-aio/store/api"
@@ -19,6 +20,7 @@ type tier struct {
 }
 
 func (s *State) applyTier(u Update) {
+	s.policyEpoch++ // every endpoint's tiers may order differently
 	name := u.Key[strings.LastIndexByte(u.Key, '/')+1:]
 	if u.Deleted {
 		delete(s.tiers, name)
@@ -46,11 +48,23 @@ func (s *State) tierNamed(name string) *tier {
 	if t, ok := s.tiers[name]; ok {
 		return t
 	}
-	if t := api.WellKnownTier(name); t != nil {
-		return tierOf(t)
+	if t, ok := wellKnownTiers()[name]; ok {
+		return t
 	}
 	return &tier{name: name, order: math.Inf(1), action: api.ActionDeny}
 }
+
+// wellKnownTiers are Calico's own tiers as it creates them, made once:
+// every endpoint's tiers are looked up on every calculation, and each
+// lookup of a tier whose object is not seen yet built the object anew.
+// Shared: never changed.
+var wellKnownTiers = sync.OnceValue(func() map[string]*tier {
+	out := map[string]*tier{}
+	for _, t := range api.WellKnownTiers() {
+		out[t.Metadata.Name] = tierOf(t)
+	}
+	return out
+})
 
 // tierLess orders tiers: known before unknown, then by order (unset
 // last), then by name.

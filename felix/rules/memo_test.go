@@ -97,3 +97,47 @@ func BenchmarkRenderOneMoreEndpoint(b *testing.B) {
 		})
 	}
 }
+
+// TestEndpointEqualCoversEveryField: changing any one field of an
+// Endpoint makes endpointEqual false; a field added to Endpoint without
+// being compared fails here.
+func TestEndpointEqualCoversEveryField(t *testing.T) {
+	base := Endpoint{Iface: "cali1", Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.1")},
+		IngressTiers: []Tier{{Name: "default", Policies: []PolicyKey{{Name: "a"}}}}, EgressTiers: []Tier{{Name: "default"}},
+		IngressPolicies: []PolicyKey{{Name: "a"}}, EgressPolicies: []PolicyKey{{Name: "b"}}, Profiles: []string{"p"},
+		NATs:             []NAT{{Internal: netip.MustParseAddr("10.0.0.1"), External: netip.MustParseAddr("1.1.1.1")}},
+		AllowSpoofedFrom: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}, QoS: &api.QoSControls{IngressBandwidth: 1}}
+	if !endpointEqual(base, base) {
+		t.Fatal("an endpoint differs from itself")
+	}
+	changes := map[string]func(*Endpoint){
+		"Iface":            func(e *Endpoint) { e.Iface = "cali2" },
+		"Addrs":            func(e *Endpoint) { e.Addrs = []netip.Addr{netip.MustParseAddr("10.0.0.2")} },
+		"IngressTiers":     func(e *Endpoint) { e.IngressTiers = []Tier{{Name: "default", DefaultAction: api.ActionPass}} },
+		"EgressTiers":      func(e *Endpoint) { e.EgressTiers = []Tier{{Name: "other"}} },
+		"IngressPolicies":  func(e *Endpoint) { e.IngressPolicies = nil },
+		"EgressPolicies":   func(e *Endpoint) { e.EgressPolicies = []PolicyKey{{Namespace: "x", Name: "b"}} },
+		"Profiles":         func(e *Endpoint) { e.Profiles = []string{"q"} },
+		"NATs":             func(e *Endpoint) { e.NATs = nil },
+		"AllowSpoofedFrom": func(e *Endpoint) { e.AllowSpoofedFrom = nil },
+		"QoS":              func(e *Endpoint) { e.QoS = &api.QoSControls{IngressBandwidth: 2} },
+	}
+	typ := reflect.TypeOf(Endpoint{})
+	for i := range typ.NumField() {
+		change, ok := changes[typ.Field(i).Name]
+		if !ok {
+			t.Errorf("Endpoint.%s: not covered by endpointEqual's test; compare it there", typ.Field(i).Name)
+			continue
+		}
+		e := base
+		change(&e)
+		if endpointEqual(base, e) {
+			t.Errorf("Endpoint.%s changed, yet endpointEqual says equal", typ.Field(i).Name)
+		}
+	}
+	noQoS := base
+	noQoS.QoS = nil
+	if endpointEqual(base, noQoS) {
+		t.Error("QoS nil and set compared equal")
+	}
+}
