@@ -235,8 +235,10 @@ func (a *agent) loop(ctx context.Context) error {
 	a.scheduleStatus()
 	a.health.Beat()
 	go a.tunnels.Run(ctx, a.housekeepingInterval())
-	a.ifaces = hostiface.NewWatch()
-	go a.ifaces.Run(ctx)
+	if a.ifaces == nil { // Run hands over the one it started
+		a.ifaces = hostiface.NewWatch()
+		go a.ifaces.Run(ctx)
+	}
 	dirty := false
 	for {
 		select {

@@ -21,6 +21,7 @@ import (
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/cniserver"
 	"github.com/calico-aio/calico-aio/felix/config"
+	"github.com/calico-aio/calico-aio/felix/hostiface"
 	"github.com/calico-aio/calico-aio/felix/node"
 	"github.com/calico-aio/calico-aio/felix/peering"
 	"github.com/calico-aio/calico-aio/felix/syncer"
@@ -71,7 +72,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err := retry(ctx, func() (err error) { mtu, err = mw.Update(ctx); return err }); err != nil {
 		return err
 	}
-	go mw.Run(ctx)
+	ifaces := hostiface.NewWatch() // host interface changes, for the MTU and the agent's loop
+	go ifaces.Run(ctx)
+	go mw.Run(ctx, ifaces.Links)
 	if err := node.WriteFiles(cfg.LibDir, cfg.NodeName, mtu); err != nil {
 		return err
 	}
@@ -91,6 +94,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		defer stop()
 	}
 	a := newAgent(cfg, c, v6.IsValid())
+	a.ifaces = ifaces
 	if ds.etcd != nil {
 		a.health.WatchEmbeddedEtcd(ds.etcd)
 		a.metrics.AddEmbeddedEtcd(ds.etcd)

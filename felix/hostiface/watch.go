@@ -33,6 +33,12 @@ import (
 // datastore tells of them, and a pod start would otherwise cost an apply.
 type Watch struct {
 	C chan struct{}
+	// Links is signalled (capacity 1) whenever a host interface comes,
+	// goes or changes, whatever needed says: the pod MTU follows the host
+	// interfaces' MTU (felix/node/mtuwatch.go) as they change, instead of
+	// listing every interface every 30 s. Workload interfaces are left
+	// out here too.
+	Links chan struct{}
 	// workload is the interfacePrefix in force and needed whether the
 	// rendering reads host interfaces; the loop sets both on each apply.
 	workload atomic.Pointer[dataplane.IfacePrefixes]
@@ -41,7 +47,7 @@ type Watch struct {
 
 // NewWatch makes a watch that leaves out the default workload interfaces.
 func NewWatch() *Watch {
-	w := &Watch{C: make(chan struct{}, 1)}
+	w := &Watch{C: make(chan struct{}, 1), Links: make(chan struct{}, 1)}
 	w.SetWorkload(dataplane.DefaultIfacePrefixes)
 	return w
 }
@@ -53,9 +59,12 @@ func (w *Watch) SetWorkload(p dataplane.IfacePrefixes) { w.workload.Store(&p) }
 func (w *Watch) SetNeeded(on bool) { w.needed.Store(on) }
 
 // signal notes a change without blocking.
-func (w *Watch) signal() {
+func (w *Watch) signal() { kick(w.C) }
+
+// kick signals c without blocking.
+func kick(c chan struct{}) {
 	select {
-	case w.C <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -79,6 +88,7 @@ func (w *Watch) Run(ctx context.Context) {
 		}
 		pause = min(2*pause, time.Minute)
 		w.signal()
+		kick(w.Links)
 	}
 }
 
@@ -112,6 +122,9 @@ func (w *Watch) watch(ctx context.Context) {
 			if w.linkMatters(u.Attrs().Name) {
 				w.signal()
 			}
+			if w.hostLink(u.Attrs().Name) {
+				kick(w.Links)
+			}
 		case u, ok := <-addrs:
 			if !ok {
 				return
@@ -127,6 +140,9 @@ func (w *Watch) watch(ctx context.Context) {
 func (w *Watch) linkMatters(name string) bool {
 	return name == rules.KubeIPVSInterface || w.needed.Load() && !w.workload.Load().Match(name)
 }
+
+// hostLink says whether an interface is the host's own (not a workload's).
+func (w *Watch) hostLink(name string) bool { return !w.workload.Load().Match(name) }
 
 // addrMatters says whether a change of address a matters.
 func (w *Watch) addrMatters(a net.IP) bool {

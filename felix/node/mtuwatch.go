@@ -13,8 +13,15 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// mtuRecheck: host interfaces are re-read this often, as Felix does.
-const mtuRecheck = 30 * time.Second
+// mtuRecheck: without a signal of host interface changes, the host
+// interfaces are re-read this often; with one (Run's links), only every
+// mtuRecheckSignalled (Calico's interfaceRefreshInterval default), as a
+// fallback for a missed change: listing every interface, the pods' veths
+// included, was most of an idle agent's CPU (issue #25).
+const (
+	mtuRecheck          = 30 * time.Second
+	mtuRecheckSignalled = 90 * time.Second
+)
 
 // MTUWatch keeps <lib-dir>/mtu equal to the pod MTU as pools, this node's
 // labels, FelixConfiguration and the host interfaces change.
@@ -155,9 +162,10 @@ func (m *MTUWatch) apply(in MTUInputs) (int, error) {
 }
 
 // Run re-computes the MTU whenever a pool, this node or a
-// FelixConfiguration changes, and every mtuRecheck for the interfaces
-// (re-reading only those).
-func (m *MTUWatch) Run(ctx context.Context) {
+// FelixConfiguration changes, and re-reads only the interfaces when links
+// signals a host interface change (hostiface.Watch.Links) and every
+// mtuRecheckSignalled, or every mtuRecheck with no links (nil).
+func (m *MTUWatch) Run(ctx context.Context, links <-chan struct{}) {
 	kick := make(chan struct{}, 1)
 	poke := func(store.Event) {
 		select {
@@ -176,7 +184,11 @@ func (m *MTUWatch) Run(ctx context.Context) {
 			}
 		})
 	}()
-	t := time.NewTicker(mtuRecheck)
+	every := mtuRecheck
+	if links != nil {
+		every = mtuRecheckSignalled
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		update := m.Update
@@ -184,9 +196,14 @@ func (m *MTUWatch) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-kick:
-		case <-t.C:
+		case <-links:
 			if m.override != 0 {
 				continue // --mtu: the interfaces are not read
+			}
+			update = m.recheck
+		case <-t.C:
+			if m.override != 0 {
+				continue
 			}
 			update = m.recheck
 		}

@@ -92,7 +92,8 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 		t.Fatalf("recheck after eth1's MTU change: mtu %d (file %q), %v; want 1300 without a datastore read", mtu, file(), err)
 	}
 
-	go mw.Run(ctx)
+	links := make(chan struct{}, 1) // hostiface.Watch.Links in the agent
+	go mw.Run(ctx, links)
 	waitFile := func(want, why string) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
@@ -136,4 +137,19 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile("8950", "VXLAN pool after relabelling")
+
+	// A host interface change signalled on links is read at once, not at
+	// the next periodic recheck (90 s with a signal source).
+	err = n.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName("eth2")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetMTU(l, 8000)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links <- struct{}{}
+	waitFile("7950", "eth2's MTU 8000, signalled")
 }
