@@ -12,8 +12,8 @@ import (
 )
 
 // TestWatchLinksSignalsHostInterfaces: in a namespace of its own, a host
-// interface's MTU change signals Links (whatever needed says), a workload
-// veth pair coming does not.
+// interface's MTU change passes its name on Links (whatever needed says),
+// a workload veth pair coming does not.
 func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
 	nstest.NeedKernel(t)
 	n := nstest.NewNS(t)
@@ -49,8 +49,8 @@ func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
 	for i := 0; i < 50 && !seen; i++ {
 		setMTU(1400 + i)
 		select {
-		case <-w.Links:
-			seen = true
+		case name := <-w.Links:
+			seen = name == "eth7" || name == "eth7p"
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -59,9 +59,8 @@ func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	drain := func() {
-		select {
-		case <-w.Links:
-		default:
+		for len(w.Links) > 0 {
+			<-w.Links
 		}
 	}
 	drain()
@@ -69,13 +68,16 @@ func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
 		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "cali0000000a"}, PeerName: "cali0000000b"})
 	})
 	select {
-	case <-w.Links:
-		t.Error("a workload veth pair signalled Links")
+	case name := <-w.Links:
+		t.Errorf("a workload veth pair signalled Links (%q)", name)
 	case <-time.After(500 * time.Millisecond):
 	}
 	setMTU(1300)
 	select {
-	case <-w.Links:
+	case name := <-w.Links:
+		if name != "eth7" {
+			t.Errorf("eth7's MTU change signalled %q", name)
+		}
 	case <-time.After(5 * time.Second):
 		t.Error("eth7's MTU change to 1300 did not signal Links")
 	}

@@ -33,12 +33,14 @@ import (
 // datastore tells of them, and a pod start would otherwise cost an apply.
 type Watch struct {
 	C chan struct{}
-	// Links is signalled (capacity 1) whenever a host interface comes,
-	// goes or changes, whatever needed says: the pod MTU follows the host
-	// interfaces' MTU (felix/node/mtuwatch.go) as they change, instead of
-	// listing every interface every 30 s. Workload interfaces are left
-	// out here too.
-	Links chan struct{}
+	// Links receives the name of each host interface that comes, goes or
+	// changes, whatever needed says ("" after a gap in the subscription:
+	// any may have changed); when its buffer is full a name is dropped
+	// (the reader re-reads periodically anyway). The pod MTU follows the
+	// host interfaces' MTU (felix/node/mtuwatch.go) as they change,
+	// instead of listing every interface every 30 s. Workload interfaces
+	// are left out here too.
+	Links chan string
 	// workload is the interfacePrefix in force and needed whether the
 	// rendering reads host interfaces; the loop sets both on each apply.
 	workload atomic.Pointer[dataplane.IfacePrefixes]
@@ -47,7 +49,7 @@ type Watch struct {
 
 // NewWatch makes a watch that leaves out the default workload interfaces.
 func NewWatch() *Watch {
-	w := &Watch{C: make(chan struct{}, 1), Links: make(chan struct{}, 1)}
+	w := &Watch{C: make(chan struct{}, 1), Links: make(chan string, 64)}
 	w.SetWorkload(dataplane.DefaultIfacePrefixes)
 	return w
 }
@@ -88,7 +90,7 @@ func (w *Watch) Run(ctx context.Context) {
 		}
 		pause = min(2*pause, time.Minute)
 		w.signal()
-		kick(w.Links)
+		w.link("")
 	}
 }
 
@@ -123,7 +125,7 @@ func (w *Watch) watch(ctx context.Context) {
 				w.signal()
 			}
 			if w.hostLink(u.Attrs().Name) {
-				kick(w.Links)
+				w.link(u.Attrs().Name)
 			}
 		case u, ok := <-addrs:
 			if !ok {
@@ -139,6 +141,14 @@ func (w *Watch) watch(ctx context.Context) {
 // linkMatters says whether a change of interface name matters.
 func (w *Watch) linkMatters(name string) bool {
 	return name == rules.KubeIPVSInterface || w.needed.Load() && !w.workload.Load().Match(name)
+}
+
+// link passes a host interface's name on to Links without blocking.
+func (w *Watch) link(name string) {
+	select {
+	case w.Links <- name:
+	default:
+	}
 }
 
 // hostLink says whether an interface is the host's own (not a workload's).

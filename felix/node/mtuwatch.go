@@ -146,6 +146,12 @@ func (m *MTUWatch) recheck(ctx context.Context) (int, error) {
 	return m.apply(in)
 }
 
+// mayMatter says whether a change of host interface name may change the
+// pod MTU: only interfaces mtuIfacePattern matches count ("": unknown).
+func (m *MTUWatch) mayMatter(name string) bool {
+	return name == "" || m.cached == nil || m.cached.Pattern == nil || m.cached.Pattern.MatchString(name)
+}
+
 // apply computes the pod MTU from in and writes it when it changed.
 func (m *MTUWatch) apply(in MTUInputs) (int, error) {
 	mtu := PodMTU(in)
@@ -163,9 +169,11 @@ func (m *MTUWatch) apply(in MTUInputs) (int, error) {
 
 // Run re-computes the MTU whenever a pool, this node or a
 // FelixConfiguration changes, and re-reads only the interfaces when links
-// signals a host interface change (hostiface.Watch.Links) and every
-// mtuRecheckSignalled, or every mtuRecheck with no links (nil).
-func (m *MTUWatch) Run(ctx context.Context, links <-chan struct{}) {
+// names a host interface that mtuIfacePattern matches ("": any;
+// hostiface.Watch.Links) and every mtuRecheckSignalled, or every
+// mtuRecheck with no links (nil). Other interfaces (another plugin's
+// veths, say) cannot change the MTU and cost nothing.
+func (m *MTUWatch) Run(ctx context.Context, links <-chan string) {
 	kick := make(chan struct{}, 1)
 	poke := func(store.Event) {
 		select {
@@ -196,8 +204,8 @@ func (m *MTUWatch) Run(ctx context.Context, links <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-kick:
-		case <-links:
-			if m.override != 0 {
+		case name := <-links:
+			if m.override != 0 || !m.mayMatter(name) {
 				continue // --mtu: the interfaces are not read
 			}
 			update = m.recheck

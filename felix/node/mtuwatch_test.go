@@ -92,7 +92,7 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 		t.Fatalf("recheck after eth1's MTU change: mtu %d (file %q), %v; want 1300 without a datastore read", mtu, file(), err)
 	}
 
-	links := make(chan struct{}, 1) // hostiface.Watch.Links in the agent
+	links := make(chan string, 1) // hostiface.Watch.Links in the agent
 	go mw.Run(ctx, links)
 	waitFile := func(want, why string) {
 		t.Helper()
@@ -150,6 +150,9 @@ func TestMTUFromHostInterfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	links <- struct{}{}
+	links <- "eth2"
 	waitFile("7950", "eth2's MTU 8000, signalled")
+	if mw.mayMatter("veth1234") || mw.mayMatter("cali1") || !mw.mayMatter("eth2") || !mw.mayMatter("") {
+		t.Error("only interfaces mtuIfacePattern (^eth2$) matches, or an unknown one, may change the MTU")
+	}
 }
