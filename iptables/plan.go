@@ -45,7 +45,7 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 	for _, name := range names {
 		before := len(lines)
 		if t.rewrites() {
-			lines = cheaperEdit(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
+			lines = rewriteChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
 		} else {
 			lines = alignChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
 		}
@@ -253,41 +253,6 @@ func alignedAlready(have []savedRule, want []string) bool {
 		}
 	}
 	return true
-}
-
-// rewriteSlack is how many more lines a chain's rewrite may take than
-// its alignment by position and still be preferred: the first positional
-// line of a restore makes iptables-nft fetch the whole table's rules,
-// which costs about as much as parsing a few dozen rule lines (measured
-// with iptables 1.8.9: at 8,500 rules one -R 14.2 ms of CPU against 9.2
-// ms for a 16-line rewrite; at 18k rules 65 positional lines 12-14 ms
-// against 85 rewritten 11-12 ms). A long chain with one rule changed (a
-// policy inserted into an endpoint's tiers) stays positional: rewriting
-// its 60 rules cost more than the fetch (policy write to enforced p50
-// 65 -> 80-89 ms at 250 endpoints x 1,000 policies).
-const rewriteSlack = 32
-
-// cheaperEdit appends the lines that turn have into the desired rules by
-// rewriteChain when that costs at most rewriteSlack more lines than the
-// positional alignChain (or alignChain needs no position anyway), else by
-// alignChain.
-func cheaperEdit(lines []string, st *ApplyStats, chain string, have []savedRule, want []string, rules []Rule) []string {
-	var ast, rst ApplyStats
-	aligned := alignChain(nil, &ast, chain, have, want, rules)
-	rewritten := rewriteChain(nil, &rst, chain, have, want, rules)
-	if len(rewritten) > len(aligned)+rewriteSlack && slices.ContainsFunc(aligned, isPositional) {
-		st.RulesWritten += ast.RulesWritten
-		st.RulesDeleted += ast.RulesDeleted
-		return append(lines, aligned...)
-	}
-	st.RulesWritten += rst.RulesWritten
-	st.RulesDeleted += rst.RulesDeleted
-	return append(lines, rewritten...)
-}
-
-// isPositional reports whether a restore line names a rule position.
-func isPositional(line string) bool {
-	return strings.HasPrefix(line, "-I ") || strings.HasPrefix(line, "-R ") || strings.HasPrefix(line, "-D ")
 }
 
 // rewriteChain appends the lines that turn the kernel's rules have of
