@@ -19,7 +19,6 @@ func TestTableKernelCache(t *testing.T) {
 	nstest.NeedKernel(t, "iptables-save", "iptables-restore", "iptables")
 	n := nstest.NewNS(t)
 	tb := NewTable("filter", 4, TableOptions{Hooks: kernelHooks, LockWait: true})
-	tb.rewrite = -1 // rule positions (alignChain) against the kernel; TestTableKernelRewrite the rest
 	l := &cmdLog{next: runCommand}
 	tb.run = l.run
 	cs := kernelChains()

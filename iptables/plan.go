@@ -44,11 +44,7 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 
 	for _, name := range names {
 		before := len(lines)
-		if t.rewrites() {
-			lines = rewriteChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
-		} else {
-			lines = alignChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
-		}
+		lines = alignChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
 		if len(lines) > before {
 			upd.set[name] = t.savedRules(name)
 		}
@@ -245,50 +241,6 @@ func alignChain(lines []string, st *ApplyStats, chain string, have []savedRule, 
 // hundreds at 250 pods, of which a pod's event changes a few).
 func alignedAlready(have []savedRule, want []string) bool {
 	if len(have) != len(want) {
-		return false
-	}
-	for i, r := range have {
-		if r.hash != want[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// rewriteChain appends the lines that turn the kernel's rules have of
-// chain into the desired ones without naming a rule position: nothing
-// when they are aligned already; the missing tail appended when have is a
-// prefix of the desired rules; otherwise the chain flushed (declaring an
-// existing chain in restore input flushes it) and every desired rule
-// appended. On nf_tables, iptables-restore fetches the rules of the whole
-// table from the kernel before any -I, -R or -D by position (and only
-// then): at 250 pods that fetch cost more than the rest of the restore
-// (issue #25: a pod's restore 10.9 ms without a positional line, 14.2 ms
-// with one, over 8,500 rules), and 37-47 ms at 18k rules. The flush and
-// the appends commit in the same transaction as the rest: no packet sees
-// the chain half written.
-func rewriteChain(lines []string, st *ApplyStats, chain string, have []savedRule, want []string, rules []Rule) []string {
-	if alignedAlready(have, want) {
-		return lines
-	}
-	from := 0
-	if prefixOf(have, want) {
-		from = len(have)
-	} else if len(have) > 0 {
-		lines = append(lines, ":"+chain+" - [0:0]")
-		st.RulesDeleted += len(have)
-	}
-	for i := from; i < len(want); i++ {
-		lines = append(lines, renderRule("-A", chain, 0, want[i], rules[i]))
-		st.RulesWritten++
-	}
-	return lines
-}
-
-// prefixOf reports whether the kernel's rules are the desired ones' first
-// rules, in order.
-func prefixOf(have []savedRule, want []string) bool {
-	if len(have) > len(want) {
 		return false
 	}
 	for i, r := range have {

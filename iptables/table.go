@@ -103,13 +103,9 @@ type Table struct {
 	// namespace (nftgen.go); epoch is its epoch at which cache was last
 	// known to be the kernel's (0: never); nft: 1 on that backend, -1
 	// not, 0 not yet asked; recheck: Resync was called.
-	gens  *Generations
-	epoch uint64
-	nft   int8
-	// rewrite: 1 changed chains are rewritten without rule positions
-	// (rewriteChain), -1 aligned by position (alignChain), 0 as the
-	// backend suits: rewritten on nf_tables.
-	rewrite int8
+	gens    *Generations
+	epoch   uint64
+	nft     int8
 	recheck bool
 
 	run       runFunc
@@ -420,7 +416,3 @@ func (t *Table) write(input []byte) error {
 		return nil
 	}
 }
-
-// rewrites says whether changed chains are rewritten without rule
-// positions: on nf_tables, unless a test chose.
-func (t *Table) rewrites() bool { return t.rewrite > 0 || t.rewrite == 0 && t.nft > 0 }

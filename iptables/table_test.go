@@ -58,7 +58,6 @@ func TestTableKernelFilter(t *testing.T) {
 
 	cs := kernelChains()
 	tb := NewTable("filter", 4, TableOptions{Hooks: kernelHooks, LockWait: true})
-	tb.rewrite = -1 // rule positions (alignChain) against the kernel; TestTableKernelRewrite the rest
 	tb.SetChains(cs)
 	st := applyIn(t, n, tb)
 	if !st.RestoreRan || st.ChainsCreated != 3 || st.RulesWritten != 8 || st.RulesDeleted != 0 {
