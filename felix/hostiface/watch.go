@@ -61,12 +61,9 @@ func (w *Watch) SetWorkload(p dataplane.IfacePrefixes) { w.workload.Store(&p) }
 func (w *Watch) SetNeeded(on bool) { w.needed.Store(on) }
 
 // signal notes a change without blocking.
-func (w *Watch) signal() { kick(w.C) }
-
-// kick signals c without blocking.
-func kick(c chan struct{}) {
+func (w *Watch) signal() {
 	select {
-	case c <- struct{}{}:
+	case w.C <- struct{}{}:
 	default:
 	}
 }

@@ -146,9 +146,13 @@ func (m *MTUWatch) recheck(ctx context.Context) (int, error) {
 	return m.apply(in)
 }
 
-// mayMatter says whether a change of host interface name may change the
-// pod MTU: only interfaces mtuIfacePattern matches count ("": unknown).
+// mayMatter says whether a change of host interface name ("": any) may
+// change the pod MTU: never with --mtu (the interfaces are not read),
+// else only for an interface mtuIfacePattern matches.
 func (m *MTUWatch) mayMatter(name string) bool {
+	if m.override != 0 {
+		return false
+	}
 	return name == "" || m.cached == nil || m.cached.Pattern == nil || m.cached.Pattern.MatchString(name)
 }
 
@@ -205,12 +209,12 @@ func (m *MTUWatch) Run(ctx context.Context, links <-chan string) {
 			return
 		case <-kick:
 		case name := <-links:
-			if m.override != 0 || !m.mayMatter(name) {
-				continue // --mtu: the interfaces are not read
+			if !m.mayMatter(name) {
+				continue
 			}
 			update = m.recheck
 		case <-t.C:
-			if m.override != 0 {
+			if !m.mayMatter("") {
 				continue
 			}
 			update = m.recheck

@@ -16,7 +16,7 @@ import (
 // profiles, addresses, NATs, QoS), so they are reused while both are
 // deeply equal to what they were rendered from. Render's output is the
 // same with or without a memo. One memo per caller and IP version; not
-// safe for concurrent use.
+// safe for concurrent use. A nil memo renders every endpoint.
 type EndpointMemo struct {
 	cfg  *Config
 	eps  map[string]memoEntry // by interface
@@ -31,6 +31,9 @@ type memoEntry struct {
 // begin starts a Render with cfg (defaults applied): a configuration
 // different from the last one forgets every endpoint.
 func (m *EndpointMemo) begin(cfg Config) {
+	if m == nil {
+		return
+	}
 	if m.cfg == nil || !reflect.DeepEqual(*m.cfg, cfg) {
 		m.cfg, m.eps = &cfg, map[string]memoEntry{}
 	}
@@ -39,6 +42,9 @@ func (m *EndpointMemo) begin(cfg Config) {
 
 // chains returns ep's chains, rendered by render only when ep changed.
 func (m *EndpointMemo) chains(ep Endpoint, render func(Endpoint) []iptables.Chain) []iptables.Chain {
+	if m == nil {
+		return render(ep)
+	}
 	m.seen[ep.Iface] = true
 	if e, ok := m.eps[ep.Iface]; ok && endpointEqual(e.ep, ep) {
 		return e.chains
@@ -53,6 +59,9 @@ func (m *EndpointMemo) chains(ep Endpoint, render func(Endpoint) []iptables.Chai
 
 // end forgets the endpoints the Render did not have.
 func (m *EndpointMemo) end() {
+	if m == nil {
+		return
+	}
 	for iface := range m.eps {
 		if !m.seen[iface] {
 			delete(m.eps, iface)

@@ -57,16 +57,10 @@ func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 	filter, present := r.filterStatic(len(heps) > 0)
 	t.Filter = r.withIPVS(filter, eps, heps) // kube-proxy IPVS mode (ipvs.go)
 	t.Filter = append(t.Filter, r.dispatchChains(eps)...)
-	if in.Memo != nil {
-		in.Memo.begin(r.cfg)
-		defer in.Memo.end()
-	}
+	in.Memo.begin(r.cfg)
+	defer in.Memo.end()
 	for _, ep := range eps {
-		if in.Memo != nil {
-			t.Filter = append(t.Filter, in.Memo.chains(ep, r.endpointChains)...)
-		} else {
-			t.Filter = append(t.Filter, r.endpointChains(ep)...)
-		}
+		t.Filter = append(t.Filter, in.Memo.chains(ep, r.endpointChains)...)
 	}
 	var filterUses, rawUses, mangleUses []tierUse
 	var profiles []string
