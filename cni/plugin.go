@@ -58,10 +58,12 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		return err
 	}
 
-	// A repeated ADD of the same container returns what exists.
+	// A repeated ADD of the same container returns what exists, once
+	// its host side is seen wired (an ADD cut short may have written the
+	// endpoint first: kdd_early.go); else it is done again, in full.
 	if wep, err := r.existing(); err != nil {
 		return err
-	} else if wep != nil {
+	} else if wep != nil && wiredHost(wep) {
 		s.conf.waitForPolicy(wep)
 		return p.print(endpointResult(wep, a.Netns), s.conf.CNIVersion)
 	}
@@ -92,6 +94,16 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 
+	early, err := s.startEndpointWrite(ctx, id, kp, addrs) // cni/kdd_early.go
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			early.undo(ctx, s, id)
+		}
+	}()
+
 	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: mtu,
 		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding,
 		routes: s.conf.podRoutes(), queues: s.conf.numQueues()}
@@ -114,7 +126,7 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := s.writeEndpoint(ctx, s.storedEndpoint(wep)); err != nil {
+	if err := early.finish(ctx, s, s.storedEndpoint(wep)); err != nil {
 		return err
 	}
 	s.conf.waitForPolicy(wep)

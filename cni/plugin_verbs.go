@@ -106,12 +106,7 @@ func (p *plugin) check(a *skel.CmdArgs) error {
 		}
 		return types.NewError(types.ErrInternal, fmt.Sprintf("WorkloadEndpoint %s names interface %s, but pod interface %s leads to %s", id.endpoint, wep.Spec.InterfaceName, a.IfName, got), "")
 	}
-	var addrs []netip.Addr
-	for _, n := range wep.Spec.IPNetworks {
-		if pr, err := netip.ParsePrefix(n); err == nil {
-			addrs = append(addrs, pr.Addr())
-		}
-	}
+	addrs := endpointAddrs(wep)
 	if err := checkHost(wep.Spec.InterfaceName, addrs); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
@@ -119,6 +114,27 @@ func (p *plugin) check(a *skel.CmdArgs) error {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	return nil
+}
+
+// endpointAddrs are the addresses of the endpoint's ipNetworks.
+func endpointAddrs(wep *api.WorkloadEndpoint) []netip.Addr {
+	var addrs []netip.Addr
+	for _, n := range wep.Spec.IPNetworks {
+		if pr, err := netip.ParsePrefix(n); err == nil {
+			addrs = append(addrs, pr.Addr())
+		}
+	}
+	return addrs
+}
+
+// wiredHost: the endpoint's host veth exists, is up and routes its
+// addresses (checkHost), logged when not.
+func wiredHost(wep *api.WorkloadEndpoint) bool {
+	err := checkHost(wep.Spec.InterfaceName, endpointAddrs(wep))
+	if err != nil {
+		slog.Info("the endpoint exists but its pod is not wired; wiring it again", "endpoint", wep.Metadata.Name, "err", err)
+	}
+	return err == nil
 }
 
 // checkHost: the host veth exists, is up, and routes each pod address.
