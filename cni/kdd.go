@@ -86,19 +86,31 @@ type addReads struct {
 // they go out at once: one round trip to the API instead of four. The ADD still looks at their outcomes in turn, so what
 // it reports does not change; a read it never looks at is wasted, not
 // harmful. Elsewhere each read is made when it is looked at.
+//
+// On both datastores the pod, its namespace and its endpoint may be read
+// from the apiserver's watch cache (store.RecentReads: about a tenth of a
+// consistent read's time, no etcd read behind it), and the IPAM's snapshot
+// is too (ipam/prefetch.go). The kubelet itself learnt of the pod from
+// that cache before it called the plugin; what the ADD decides from these
+// is safe on a slightly old answer: a missing object is read again at the
+// latest, an endpoint found is trusted only once its veth is seen wired,
+// and none found costs an idempotent ADD (the handle keeps one allocation
+// per container). ClusterInformation is read at the latest: `calicoctl
+// datastore migrate lock` stops ADDs with it.
 func (s *session) firstReads(ctx context.Context, stdin []byte, id identity) addReads {
+	recent := store.RecentReads(ctx)
 	r := addReads{
 		ready:    func() error { return s.kddReady(ctx, id) },
-		existing: func() (*api.WorkloadEndpoint, error) { return s.existingEndpoint(ctx, id) },
-		pod:      func() (*kubePod, error) { return s.readKubePod(ctx, stdin, id) },
+		existing: func() (*api.WorkloadEndpoint, error) { return s.existingEndpoint(recent, id) },
+		pod:      func() (*kubePod, error) { return s.readKubePod(recent, stdin, id) },
 	}
 	if !s.kdd() || !s.usesKubernetes(id) {
 		return r
 	}
+	ready := inBackground(func() (struct{}, error) { return struct{}{}, s.kddReady(ctx, id) })
 	if s.conf.IPAM.Type == "calico-ipam" {
 		s.al.Prefetch(ctx, s.node, handleID(s.conf.Name, id.containerID))
 	}
-	ready := inBackground(func() (struct{}, error) { return struct{}{}, s.kddReady(ctx, id) })
 	return addReads{
 		ready:    func() error { _, err := ready(); return err },
 		existing: inBackground(r.existing),

@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/calico-aio/calico-aio/store"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -133,6 +135,10 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 		if err != nil {
 			return Assigned{}, err
 		}
+		if snap.needsLatest() { // recent.go
+			ctx = store.LatestReads(ctx)
+			continue
+		}
 		if req.ReuseExisting && snap.handle != nil && !snap.handle.empty() {
 			return a.existing(ctx, req.HandleID, snap.handle)
 		}
@@ -149,26 +155,32 @@ func (a *Allocator) AutoAssign(ctx context.Context, req AutoAssignArgs) (Assigne
 		}
 		var pools4, pools6 []pool
 		if req.Num4 > 0 {
-			if pools4, err = choosePools(snap.pools, true, req.IPv4Pools, req.Node, snap.nodeLabels, req.Use); err != nil {
-				return Assigned{}, err
-			}
+			pools4, err = choosePools(snap.pools, true, req.IPv4Pools, req.Node, snap.nodeLabels, req.Use)
 		}
-		if req.Num6 > 0 {
-			if pools6, err = choosePools(snap.pools, false, req.IPv6Pools, req.Node, snap.nodeLabels, req.Use); err != nil {
-				return Assigned{}, err
-			}
+		if req.Num6 > 0 && err == nil {
+			pools6, err = choosePools(snap.pools, false, req.IPv6Pools, req.Node, snap.nodeLabels, req.Use)
 		}
+		if err != nil && snap.recent {
+			err = errNeedsLatest // no pool is not decided from a recent read
+		}
+		var blocks map[string]*blockKV
 		affine4, affine6 := snap.affineIn(pools4), snap.affineIn(pools6)
-		blocks, err := a.affineBlocks(ctx, snap, append(append([]string{}, affine4...), affine6...))
-		if err != nil {
-			return Assigned{}, err
+		if err == nil {
+			blocks, err = a.affineBlocks(ctx, snap, append(append([]string{}, affine4...), affine6...))
 		}
 		t := newTx(snap, blocks, req.HandleID)
 		var out Assigned
-		if out.IPv4, err = a.assignFamily(ctx, t, true, req.Num4, pools4, affine4, req.Node, attrs); err != nil {
-			return Assigned{}, err
+		if err == nil {
+			out.IPv4, err = a.assignFamily(ctx, t, true, req.Num4, pools4, affine4, req.Node, attrs)
 		}
-		if out.IPv6, err = a.assignFamily(ctx, t, false, req.Num6, pools6, affine6, req.Node, attrs); err != nil {
+		if err == nil {
+			out.IPv6, err = a.assignFamily(ctx, t, false, req.Num6, pools6, affine6, req.Node, attrs)
+		}
+		if errors.Is(err, errNeedsLatest) { // recent.go
+			ctx = store.LatestReads(ctx)
+			continue
+		}
+		if err != nil {
 			return Assigned{}, err
 		}
 		w, err := t.write(a)
@@ -213,6 +225,9 @@ func (a *Allocator) assignFamily(ctx context.Context, t *tx, is4 bool, n int, po
 			return nil, err
 		}
 		out = append(out, got...)
+	}
+	if len(out) < n && t.snap.recent {
+		return nil, errNeedsLatest // claim, borrow or refuse: from the latest state only
 	}
 	cfg := t.snap.cfg
 	claimed := 0

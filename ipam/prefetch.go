@@ -1,13 +1,23 @@
 package ipam
 
-import "context"
+import (
+	"context"
+
+	"github.com/calico-aio/calico-aio/store"
+)
 
 // A caller that knows it is about to assign (the CNI plugin on the
 // Kubernetes datastore, whose first reads are API round trips of their
 // own) starts the assignment's first read early, so that it overlaps the
-// caller's other reads. The snapshot is then as current as if read at
-// that moment: the assignment's writes are compare-and-swap, and one that
-// lost to a write made since is retried on a fresh read, as always.
+// caller's other reads. It is a recent read (store.RecentReads: on
+// Kubernetes from the apiserver's watch cache), so it may be a little
+// older than the moment it was made: the assignment's writes are
+// compare-and-swap, and one that lost to a write made since is retried on
+// a fresh read, as always; and what an assignment would decide from
+// absence or from the handle (claim or borrow a block, create the IPAM
+// config, finish a handle's delete, reuse the handle's addresses, refuse
+// for want of a pool) is never decided from it: the assignment reads the
+// latest state first (recentOnly in assign.go).
 
 // prefetch is a snapshot read under way.
 type prefetch struct {
@@ -25,7 +35,7 @@ func (a *Allocator) Prefetch(ctx context.Context, node, handleID string) {
 	p := &prefetch{node: node, handle: handleID, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.snap, p.err = a.readSnapshot(ctx, node, handleID)
+		p.snap, p.err = a.readSnapshot(store.RecentReads(ctx), node, handleID)
 	}()
 	a.pre = p
 }

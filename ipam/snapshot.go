@@ -43,6 +43,9 @@ type snapshot struct {
 	deletedHandleRev store.Revision
 	// hinted are the blocks read with the snapshot (hints.go), by CIDR.
 	hinted map[string]*blockKV
+	// recent: read under store.RecentReads, so possibly a little old
+	// (prefetch.go).
+	recent bool
 }
 
 // readSnapshot reads the pools, the IPAM config, the node, the node's block
@@ -75,7 +78,7 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 		return nil, err
 	}
 	resp = resp[:fixed]
-	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}, hinted: hinted}
+	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}, hinted: hinted, recent: store.ReadsRecent(ctx)}
 	var pools []*api.IPPool
 	for _, o := range resp[0] {
 		r, err := store.DecodeObject(o)

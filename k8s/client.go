@@ -132,13 +132,12 @@ func (c *Client) get(ctx context.Context, res schema.GroupVersionResource, kind,
 	if ns != "" {
 		what = kind + " " + ns + "/" + name
 	}
-	var u *unstructured.Unstructured
-	var err error
-	if ns != "" {
-		u, err = c.dyn.Resource(res).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	} else {
-		u, err = c.dyn.Resource(res).Get(ctx, name, metav1.GetOptions{})
-	}
+	u, err := GetRecent(ctx, func(o metav1.GetOptions) (*unstructured.Unstructured, error) {
+		if ns != "" {
+			return c.dyn.Resource(res).Namespace(ns).Get(ctx, name, o)
+		}
+		return c.dyn.Resource(res).Get(ctx, name, o)
+	})
 	if err != nil {
 		return c.classify(what, err)
 	}

@@ -39,6 +39,13 @@ const (
 	EventSynced = model.EventSynced
 )
 
+// Recent reads (model.RecentReads).
+var (
+	RecentReads = model.RecentReads
+	LatestReads = model.LatestReads
+	ReadsRecent = model.ReadsRecent
+)
+
 // Sentinels for errors.Is.
 var (
 	ErrNotFound      = model.ErrNotFound

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store/kdd"
 	"github.com/calico-aio/calico-aio/store/kdd/derive"
 	"github.com/calico-aio/calico-aio/store/model"
@@ -43,13 +44,12 @@ func (b *Backend) getDerived(ctx context.Context, k kdd.Kind, key model.Key) (mo
 // NotFound unless it converts to key's object.
 func (b *Backend) getFrom(ctx context.Context, src source, key model.Key, ns, name string) (model.Object, error) {
 	ri := b.dyn.Resource(src.gvr)
-	var u *unstructured.Unstructured
-	var err error
-	if ns != "" {
-		u, err = ri.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	} else {
-		u, err = ri.Get(ctx, name, metav1.GetOptions{})
-	}
+	u, err := k8s.GetRecent(ctx, func(o metav1.GetOptions) (*unstructured.Unstructured, error) {
+		if ns != "" {
+			return ri.Namespace(ns).Get(ctx, name, o)
+		}
+		return ri.Get(ctx, name, o)
+	})
 	if err != nil {
 		return model.Object{}, b.apiError("get", key, "", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store/kdd"
 	"github.com/calico-aio/calico-aio/store/model"
 )
@@ -129,7 +130,7 @@ func (b *Backend) list(ctx context.Context, opts model.ListOptions) ([]model.Obj
 
 // listPages lists s and calls each for every selected object.
 func (b *Backend) listPages(ctx context.Context, s selection, each func(model.Object)) (model.Revision, error) {
-	lo := metav1.ListOptions{LabelSelector: s.labels, Limit: pageSize}
+	lo := metav1.ListOptions{LabelSelector: s.labels, Limit: pageSize, ResourceVersion: k8s.ReadVersion(ctx)}
 	rev := ""
 	for {
 		l, err := s.on(b.dyn).List(ctx, lo)
@@ -140,6 +141,7 @@ func (b *Backend) listPages(ctx context.Context, s selection, each func(model.Ob
 			rev = l.GetResourceVersion()
 		}
 		b.eachSelected(s, l.Items, each)
+		lo.ResourceVersion = "" // a continued list is at its first page's version
 		if lo.Continue = l.GetContinue(); lo.Continue == "" {
 			return model.Revision(rev), nil
 		}

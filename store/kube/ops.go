@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/calico-aio/calico-aio/k8s"
 	"github.com/calico-aio/calico-aio/store/kdd"
 	"github.com/calico-aio/calico-aio/store/model"
 )
@@ -34,7 +35,9 @@ func (b *Backend) get(ctx context.Context, key model.Key) (model.Object, error) 
 	if err != nil {
 		return model.Object{}, err
 	}
-	u, err := b.resource(r).Get(ctx, r.name, metav1.GetOptions{})
+	u, err := k8s.GetRecent(ctx, func(o metav1.GetOptions) (*unstructured.Unstructured, error) {
+		return b.resource(r).Get(ctx, r.name, o)
+	})
 	if err != nil {
 		return model.Object{}, b.apiError("get", key, "", err)
 	}
@@ -51,7 +54,11 @@ func (b *Backend) get(ctx context.Context, key model.Key) (model.Object, error) 
 // round trip instead of one each (IPAM's hot path makes five). They are
 // not at one point. Each gives a key's object (none when it does not
 // exist) or what a list selects; a failure is the first failed read's.
+// Under model.RecentReads they come from the apiserver's watch cache, an
+// object it lacks reported missing (k8s.AbsentFromCache): ReadMany's
+// reader, the IPAM, writes with compare-and-swap.
 func (b *Backend) ReadMany(ctx context.Context, reads []model.Read) ([][]model.Object, error) {
+	ctx = k8s.AbsentFromCache(ctx)
 	out := make([][]model.Object, len(reads))
 	errs := make([]error, len(reads))
 	var wg sync.WaitGroup

@@ -34,6 +34,7 @@ func TestBackend(t *testing.T) {
 	t.Run("Pages", func(t *testing.T) { checkPages(t, c) })
 	t.Run("NoDiscoveryOnV1", func(t *testing.T) { checkNoDiscovery(t, c) })
 	t.Run("ReadManyConcurrent", func(t *testing.T) { checkReadManyConcurrent(t, c) })
+	t.Run("RecentReads", func(t *testing.T) { checkRecentReads(t, c) })
 }
 
 // sameModel fails unless got is want, but for metadata.uid: a resource's
