@@ -190,7 +190,7 @@ func (d *Dataplane) Apply(des Desired) error {
 		errs = append(errs, err)
 	} else {
 		d.nl.held = true // one namespace check per apply, not one per manager
-		defer func() { d.nl.held = false }()
+		defer d.nl.release()
 	}
 	d.fwd.SetDesired(des.Forwarding)
 	if err := d.fwd.Apply(); err != nil {

@@ -125,7 +125,7 @@ func (m *endpointManager) Apply() error {
 	sort.Strings(names)
 	for _, name := range names {
 		ep := m.desired[name]
-		link, err := m.nl.h.LinkByName(name)
+		link, err := m.nl.link(name, len(names) > bulkLookups)
 		if err != nil {
 			continue // not there yet: stays pending
 		}
@@ -148,12 +148,11 @@ func (m *endpointManager) Apply() error {
 func (m *endpointManager) pruneGone() error {
 	full := m.scanAll
 	if m.scanAll {
-		links, err := m.nl.h.LinkList()
+		links, err := m.nl.linkDump()
 		if err != nil {
-			return fmt.Errorf("listing links: %w", err)
+			return err
 		}
-		for _, l := range links {
-			name := l.Attrs().Name
+		for name := range links {
 			if _, ok := m.desired[name]; !ok && m.prefixes.Match(name) {
 				m.gone[name] = true
 			}
@@ -162,7 +161,7 @@ func (m *endpointManager) pruneGone() error {
 	}
 	var errs []error
 	for name := range m.gone {
-		link, err := m.nl.h.LinkByName(name)
+		link, err := m.nl.link(name, false)
 		switch {
 		case err != nil:
 			err = nil // the interface went, and its neighbours with it

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 )
 
 // FelixConfiguration spec.ipForwarding values, as in Calico. The empty
@@ -93,16 +90,4 @@ func (m *forwardingManager) Apply() error {
 	}
 	m.dirty = len(errs) > 0
 	return errors.Join(errs...)
-}
-
-// setSysctl writes value to procSys/path unless it already holds it.
-func setSysctl(procSys, path, value string) error {
-	full := filepath.Join(procSys, path)
-	if b, err := os.ReadFile(full); err == nil && strings.TrimSpace(string(b)) == value {
-		return nil
-	}
-	if err := os.WriteFile(full, []byte(value), 0o644); err != nil {
-		return fmt.Errorf("sysctl %s=%s: %w", path, value, err)
-	}
-	return nil
 }

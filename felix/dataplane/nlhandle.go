@@ -37,6 +37,9 @@ type nlHandle struct {
 	// held: the dataplane's apply has made h ready and holds it so until
 	// it ends; the managers' ready calls then cost nothing.
 	held bool
+	// links is the apply's link dump by name (linkdump.go; nil: none
+	// taken yet).
+	links map[string]netlink.Link
 }
 
 // nlOps are the rtnetlink requests the managers make, as *netlink.Handle

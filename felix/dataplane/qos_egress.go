@@ -134,8 +134,8 @@ func (m *qosManager) ensureIfb(name string, mtu int) (netlink.Link, error) {
 }
 
 func (m *qosManager) deleteIfb(name string) error {
-	l, err := m.nl.h.LinkByName(name)
-	if err != nil {
+	l, err := m.nl.ours(name)
+	if err != nil || l == nil {
 		return nil // not there
 	}
 	if err := m.nl.h.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
@@ -163,8 +163,13 @@ func (m *qosManager) ensureIngressQdisc(link netlink.Link) error {
 	return nil
 }
 
-// ourFilter is our classifier on link's ingress, or nil.
+// ourFilter is our classifier on link's ingress, or nil. When this apply
+// listed the node's qdiscs, a link without an ingress (or clsact) qdisc
+// has no filter to list.
 func (m *qosManager) ourFilter(link netlink.Link) (netlink.Filter, error) {
+	if m.qdiscs != nil && !hasIngress(m.qdiscs[link.Attrs().Index]) {
+		return nil, nil
+	}
 	fs, err := m.nl.h.FilterList(link, netlink.HANDLE_MIN_INGRESS)
 	if err != nil {
 		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOENT) {
@@ -188,15 +193,26 @@ func (m *qosManager) pruneIfbs() error {
 			keep[IfbName(name)] = true
 		}
 	}
-	links, err := m.nl.h.LinkList()
+	links, err := m.nl.linkDump()
 	if err != nil {
-		return fmt.Errorf("listing links: %w", err)
+		return err
 	}
 	var errs []error
-	for _, l := range links {
-		if n := l.Attrs().Name; l.Type() == "ifb" && strings.HasPrefix(n, ifbPrefix) && !keep[n] {
+	for n, l := range links {
+		if l.Type() == "ifb" && strings.HasPrefix(n, ifbPrefix) && !keep[n] {
 			errs = append(errs, m.deleteIfb(n))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hasIngress: qs holds an ingress or clsact qdisc (both sit at the
+// ingress handle).
+func hasIngress(qs []netlink.Qdisc) bool {
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_INGRESS {
+			return true
+		}
+	}
+	return false
 }

@@ -160,12 +160,12 @@ func (m *routeManager) readKernel() (map[netip.Prefix]kernelRoute, error) {
 	out := map[netip.Prefix]kernelRoute{}
 	m.extras = m.extras[:0]
 	names := map[int]string{}
-	links, err := m.nl.h.LinkList()
+	links, err := m.nl.linkDump()
 	if err != nil {
-		return nil, fmt.Errorf("listing links: %w", err)
+		return nil, err
 	}
-	for _, l := range links {
-		names[l.Attrs().Index] = l.Attrs().Name
+	for name, l := range links {
+		names[l.Attrs().Index] = name
 	}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		routes, err := listRoutes(m.nl.h, fam)
@@ -372,13 +372,13 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 	case t.Blackhole:
 		r.Type = syscall.RTN_BLACKHOLE
 	case t.OnLink && t.Iface != "" && len(t.Via) == 1:
-		l, err := m.nl.h.LinkByName(t.Iface)
+		l, err := m.nl.link(t.Iface, false)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
 		r.LinkIndex, r.Gw, r.Flags = l.Attrs().Index, t.Via[0].AsSlice(), int(netlink.FLAG_ONLINK)
 	case t.Iface != "":
-		l, err := m.nl.h.LinkByName(t.Iface)
+		l, err := m.nl.link(t.Iface, false)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}

@@ -104,7 +104,7 @@ var dumps = []string{"LinkList", "RouteList(whole table)", "NeighList", "QdiscLi
 // route and neighbour written or deleted) and no dump of the node's
 // links, routes, neighbours, qdiscs or addresses; the same with twice as
 // many pods. The periodic resync still reads everything back, listing the
-// neighbour and qdisc tables once, not once per pod.
+// links, neighbour and qdisc tables once, not once per pod.
 func TestApplyOneEndpointIsIncremental(t *testing.T) {
 	needKernel(t)
 	t.Parallel()
@@ -136,6 +136,10 @@ func TestApplyOneEndpointIsIncremental(t *testing.T) {
 		s.apply(t, dp, s.desired(n))
 		if counts["LinkList"] == 0 || counts["RouteList(whole table)"] == 0 {
 			t.Errorf("the resync did not read the routes back: %v", counts)
+		}
+		if counts["LinkList"] != 1 || counts["LinkByName"] >= n || counts["FilterList"] >= n {
+			t.Errorf("the resync of %d pods listed links %d times and looked %d up one by one, want one dump shared by all (and no filter list on interfaces without an ingress qdisc): %v",
+				n, counts["LinkList"], counts["LinkByName"], counts)
 		}
 		if counts["NeighList"] != 1 || counts["QdiscList"] != 1 {
 			t.Errorf("the resync of %d pods listed neighbours %d and qdiscs %d times, want once each: %v",

@@ -1,0 +1,68 @@
+package dataplane
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+)
+
+// One link dump per apply. The route manager's read-back needs every
+// link's name, the endpoint and shaping managers look up each endpoint's
+// interface on a resync and the pruning scans look for workload and ifb
+// devices: while the dataplane's apply holds the handle they share one
+// dump, taken when the first of them needs it, instead of one dump each
+// and a request per endpoint. An interface not in the dump (made after
+// it) is looked up by its own request. Devices the managers create or
+// change themselves (VXLAN, tunl0, ifb) are always looked up afresh.
+
+// bulkLookups: a manager with more interfaces than this to look up in one
+// apply takes the dump rather than a request each.
+const bulkLookups = 4
+
+// linkDump is the apply's dump by name; outside an apply a fresh one.
+func (n *nlHandle) linkDump() (map[string]netlink.Link, error) {
+	if n.held && n.links != nil {
+		return n.links, nil
+	}
+	links, err := n.h.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing links: %w", err)
+	}
+	byName := make(map[string]netlink.Link, len(links))
+	for _, l := range links {
+		byName[l.Attrs().Name] = l
+	}
+	if n.held {
+		n.links = byName
+	}
+	return byName, nil
+}
+
+// link is the interface name: from the apply's dump when it has been
+// taken, or when bulk (many look-ups to come) takes it; else by its own
+// request.
+func (n *nlHandle) link(name string, bulk bool) (netlink.Link, error) {
+	if n.held && (n.links != nil || bulk) {
+		links, err := n.linkDump()
+		if err != nil {
+			return nil, err
+		}
+		if l, ok := links[name]; ok {
+			return l, nil
+		}
+	}
+	return n.h.LinkByName(name)
+}
+
+// ours is a device only this dataplane makes (an ifb): when the apply's
+// dump has been taken it answers, absent included (nil, nil), as nothing
+// else makes them; else its own request.
+func (n *nlHandle) ours(name string) (netlink.Link, error) {
+	if n.held && n.links != nil {
+		return n.links[name], nil
+	}
+	return n.h.LinkByName(name)
+}
+
+// release ends the apply's hold: the next apply dumps afresh.
+func (n *nlHandle) release() { n.held, n.links = false, nil }
