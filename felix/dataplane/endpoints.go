@@ -123,9 +123,12 @@ func (m *endpointManager) Apply() error {
 	}
 	m.started = true
 	sort.Strings(names)
+	if err := m.nl.linksFor(len(names)); err != nil {
+		return err
+	}
 	for _, name := range names {
 		ep := m.desired[name]
-		link, err := m.nl.link(name, len(names) > bulkLookups)
+		link, err := m.nl.link(name)
 		if err != nil {
 			continue // not there yet: stays pending
 		}
@@ -161,7 +164,7 @@ func (m *endpointManager) pruneGone() error {
 	}
 	var errs []error
 	for name := range m.gone {
-		link, err := m.nl.link(name, false)
+		link, err := m.nl.link(name)
 		switch {
 		case err != nil:
 			err = nil // the interface went, and its neighbours with it

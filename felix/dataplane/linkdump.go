@@ -10,10 +10,11 @@ import (
 // link's name, the endpoint and shaping managers look up each endpoint's
 // interface on a resync and the pruning scans look for workload and ifb
 // devices: while the dataplane's apply holds the handle they share one
-// dump, taken when the first of them needs it, instead of one dump each
-// and a request per endpoint. An interface not in the dump (made after
-// it) is looked up by its own request. Devices the managers create or
-// change themselves (VXLAN, tunl0, ifb) are always looked up afresh.
+// dump, taken when the first of them needs it (or has many interfaces to
+// look up: linksFor), instead of one dump each and a request per
+// endpoint. An interface not in the dump (made after it) is looked up by
+// its own request. The VXLAN and tunl0 devices, which their managers
+// create and change, are always looked up afresh.
 
 // bulkLookups: a manager with more interfaces than this to look up in one
 // apply takes the dump rather than a request each.
@@ -38,18 +39,21 @@ func (n *nlHandle) linkDump() (map[string]netlink.Link, error) {
 	return byName, nil
 }
 
+// linksFor takes the apply's dump when count interfaces are to be looked
+// up and that is more than bulkLookups.
+func (n *nlHandle) linksFor(count int) error {
+	if !n.held || count <= bulkLookups {
+		return nil
+	}
+	_, err := n.linkDump()
+	return err
+}
+
 // link is the interface name: from the apply's dump when it has been
-// taken, or when bulk (many look-ups to come) takes it; else by its own
-// request.
-func (n *nlHandle) link(name string, bulk bool) (netlink.Link, error) {
-	if n.held && (n.links != nil || bulk) {
-		links, err := n.linkDump()
-		if err != nil {
-			return nil, err
-		}
-		if l, ok := links[name]; ok {
-			return l, nil
-		}
+// taken, else by its own request.
+func (n *nlHandle) link(name string) (netlink.Link, error) {
+	if l, ok := n.links[name]; ok && n.held {
+		return l, nil
 	}
 	return n.h.LinkByName(name)
 }

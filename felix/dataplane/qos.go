@@ -156,6 +156,9 @@ func (m *qosManager) Apply() error {
 	if err := m.listQdiscs(names); err != nil {
 		return err
 	}
+	if err := m.nl.linksFor(len(names)); err != nil {
+		return err
+	}
 	defer func() { m.qdiscs = nil }()
 	for _, name := range names {
 		if !m.started {
@@ -169,7 +172,7 @@ func (m *qosManager) Apply() error {
 			delete(m.pending, name) // nothing of ours there, nothing wanted
 			continue
 		}
-		if err := m.applyIface(name, sh, len(names) > bulkLookups); err != nil {
+		if err := m.applyIface(name, sh); err != nil {
 			if !errors.Is(err, errNoLinkYet) {
 				errs = append(errs, err)
 			}
@@ -200,10 +203,9 @@ var errNoLinkYet = errors.New("no such interface yet")
 
 // applyIface shapes one interface as sh says (both nil: no shaping). A
 // missing interface stays pending (errNoLinkYet) while shaping is wanted;
-// when it is not, its egress ifb goes. bulk: many interfaces are looked
-// up in this apply (linkdump.go).
-func (m *qosManager) applyIface(name string, sh shaping, bulk bool) error {
-	link, err := m.nl.link(name, bulk)
+// when it is not, its egress ifb goes.
+func (m *qosManager) applyIface(name string, sh shaping) error {
+	link, err := m.nl.link(name)
 	if err != nil {
 		if sh.in != nil || sh.out != nil {
 			return errNoLinkYet

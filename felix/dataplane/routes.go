@@ -372,13 +372,13 @@ func (m *routeManager) program(p netip.Prefix, t RouteTarget, replace bool) erro
 	case t.Blackhole:
 		r.Type = syscall.RTN_BLACKHOLE
 	case t.OnLink && t.Iface != "" && len(t.Via) == 1:
-		l, err := m.nl.link(t.Iface, false)
+		l, err := m.nl.link(t.Iface)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}
 		r.LinkIndex, r.Gw, r.Flags = l.Attrs().Index, t.Via[0].AsSlice(), int(netlink.FLAG_ONLINK)
 	case t.Iface != "":
-		l, err := m.nl.link(t.Iface, false)
+		l, err := m.nl.link(t.Iface)
 		if err != nil {
 			return fmt.Errorf("route %s: interface %s: %w", p, t.Iface, err)
 		}

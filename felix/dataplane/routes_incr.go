@@ -82,7 +82,7 @@ func (m *routeManager) readTouched() (map[netip.Prefix]kernelRoute, []netip.Pref
 	m.extras = m.extras[:0]
 	names := map[int]string{}
 	for name := range m.touched {
-		l, err := m.nl.link(name, false)
+		l, err := m.nl.link(name)
 		if err != nil {
 			var nf netlink.LinkNotFoundError
 			if errors.As(err, &nf) {
