@@ -117,6 +117,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	go syncer.Run(ctx, c, ds.kube, a.updates)
 	slog.Info("calico-node running", "datastore", cfg.Datastore.Type)
 	err = a.loop(ctx)
+	a.dp.Close()
 	slog.Info("calico-node stopping")
 	return err
 }

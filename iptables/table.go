@@ -46,6 +46,10 @@ type TableOptions struct {
 	// Resync skip the read-back when nothing but our own restores changed
 	// nf_tables since (nftgen.go); nil: the Table tracks only itself.
 	Generations *Generations
+	// Sessions, shared by every Table of one network namespace, keeps one
+	// long-lived restore per binary on the nf_tables backend (session.go);
+	// nil: every restore is a new process.
+	Sessions *Sessions
 }
 
 // ApplyStats says what one Apply did.
@@ -108,6 +112,7 @@ type Table struct {
 	nft     int8
 	recheck bool
 
+	sessions  *Sessions
 	run       runFunc
 	saveTries int
 	retryWait time.Duration
@@ -127,7 +132,7 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
 		ipVersion: ipVersion, observer: opts.Observer, restWaitArgs: restoreWaitArgs(opts.LockTimeout, opts.LockProbeInterval),
-		gens: opts.Generations,
+		gens: opts.Generations, sessions: opts.Sessions,
 	}
 	if t.gens == nil {
 		t.gens = &Generations{}
@@ -396,6 +401,24 @@ func restoreWaitArgs(timeout, probe time.Duration) []string {
 }
 
 func (t *Table) write(input []byte) error {
+	if t.sessions != nil && t.nft == 1 {
+		res, err := t.sessions.restore(t.restore, input)
+		if !errors.Is(err, errNoSession) {
+			t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")),
+				Cmd: t.restore, Args: []string{"--noflush"}, Err: err})
+			if err != nil {
+				n := failedLine(res.stderr)
+				if n > res.lineShift {
+					n -= res.lineShift
+				} else {
+					n = 0
+				}
+				return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),
+					Stderr: string(res.stderr), Err: err}
+			}
+			return nil
+		}
+	}
 	for {
 		args := []string{"--noflush"}
 		if t.restWait {

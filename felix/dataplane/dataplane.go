@@ -118,6 +118,9 @@ type Dataplane struct {
 	// gens follows the nf_tables generation for all the tables, so that
 	// a resync reads them back only after a change not ours.
 	gens *iptables.Generations
+	// restores are the long-lived iptables-restores of the tables, on
+	// the nf_tables backend (iptables/session.go).
+	restores *iptables.Sessions
 }
 
 // Config of the dataplane.
@@ -139,6 +142,7 @@ func New(cfg Config) *Dataplane {
 		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(), qos: newQoSManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
 		ipip: newIPIPManager("tunl0"), obs: cfg.Observer, nl: newNLHandle(), gens: &iptables.Generations{},
+		restores: iptables.NewSessions(),
 	}
 	// One handle for all: the socket is made in the namespace of the
 	// first apply and replaced only from the dataplane's goroutine.
@@ -146,8 +150,12 @@ func New(cfg Config) *Dataplane {
 	return d
 }
 
-// Close releases the dataplane's netlink socket (the kernel state stays).
-func (d *Dataplane) Close() { d.nl.close() }
+// Close releases the dataplane's netlink socket and ends its long-lived
+// iptables-restores (the kernel state stays).
+func (d *Dataplane) Close() {
+	d.nl.close()
+	d.restores.Close()
+}
 
 func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendHooks bool) *iptables.Table {
 	present := map[string]bool{}
@@ -171,7 +179,7 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
 		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs,
-			LockTimeout: d.lockTimeout, LockProbeInterval: d.lockProbe, Generations: d.gens}
+			LockTimeout: d.lockTimeout, LockProbeInterval: d.lockProbe, Generations: d.gens, Sessions: d.restores}
 		opts.SaveCmd, opts.RestoreCmd = backendCmds(ver, d.backend)
 		st = &tableState{t: iptables.NewTable(name, ver, opts), hooks: strings.Join(sig, ",")}
 		d.tables[key] = st
@@ -296,6 +304,7 @@ func (d *Dataplane) switchBackend(b string) error {
 	}
 	slog.Info("iptables backend", "from", d.backend, "to", b)
 	d.backend = b
+	d.restores.Close() // the next tables' binaries start their own
 	return nil
 }
 
