@@ -271,6 +271,9 @@ func (a *agent) loop(ctx context.Context) error {
 		case <-refresh.C:
 			cur := a.settings.Current()
 			ran, next := config.DueRefreshes(a.refreshes, &cur, a.dp, time.Now())
+			if slices.Contains(ran, "interfaceRefreshInterval") {
+				a.statusFiles.Resync()
+			}
 			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
 				a.bgp.ResyncLearned(a.extraRoutes)
 			}

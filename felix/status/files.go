@@ -16,14 +16,21 @@ import (
 // does, one empty file per local workload endpoint whose policy the last
 // successful apply programmed (named by internal/epstatus), and nothing
 // else: the CNI plugin's policy_setup_timeout_seconds waits for the file
-// before ADD returns. Set records; Sync does the I/O, reading the
-// directory back each time (one small read per apply), so files others
-// removed or left are repaired too.
+// before ADD returns. Set records; Sync does the I/O: it writes and
+// removes the difference from what the directory held after the last
+// sync, and reads the directory back only on the first sync, after a
+// failure or after Resync (the agent's interface refresh), so files others
+// removed or left are repaired then, and a pod's event costs no listing of
+// every pod's file.
 type Files struct {
 	dir     string          // <prefix>/endpoint-status; "" when off
 	want    map[string]bool // file names
+	have    map[string]bool // what dir holds; nil: read it back
 	retired []string        // earlier dirs whose files are still to go
 }
+
+// Resync makes the next Sync read the directory back.
+func (f *Files) Resync() { f.have = nil }
 
 // FilesPrefix is the effective endpointStatusPathPrefix: unset is the
 // agent's run directory (Calico's default /var/run/calico is the run
@@ -52,7 +59,7 @@ func (f *Files) Configure(prefix string) {
 	if f.dir != "" {
 		f.retired = append(f.retired, f.dir)
 	}
-	f.dir = dir
+	f.dir, f.have = dir, nil
 }
 
 // Set records the status file names of the programmed local endpoints.
@@ -73,25 +80,36 @@ func (f *Files) Sync() error {
 	if f.dir == "" {
 		return errors.Join(errs...)
 	}
-	have, err := readStatusDir(f.dir)
-	if err != nil {
-		return errors.Join(append(errs, err)...)
+	if f.have == nil {
+		have, err := readStatusDir(f.dir)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		f.have = have
 	}
+	failed := false
 	for name := range f.want {
-		if have[name] {
+		if f.have[name] {
 			continue
 		}
 		if err := os.WriteFile(filepath.Join(f.dir, name), nil, 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("writing endpoint status file: %w", err))
+			errs, failed = append(errs, fmt.Errorf("writing endpoint status file: %w", err)), true
+			continue
 		}
+		f.have[name] = true
 	}
-	for name := range have {
+	for name := range f.have {
 		if f.want[name] {
 			continue
 		}
 		if err := os.Remove(filepath.Join(f.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("removing endpoint status file: %w", err))
+			errs, failed = append(errs, fmt.Errorf("removing endpoint status file: %w", err)), true
+			continue
 		}
+		delete(f.have, name)
+	}
+	if failed {
+		f.have = nil
 	}
 	return errors.Join(errs...)
 }

@@ -104,10 +104,16 @@ func (r *Reporter) agentKey() string { return statusPrefix + r.node + "/status" 
 
 // SetEndpoints records the endpoint statuses (key -> "up") to report.
 func (r *Reporter) SetEndpoints(statuses map[string]string) {
-	r.want, r.haveWant = map[string]string{}, true
+	enc := make(map[string]string, 1) // one encoding per status, not per endpoint
+	r.want, r.haveWant = make(map[string]string, len(statuses)), true
 	for k, st := range statuses {
-		b, _ := json.Marshal(map[string]string{"status": st})
-		r.want[k] = string(b)
+		v, ok := enc[st]
+		if !ok {
+			b, _ := json.Marshal(map[string]string{"status": st})
+			v = string(b)
+			enc[st] = v
+		}
+		r.want[k] = v
 	}
 }
 
