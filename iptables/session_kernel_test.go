@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/internal/nstest"
@@ -40,7 +41,8 @@ func sessionPid(s *Sessions, cmd string) int {
 // nothing to write); a block that changes nothing in the kernel (the
 // flush of an empty chain) still completes; a rejected block is reported
 // with its own line number and the next Apply starts a new process, as
-// does a call from another namespace; Close ends them all.
+// does a call from another namespace and a child killed behind our back
+// (that Apply retries at once); Close ends them all.
 func TestSessionKernel(t *testing.T) {
 	needNFT(t)
 	t.Parallel()
@@ -110,6 +112,23 @@ func TestSessionKernel(t *testing.T) {
 	converged(cs)
 	if got := sessionPid(s, "iptables-restore"); got == 0 || got == pid {
 		t.Fatalf("after the rejected block: pid %d (was %d), want a new process", got, pid)
+	}
+	pid = sessionPid(s, "iptables-restore")
+
+	// The child killed behind our back (OOM, an operator): the next
+	// Apply's block fails to go in, and Apply reads back and retries in a
+	// new process at once.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cs[2].Rules[0].Match = "-d 10.65.0.2/32"
+	tb.SetChains(cs)
+	if st := applyIn(t, n, tb); !st.StaleCache || !st.RestoreRan {
+		t.Fatalf("after the child was killed: %+v, want the block retried from a read-back", st)
+	}
+	converged(cs)
+	if got := sessionPid(s, "iptables-restore"); got == 0 || got == pid {
+		t.Fatalf("after the child was killed: pid %d (was %d), want a new process", got, pid)
 	}
 	pid = sessionPid(s, "iptables-restore")
 
