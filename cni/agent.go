@@ -30,6 +30,9 @@ type Agent struct {
 	// Datastore is the agent's (calls resolving to another are not
 	// served); nil is etcdv3 at store.DefaultEndpoint.
 	Datastore *apiconfig.Config
+	// Busy, when set, counts the calls in flight (busy.go) but for those
+	// that wait for the agent's apply.
+	Busy *Busy
 
 	logs servedLogs // the netconfs' log_file_path (log.go)
 	// hints: which blocks the node's next IPAM assignment reads with its
@@ -53,6 +56,9 @@ func (ag *Agent) Serve(name string, env []string, stdin []byte) AgentReply {
 	a, cmd, reason := ag.admit(name, getenv, stdin)
 	if reason != "" {
 		return AgentReply{NotMine: reason}
+	}
+	if !(name == "calico" && cmd == "ADD" && waitsForAgent(stdin)) {
+		defer ag.Busy.Enter()()
 	}
 	var out bytes.Buffer
 	// The agent's warm connection, with the in-process per-call timeout.

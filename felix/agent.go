@@ -78,6 +78,9 @@ type agent struct {
 	// calc is the calculation's last output, reused until an input
 	// changes (calccache.go).
 	calc calcCache
+	// cniBusy counts the CNI calls the agent serves; a due apply waits
+	// for them, at most maxApplyHold (hold.go). nil: never holds.
+	cniBusy *cni.Busy
 }
 
 func newAgent(cfg config.Config, c *store.Client, ipv6 bool) *agent {
@@ -240,8 +243,13 @@ func (a *agent) loop(ctx context.Context) error {
 		go a.ifaces.Run(ctx)
 	}
 	dirty := false
+	hold := newApplyHold()
+	defer hold.timer.Stop()
 	for {
 		select {
+		case <-hold.idle:
+			hold.idle = nil
+		case <-hold.timer.C:
 		case <-ctx.Done():
 			if a.bgp != nil {
 				a.bgp.Stop()
@@ -302,6 +310,9 @@ func (a *agent) loop(ctx context.Context) error {
 		}
 		a.health.Beat()
 		if !dirty || !a.state.InSync() {
+			continue
+		}
+		if hold.wait(a.cniBusy, time.Now()) {
 			continue
 		}
 		dirty = false

@@ -79,7 +79,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
-	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Datastore: cfg.Datastore}) // CNI calls through the agent
+	// CNI calls through the agent; the loop holds its apply while one is in flight (hold.go).
+	busy := &cni.Busy{}
+	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Datastore: cfg.Datastore, Busy: busy})
 	defer stopCNI()
 	if cfg.KubeControllers != "" {
 		if err := startControllers(ctx, cfg, ds); err != nil {
@@ -94,6 +96,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		defer stop()
 	}
 	a := newAgent(cfg, c, v6.IsValid())
+	a.cniBusy = busy
 	a.ifaces = ifaces
 	if ds.etcd != nil {
 		a.health.WatchEmbeddedEtcd(ds.etcd)
