@@ -97,25 +97,43 @@ type addReads struct {
 // and none found costs an idempotent ADD (the handle keeps one allocation
 // per container). ClusterInformation is read at the latest: `calicoctl
 // datastore migrate lock` stops ADDs with it.
+//
+// On etcd the same reads (ClusterInformation for the migration lock, the
+// endpoint, the IPAM's snapshot, at the latest: etcd has no older copy to
+// serve) go out at once too, each its own etcd round trip; the pod and
+// namespace, for a Kubernetes pod, from the apiserver with them.
 func (s *session) firstReads(ctx context.Context, stdin []byte, id identity) addReads {
 	recent := store.RecentReads(ctx)
 	r := addReads{
-		ready:    func() error { return s.kddReady(ctx, id) },
+		ready:    func() error { return s.ready(ctx, id) },
 		existing: func() (*api.WorkloadEndpoint, error) { return s.existingEndpoint(recent, id) },
 		pod:      func() (*kubePod, error) { return s.readKubePod(recent, stdin, id) },
 	}
-	if !s.kdd() || !s.usesKubernetes(id) {
+	if s.kdd() && !s.usesKubernetes(id) {
 		return r
 	}
-	ready := inBackground(func() (struct{}, error) { return struct{}{}, s.kddReady(ctx, id) })
+	ready := inBackground(func() (struct{}, error) { return struct{}{}, r.ready() })
 	if s.conf.IPAM.Type == "calico-ipam" {
-		s.al.Prefetch(ctx, s.node, handleID(s.conf.Name, id.containerID))
+		if s.kdd() {
+			s.al.Prefetch(ctx, s.node, handleID(s.conf.Name, id.containerID))
+		} else {
+			s.al.PrefetchLatest(ctx, s.node, handleID(s.conf.Name, id.containerID))
+		}
 	}
-	return addReads{
-		ready:    func() error { _, err := ready(); return err },
-		existing: inBackground(r.existing),
-		pod:      inBackground(r.pod),
+	out := addReads{ready: func() error { _, err := ready(); return err }, existing: inBackground(r.existing), pod: r.pod}
+	if s.usesKubernetes(id) {
+		out.pod = inBackground(r.pod)
 	}
+	return out
+}
+
+// ready is the check before an ADD writes anything: on Kubernetes
+// Calico's (kddReady), on etcd the migration lock (etcdLocked).
+func (s *session) ready(ctx context.Context, id identity) error {
+	if err := s.kddReady(ctx, id); err != nil {
+		return err
+	}
+	return s.etcdLocked(ctx, false)
 }
 
 // inBackground starts f and returns what waits for its outcome.

@@ -54,9 +54,6 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err := r.ready(); err != nil {
 		return err
 	}
-	if err := s.etcdLocked(ctx, false); err != nil {
-		return err
-	}
 
 	// A repeated ADD of the same container returns what exists, once
 	// its host side is seen wired (an ADD cut short may have written the

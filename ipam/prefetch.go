@@ -6,9 +6,8 @@ import (
 	"github.com/calico-aio/calico-aio/store"
 )
 
-// A caller that knows it is about to assign (the CNI plugin on the
-// Kubernetes datastore, whose first reads are API round trips of their
-// own) starts the assignment's first read early, so that it overlaps the
+// A caller that knows it is about to assign (the CNI plugin, whose first
+// reads are round trips of their own) starts the assignment's first read early, so that it overlaps the
 // caller's other reads. It is a recent read (store.RecentReads: on
 // Kubernetes from the apiserver's watch cache), so it may be a little
 // older than the moment it was made: the assignment's writes are
@@ -32,10 +31,18 @@ type prefetch struct {
 // it. An allocator is used by one goroutine (the one calling Prefetch and
 // AutoAssign).
 func (a *Allocator) Prefetch(ctx context.Context, node, handleID string) {
+	a.PrefetchLatest(store.RecentReads(ctx), node, handleID)
+}
+
+// PrefetchLatest is Prefetch reading as ctx says (at the latest unless
+// ctx asks for recent reads): on etcd, where every read is the latest
+// anyway, the ADD overlaps its first reads without the snapshot counting
+// as recent.
+func (a *Allocator) PrefetchLatest(ctx context.Context, node, handleID string) {
 	p := &prefetch{node: node, handle: handleID, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		p.snap, p.err = a.readSnapshot(store.RecentReads(ctx), node, handleID)
+		p.snap, p.err = a.readSnapshot(ctx, node, handleID)
 	}()
 	a.pre = p
 }
