@@ -99,7 +99,7 @@ func TestConfigIPTablesLockLive(t *testing.T) {
 	e.felixDefault(func(s *api.FelixConfigurationSpec) {
 		s.IptablesLockTimeout, s.IptablesLockProbeInterval = secs(7), &api.Duration{Duration: 20 * time.Millisecond}
 	})
-	startAgentEnv(t, e.host.ns, "node1", e.etcd.Endpoints()[0], e.state,
+	agent := startAgentEnv(t, e.host.ns, "node1", e.etcd.Endpoints()[0], e.state,
 		[]string{"NO_DEFAULT_POOLS=true", "XTABLES_LOCKFILE=" + lockPath, "FELIX_IPTABLESBACKEND=Legacy"}, "--bgp=false")
 	l := e.conflist("1.0.0", "locknet", e.calicoPlugin("node1", ""))
 	e.newPod(l, "lp") // policies apply to it, so they reach the filter table
@@ -144,6 +144,15 @@ func TestConfigIPTablesLockLive(t *testing.T) {
 	eventually(t, 15*time.Second, "policy programmed once the lock is free", programmed(1))
 
 	e.felixDefault(func(s *api.FelixConfigurationSpec) { s.IptablesLockTimeout, s.IptablesLockProbeInterval = secs(4), nil })
+	// The lock is taken again only once the agent has the new values: a
+	// write still due from the first policy (the other tables, its
+	// status) would otherwise wait out the old 7 s on it first.
+	eventually(t, 15*time.Second, "the agent has the 4 s lock timeout", func() error {
+		if !strings.Contains(agent.logs.String(), "setting=iptablesLockTimeout value=4s") {
+			return fmt.Errorf("no \"configuration changed\" for iptablesLockTimeout 4s in the agent's log yet")
+		}
+		return nil
+	})
 	hold()
 	e.apply(gnp("lock-b", 11, "all()", []api.Rule{{Action: api.ActionAllow}}, nil))
 	eventually(t, 15*time.Second, "restore waits 4 s probing every 50 ms (default)", waitsWith("--noflush --wait 4 --wait-interval 50000"))
