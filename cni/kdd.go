@@ -83,9 +83,11 @@ type addReads struct {
 // firstReads: on Kubernetes an ADD's first reads (ClusterInformation, the
 // pod's endpoint, the pod and its namespace, and the IPAM's first read,
 // ipam.Allocator.Prefetch) do not depend on each other and only read, so
-// they go out at once: one round trip to the API instead of four. The ADD still looks at their outcomes in turn, so what
-// it reports does not change; a read it never looks at is wasted, not
-// harmful. Elsewhere each read is made when it is looked at.
+// they go out at once: one round trip to the API instead of four. The ADD
+// still looks at their outcomes in turn, so what it reports does not
+// change; a read it never looks at is wasted, not harmful. For a workload
+// that is not a Kubernetes pod on Kubernetes each read is made when it is
+// looked at.
 //
 // On both datastores the pod, its namespace and its endpoint may be read
 // from the apiserver's watch cache (store.RecentReads: about a tenth of a
@@ -114,11 +116,11 @@ func (s *session) firstReads(ctx context.Context, stdin []byte, id identity) add
 	}
 	ready := inBackground(func() (struct{}, error) { return struct{}{}, r.ready() })
 	if s.conf.IPAM.Type == "calico-ipam" {
+		pre := ctx // etcd: every read is the latest
 		if s.kdd() {
-			s.al.Prefetch(ctx, s.node, handleID(s.conf.Name, id.containerID))
-		} else {
-			s.al.PrefetchLatest(ctx, s.node, handleID(s.conf.Name, id.containerID))
+			pre = recent
 		}
+		s.al.Prefetch(pre, s.node, handleID(s.conf.Name, id.containerID))
 	}
 	out := addReads{ready: func() error { _, err := ready(); return err }, existing: inBackground(r.existing), pod: r.pod}
 	if s.usesKubernetes(id) {

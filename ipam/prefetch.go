@@ -1,22 +1,19 @@
 package ipam
 
-import (
-	"context"
-
-	"github.com/calico-aio/calico-aio/store"
-)
+import "context"
 
 // A caller that knows it is about to assign (the CNI plugin, whose first
-// reads are round trips of their own) starts the assignment's first read early, so that it overlaps the
-// caller's other reads. It is a recent read (store.RecentReads: on
-// Kubernetes from the apiserver's watch cache), so it may be a little
-// older than the moment it was made: the assignment's writes are
-// compare-and-swap, and one that lost to a write made since is retried on
-// a fresh read, as always; and what an assignment would decide from
-// absence or from the handle (claim or borrow a block, create the IPAM
-// config, finish a handle's delete, reuse the handle's addresses, refuse
-// for want of a pool) is never decided from it: the assignment reads the
-// latest state first (recentOnly in assign.go).
+// reads are round trips of their own) starts the assignment's first read
+// early, so that it overlaps the caller's other reads. On Kubernetes the
+// caller asks for a recent read (store.RecentReads: from the apiserver's
+// watch cache), which may be a little older than the moment it was made:
+// the assignment's writes are compare-and-swap, and one that lost to a
+// write made since is retried on a fresh read, as always; and what an
+// assignment would decide from absence or from the handle (claim or borrow
+// a block, create the IPAM config, finish a handle's delete, reuse the
+// handle's addresses, refuse for want of a pool) is never decided from it:
+// the assignment reads the latest state first (recentOnly in assign.go).
+// On etcd every read is the latest anyway.
 
 // prefetch is a snapshot read under way.
 type prefetch struct {
@@ -27,18 +24,11 @@ type prefetch struct {
 }
 
 // Prefetch starts reading what an AutoAssign of handleID on node reads
-// first; the allocator's next AutoAssign with that node and handle uses
-// it. An allocator is used by one goroutine (the one calling Prefetch and
+// first, as ctx asks (store.RecentReads or at the latest); the
+// allocator's next AutoAssign with that node and handle uses it. An
+// allocator is used by one goroutine (the one calling Prefetch and
 // AutoAssign).
 func (a *Allocator) Prefetch(ctx context.Context, node, handleID string) {
-	a.PrefetchLatest(store.RecentReads(ctx), node, handleID)
-}
-
-// PrefetchLatest is Prefetch reading as ctx says (at the latest unless
-// ctx asks for recent reads): on etcd, where every read is the latest
-// anyway, the ADD overlaps its first reads without the snapshot counting
-// as recent.
-func (a *Allocator) PrefetchLatest(ctx context.Context, node, handleID string) {
 	p := &prefetch{node: node, handle: handleID, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)

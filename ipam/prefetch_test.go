@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/calico-aio/calico-aio/ipam"
+	"github.com/calico-aio/calico-aio/store"
 )
 
 // TestPrefetchIsCurrentOrRetried: a snapshot prefetched before another
@@ -21,7 +22,7 @@ func TestPrefetchIsCurrentOrRetried(t *testing.T) {
 	}
 
 	al := ipam.New(e.c).WithHints(hints)
-	al.Prefetch(ctx, "node1", "net.c2")
+	al.Prefetch(store.RecentReads(ctx), "node1", "net.c2")
 	al.WaitPrefetch()
 	other := e.mustAssign("node1", "net.other", 1, 0) // after the prefetch's read
 	got, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.c2", Node: "node1"})
@@ -36,7 +37,7 @@ func TestPrefetchIsCurrentOrRetried(t *testing.T) {
 	}
 
 	al = ipam.New(e.c)
-	al.Prefetch(ctx, "node1", "net.elsewhere")
+	al.Prefetch(store.RecentReads(ctx), "node1", "net.elsewhere")
 	if _, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.c3", Node: "node1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestRecentSnapshotDecidesNothingFromAbsence(t *testing.T) {
 	l.hidden[store.KindBlockAffinity], l.hidden[store.KindIPAMBlock] = true, true
 
 	al := ipam.New(e.c).WithHints(hints)
-	al.Prefetch(ctx, "node1", "net.b")
+	al.Prefetch(store.RecentReads(ctx), "node1", "net.b")
 	got, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.b", Node: "node1"})
 	if err != nil {
 		t.Fatal(err)

@@ -401,30 +401,8 @@ func restoreWaitArgs(timeout, probe time.Duration) []string {
 }
 
 func (t *Table) write(input []byte) error {
-	if t.sessions != nil && t.nft == 1 {
-		res, err := t.sessions.restore(t.restore, input)
-		if !errors.Is(err, errNoSession) {
-			t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")),
-				Cmd: t.restore, Args: []string{"--noflush"}, Err: err})
-			if err != nil {
-				n := failedLine(res.stderr)
-				if n > res.lineShift {
-					n -= res.lineShift
-				} else {
-					n = 0
-				}
-				return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),
-					Stderr: string(res.stderr), Err: err}
-			}
-			return nil
-		}
-	}
 	for {
-		args := []string{"--noflush"}
-		if t.restWait {
-			args = append(append(args, "--wait"), t.restWaitArgs...)
-		}
-		_, stderr, err := t.run(input, t.restore, args...)
+		args, stderr, shift, err := t.restoreInput(input)
 		if err != nil && t.restWait && waitRejected(stderr) {
 			t.restWait = false
 			continue // a probe of the binary, not a restore: not observed
@@ -432,10 +410,29 @@ func (t *Table) write(input []byte) error {
 		t.observer.tell(Exec{Op: OpRestore, IPVersion: t.ipVersion, Table: t.table, Lines: bytes.Count(input, []byte("\n")),
 			Cmd: t.restore, Args: args, Err: err})
 		if err != nil {
-			n := failedLine(stderr)
+			n := max(failedLine(stderr)-shift, 0)
 			return &RestoreError{Cmd: t.restore, Table: t.table, Line: n, Input: inputLine(input, n),
 				Stderr: string(bytes.TrimSpace(stderr)), Err: err}
 		}
 		return nil
 	}
+}
+
+// restoreInput runs one restore of input: fed to the namespace's
+// long-lived restore on nf_tables (session.go), else a new process. shift
+// is how many lines the long-lived one had taken before input: its errors
+// count lines from its first input.
+func (t *Table) restoreInput(input []byte) (args []string, stderr []byte, shift int, err error) {
+	if t.sessions != nil && t.nft == 1 {
+		res, err := t.sessions.restore(t.restore, input)
+		if !errors.Is(err, errNoSession) {
+			return []string{"--noflush"}, res.stderr, res.lineShift, err
+		}
+	}
+	args = []string{"--noflush"}
+	if t.restWait {
+		args = append(append(args, "--wait"), t.restWaitArgs...)
+	}
+	_, stderr, err = t.run(input, t.restore, args...)
+	return args, stderr, 0, err
 }
