@@ -12,8 +12,9 @@ import (
 
 	"github.com/calico-aio/calico-aio/build/gcoff"
 	"github.com/calico-aio/calico-aio/build/version"
-	// Linked for its init: CNI calls through calico-node (see the package).
-	_ "github.com/calico-aio/calico-aio/cni/fastpath"
+	// Linked for its init: CNI calls, through calico-node (cni/fastpath) or
+	// in-process as soon as the plugin's own packages are initialised.
+	_ "github.com/calico-aio/calico-aio/cni/inproc"
 )
 
 func main() {

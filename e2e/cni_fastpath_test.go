@@ -30,6 +30,14 @@ var heavyModules = []string{
 	"k8s.io/client-go", "k8s.io/apimachinery", "k8s.io/api/", "github.com/prometheus/",
 }
 
+// otherRolesOnly are packages with init work that the CNI plugin does not
+// import (the embedded etcd server, the agent's configuration, calicoctl):
+// the in-process plugin runs before their inits.
+var otherRolesOnly = []string{
+	"go.etcd.io/etcd/server/v3/embed", "go.etcd.io/etcd/server/v3/etcdserver",
+	"github.com/calico-aio/calico-aio/felix/config", "github.com/calico-aio/calico-aio/ctl",
+}
+
 // earlyLeaves are dependency-free leaves of those modules that sort early
 // and cost microseconds (no registration, no allocation to speak of).
 var earlyLeaves = map[string]bool{
@@ -138,8 +146,10 @@ func TestCNIFastPathInitOrder(t *testing.T) {
 	}
 	t.Logf("%d packages initialised before the fast path answered", len(order))
 
-	// In-process, the same binary goes on to the heavy packages: the list
-	// above names packages this binary really initialises.
+	// In-process, the same binary goes on to the plugin's own heavy
+	// packages (the list above names packages it really initialises) and
+	// runs the call in cni/inproc's init: the packages only the agent and
+	// calicoctl link are left out.
 	out, stderr, err = e.execPlugin("calico", append(cniEnvFor("ADD", "fast2", newNS(t).Path()), "GODEBUG=inittrace=1", "CALICO_CNI_IN_PROCESS=1"), conf)
 	if err != nil {
 		t.Fatalf("in-process ADD: %v\n%s", err, out)
@@ -159,9 +169,23 @@ func TestCNIFastPathInitOrder(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"google.golang.org/protobuf/", "google.golang.org/grpc", "go.etcd.io/etcd/api", "github.com/osrg/gobgp", "k8s.io/client-go", "github.com/prometheus/"} {
+	for _, m := range []string{"google.golang.org/protobuf/", "google.golang.org/grpc", "go.etcd.io/etcd/api", "k8s.io/client-go"} {
 		if !seen[m] {
 			t.Errorf("the in-process plugin initialised nothing of %s: the check above proves nothing for it", m)
+		}
+	}
+	ver := exec.Command(binary, "version")
+	ver.Env = []string{"GODEBUG=inittrace=1"}
+	everything, err := ver.CombinedOutput()
+	if err != nil {
+		t.Fatalf("calico-aio version: %v\n%s", err, everything)
+	}
+	for _, p := range otherRolesOnly {
+		if slices.Contains(full, p) {
+			t.Errorf("the in-process plugin initialised %s, which only the other roles need", p)
+		}
+		if !slices.Contains(initOrder(string(everything)), p) {
+			t.Errorf("%s is not initialised by the binary at all: the check above proves nothing for it", p)
 		}
 	}
 	if n := a.servedCalls(); n != 1 {

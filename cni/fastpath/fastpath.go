@@ -56,8 +56,8 @@ type Reply struct {
 // it forwards the call, prints the agent's answer and exits right here, so
 // the call never pays for the rest of the binary's initialisation. When
 // the socket is missing, refuses, drops mid-call or the agent answers "not
-// mine", init returns (stdin put back) and main runs the plugin in-process
-// as always. TestCNIFastPathInitOrder (e2e/cni_fastpath_test.go) holds this.
+// mine", init returns (stdin put back) and cni/inproc's init runs the
+// plugin in-process once the plugin's own packages are initialised. TestCNIFastPathInitOrder (e2e/cni_fastpath_test.go) holds this.
 func init() {
 	plugin := baseName(os.Args[0])
 	if plugin != "calico" && plugin != "calico-ipam" {
