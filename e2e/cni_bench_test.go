@@ -328,6 +328,24 @@ func newCNIBench(b *testing.B, hostIndex int, resync string) (e *cniEnv, floor *
 	return e, floor, agent, ours, ptp
 }
 
+// baselineVariant is our plugin from an older build of the binary named by
+// the environment variable env (e.g. from before a change, for "no slower
+// than before" in the same run), run in-process; nil when env is unset.
+func baselineVariant(b *testing.B, e *cniEnv, env string, l *libcni.NetworkConfigList) *cniVariant {
+	base := os.Getenv(env)
+	if base == "" {
+		return nil
+	}
+	dir := b.TempDir()
+	for _, name := range []string{"calico", "calico-ipam"} {
+		if err := os.Symlink(base, filepath.Join(dir, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := libcni.NewCNIConfigWithCacheDir([]string{dir}, e.cache, nil)
+	return &cniVariant{"baseline in-process", "base", l, false, cfg}
+}
+
 // BenchmarkCNI compares our plugin with the reference ptp + host-local,
 // interleaved pod by pod, all through libcni with a fresh namespace per
 // pod, in two phases of one run: with calico-node running (the calls go
@@ -361,17 +379,8 @@ func BenchmarkCNI(b *testing.B) {
 	}
 
 	stopped := []cniVariant{{"calico in-process", "inpr", ours, false, e.cfg}, {"ptp+host-local", "ptp2", ptp, false, e.cfg}}
-	if base := os.Getenv("CNI_BENCH_BASELINE"); base != "" {
-		// An older build of the binary, e.g. from before the fast path,
-		// for "no slower than before" in the same run.
-		dir := b.TempDir()
-		for _, name := range []string{"calico", "calico-ipam"} {
-			if err := os.Symlink(base, filepath.Join(dir, name)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cfg := libcni.NewCNIConfigWithCacheDir([]string{dir}, e.cache, nil)
-		stopped = slices.Insert(stopped, 1, cniVariant{"baseline in-process", "base", ours, false, cfg})
+	if base := baselineVariant(b, e, "CNI_BENCH_BASELINE", ours); base != nil {
+		stopped = slices.Insert(stopped, 1, *base)
 	}
 	warm(b, e, stopped)
 	r2 := measureAll(b, e, stopped, pods, parallel, nil, floor)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -181,7 +182,8 @@ func podCostSizes(b *testing.B) (few, full, samples int) {
 // processes + agent serving + agent dataplane until idle, children
 // included), each call starting on an idle agent; ADD p50 on an idle agent
 // and back to back. Then, with the agent stopped, the in-process fallback's
-// ADD p50. Every figure of ours is also reported as a ratio to
+// ADD p50 (CNI_PODCOST_BASELINE names an older build to run in-process
+// beside it). Every figure of ours is also reported as a ratio to
 // ptp + host-local's in the same phase, and the 250-pod CPU per ADD and
 // DEL as a ratio to the 10-pod one.
 func BenchmarkCNIPodCost(b *testing.B) {
@@ -201,6 +203,9 @@ func BenchmarkCNIPodCost(b *testing.B) {
 	agent.stop()
 	r.agent = nil
 	r.vs = []cniVariant{{"calico in-process", "inpr", ours, false, e.cfg}, {"ptp+host-local", "ptp2", ptp, false, e.cfg}}
+	if base := baselineVariant(b, e, "CNI_PODCOST_BASELINE", ours); base != nil {
+		r.vs = slices.Insert(r.vs, 1, *base)
+	}
 	warm(b, e, r.vs)
 	phases = append(phases, podCostPhase{"inproc", fmt.Sprintf("%d pods, agent stopped", full), r.measure(samples), neighbourEntries()})
 	if want := full + 2 + 2*4*samples; served < want {
@@ -275,10 +280,12 @@ func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 		}
 	}
 	for _, ph := range phases {
-		o, p := ph.runs[0], ph.runs[len(ph.runs)-1]
-		fmt.Fprintf(&sb, "%s, %s against %s: ADD p50 %.2fx, back to back %.2fx, DEL p50 %.2fx, CPU per ADD %.2fx, per DEL %.2fx (neighbour entries: %s)\n",
-			ph.desc, o.name, p.name, float64(o.add.p50())/float64(p.add.p50()), float64(quantile(o.b2b, .5))/float64(quantile(p.b2b, .5)),
-			float64(o.del.p50())/float64(p.del.p50()), float64(o.add.cpu())/float64(p.add.cpu()), float64(o.del.cpu())/float64(p.del.cpu()), ph.neigh)
+		for _, o := range ph.runs[:len(ph.runs)-1] {
+			p := ph.runs[len(ph.runs)-1]
+			fmt.Fprintf(&sb, "%s, %s against %s: ADD p50 %.2fx, back to back %.2fx, DEL p50 %.2fx, CPU per ADD %.2fx, per DEL %.2fx (neighbour entries: %s)\n",
+				ph.desc, o.name, p.name, float64(o.add.p50())/float64(p.add.p50()), float64(quantile(o.b2b, .5))/float64(quantile(p.b2b, .5)),
+				float64(o.del.p50())/float64(p.del.p50()), float64(o.add.cpu())/float64(p.add.cpu()), float64(o.del.cpu())/float64(p.del.cpu()), ph.neigh)
+		}
 	}
 	lo, hi := phases[0], phases[1]
 	fmt.Fprintf(&sb, "%s, %s: CPU per ADD %.2fx, per DEL %.2fx of %s's", hi.desc, hi.runs[0].name,

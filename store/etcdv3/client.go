@@ -17,8 +17,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/experimental"
-	"google.golang.org/grpc/mem"
 
 	"github.com/calico-aio/calico-aio/store/model"
 )
@@ -64,14 +65,6 @@ type Backend struct {
 
 var _ model.Backend = (*Backend)(nil)
 
-// recvBuffers is where gRPC takes the buffer for each message it receives.
-// Its default pool rounds anything over 32 KiB up to a 1 MiB buffer: a
-// node's IPAM blocks (tens of KiB at a few hundred pods) then cost a
-// CNI process (the in-process fallback, one read) 1 MiB of zeroed and
-// faulted-in memory. Above 32 KiB a buffer is allocated at the message's
-// size and reused when a later message fits it.
-var recvBuffers = mem.NewTieredBufferPool(256, 4<<10, 16<<10, 32<<10)
-
 // New connects to etcd. It does not wait for the cluster to answer; the first
 // call does, within its timeout.
 func New(cfg Config) (*Backend, error) {
@@ -98,7 +91,8 @@ func New(cfg Config) (*Backend, error) {
 			eps = append(eps, e)
 		}
 	}
-	dialOpts := []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff), experimental.WithBufferPool(recvBuffers)}
+	dialOpts := []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff), experimental.WithBufferPool(recvBuffers),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(recvCodec{encoding.GetCodecV2(proto.Name)}))}
 	if cfg.Dialer != nil {
 		dialOpts = append(dialOpts, grpc.WithContextDialer(cfg.Dialer))
 	}
