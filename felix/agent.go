@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/calico-aio/calico-aio/bgp"
-	"github.com/calico-aio/calico-aio/build/gcoff"
+	"github.com/calico-aio/calico-aio/build/gcfloor"
 	"github.com/calico-aio/calico-aio/cni"
 	"github.com/calico-aio/calico-aio/felix/calc"
 	"github.com/calico-aio/calico-aio/felix/config"
@@ -38,7 +38,7 @@ type spec = api.FelixConfigurationSpec
 const maxBatch = 5000
 
 // heapFloor is the heap the agent may reach before it collects garbage at
-// all, once its first apply has programmed the node (build/gcoff.HeapFloor;
+// all, once its first apply has programmed the node (build/gcfloor.HeapFloor;
 // not before: the first programming's peak would stay in the RSS). Its
 // live heap is 3-9 MB up to a few hundred pods and no policy, where
 // GOGC=100 collected about once per two CNI calls; at 250 endpoints x
@@ -425,7 +425,7 @@ func (a *agent) apply(ctx context.Context) error {
 		return err
 	}
 	a.health.SetReady(true)
-	a.floorOnce.Do(func() { gcoff.HeapFloor(heapFloor) })
+	a.floorOnce.Do(func() { gcfloor.HeapFloor(heapFloor) })
 	a.status.SetEndpoints(statuses)
 	a.reportStatus(ctx)
 	a.statusFiles.Configure(status.FilesPrefix(&cur, a.cfg.RunDir))

@@ -1,4 +1,8 @@
-package gcoff
+// Package gcfloor keeps a long-running process from collecting garbage
+// while its heap is small (HeapFloor). Apart from build/gcoff so that the
+// CNI roles, which import that one early, do not initialise
+// runtime/metrics.
+package gcfloor
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package gcoff
+package gcfloor
 
 import (
 	"runtime"
