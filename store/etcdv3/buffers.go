@@ -17,7 +17,9 @@ var recvBuffers = mem.NewTieredBufferPool(256, 4<<10, 16<<10, 32<<10)
 // recvCodec is gRPC's proto codec, except that a message received in
 // several frames is joined in a recvBuffers buffer: the codec's own
 // Unmarshal joins them in gRPC's default pool, whatever the connection's
-// pool (experimental.WithBufferPool covers the transport's frames only).
+// pool (experimental.WithBufferPool covers the transport's frames only,
+// at most 16 KiB each, and importing it delays the CNI plugin's
+// initialisation behind the etcd server's: cni/inproc).
 type recvCodec struct{ encoding.CodecV2 }
 
 func (c recvCodec) Unmarshal(data mem.BufferSlice, v any) error {

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
-	"google.golang.org/grpc/experimental"
 
 	"github.com/calico-aio/calico-aio/store/model"
 )
@@ -91,7 +90,7 @@ func New(cfg Config) (*Backend, error) {
 			eps = append(eps, e)
 		}
 	}
-	dialOpts := []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff), experimental.WithBufferPool(recvBuffers),
+	dialOpts := []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff),
 		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(recvCodec{encoding.GetCodecV2(proto.Name)}))}
 	if cfg.Dialer != nil {
 		dialOpts = append(dialOpts, grpc.WithContextDialer(cfg.Dialer))
