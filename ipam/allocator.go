@@ -1,10 +1,12 @@
 package ipam
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -62,10 +64,51 @@ func (a *Allocator) list(ctx context.Context, opts store.ListOptions) ([]store.O
 }
 
 // blockKV is a block with the revision it was read at ("": not stored yet).
+// A block read with a snapshot may be held unparsed (block nil, raw its
+// stored value: lazyBlocks) until load.
 type blockKV struct {
 	block *Block
+	raw   *store.Object
 	rev   store.Revision
 	dirty bool
+}
+
+// load parses a block held unparsed.
+func (bk *blockKV) load() error {
+	if bk.block != nil {
+		return nil
+	}
+	b, err := parseBlock(*bk.raw)
+	if err != nil {
+		return err
+	}
+	if b.CIDR != bk.raw.Key.Name {
+		return fmt.Errorf("block %s: holds cidr %q", bk.raw.Key.Name, b.CIDR)
+	}
+	bk.block, bk.raw = b, nil
+	return nil
+}
+
+// noFreeMarks are how a stored block with no free address spells its
+// free list: our writes, Calico's, and the Kubernetes backend's.
+var noFreeMarks = [][]byte{[]byte(`"unallocated":[]`), []byte(`"unallocated":null`)}
+
+// full reports whether the block has no free address, without parsing
+// one held unparsed: its stored value has an empty free list (any other
+// spelling, e.g. with blanks, parses it).
+func (bk *blockKV) full() bool {
+	if bk.block != nil {
+		return bk.block.Free() == 0
+	}
+	for _, m := range noFreeMarks {
+		if bytes.Contains(bk.raw.Value, m) {
+			return true
+		}
+	}
+	if bk.load() != nil {
+		return false // the caller's load reports it
+	}
+	return bk.block.Free() == 0
 }
 
 func parseBlock(o store.Object) (*Block, error) {
@@ -102,6 +145,30 @@ func (a *Allocator) readBlocks(ctx context.Context, cidrs []string) (map[string]
 		return nil, err
 	}
 	return parseBlocks(got)
+}
+
+// lazyBlocks are the blocks of reads by CIDR, held unparsed: a snapshot
+// reads every block of the node, and an assignment usually looks into one
+// (parsing a block's allocations and attributes was most of the cost of
+// an ADD's IPAM at a few hundred pods). A block whose key is not its
+// canonical CIDR is parsed now, as parseBlocks does.
+func lazyBlocks(got [][]store.Object) (map[string]*blockKV, error) {
+	out := map[string]*blockKV{}
+	for _, objs := range got {
+		for i := range objs {
+			o := &objs[i]
+			if p, err := netip.ParsePrefix(o.Key.Name); err != nil || p.String() != o.Key.Name {
+				b, err := parseBlock(*o)
+				if err != nil {
+					return nil, err
+				}
+				out[b.CIDR] = &blockKV{block: b, rev: o.Revision}
+				continue
+			}
+			out[o.Key.Name] = &blockKV{raw: o, rev: o.Revision}
+		}
+	}
+	return out, nil
 }
 
 // parseBlocks are the blocks of reads by key, by CIDR.

@@ -217,7 +217,13 @@ func (a *Allocator) assignFamily(ctx context.Context, t *tx, is4 bool, n int, po
 	var out []netip.Prefix
 	for _, cidr := range affine {
 		bk, ok := t.blocks[cidr]
-		if !ok || !bk.block.AffineTo(node) || len(out) == n {
+		if !ok || len(out) == n || bk.full() { // a full block gives nothing: left unparsed
+			continue
+		}
+		if err := bk.load(); err != nil {
+			return nil, err
+		}
+		if !bk.block.AffineTo(node) {
 			continue
 		}
 		got, err := t.take(bk, n-len(out), attrs)

@@ -57,7 +57,8 @@ func (h *BlockHints) remember(node string, blocks map[string]*blockKV) {
 	}
 	var cidrs []string
 	for c, bk := range blocks {
-		if bk.block.AffineTo(node) {
+		// One held unparsed was read as the node's and not looked into.
+		if bk.block == nil || bk.block.AffineTo(node) {
 			cidrs = append(cidrs, c)
 		}
 	}

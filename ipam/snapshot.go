@@ -73,7 +73,7 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 	if err != nil {
 		return nil, err
 	}
-	hinted, err := parseBlocks(resp[fixed:])
+	hinted, err := lazyBlocks(resp[fixed:])
 	if err != nil {
 		return nil, err
 	}
