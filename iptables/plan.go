@@ -46,7 +46,7 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 		before := len(lines)
 		lines = alignChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
 		if len(lines) > before {
-			upd.set[name] = t.savedRules(name)
+			upd.set[name] = t.savedRulesReusing(name, k.chains[name])
 		}
 	}
 
@@ -130,6 +130,32 @@ func (t *Table) savedRules(name string) []savedRule {
 	rules, hashes := t.desired[name].Rules, t.hashes[name]
 	out := make([]savedRule, len(rules))
 	for i, r := range rules {
+		out[i] = parseRule(ruleSpec(hashes[i], r))
+	}
+	return out
+}
+
+// savedRulesReusing is savedRules, taking each rule that the kernel's
+// chain have already holds (the same hash: the same chain, rule and
+// neighbour) from have instead of rendering and parsing it again: a
+// dispatch chain changed by one endpoint keeps every other rule.
+func (t *Table) savedRulesReusing(name string, have []savedRule) []savedRule {
+	if len(have) == 0 {
+		return t.savedRules(name)
+	}
+	byHash := make(map[string]savedRule, len(have))
+	for _, r := range have {
+		if r.hash != "" {
+			byHash[r.hash] = r
+		}
+	}
+	rules, hashes := t.desired[name].Rules, t.hashes[name]
+	out := make([]savedRule, len(rules))
+	for i, r := range rules {
+		if kr, ok := byHash[hashes[i]]; ok {
+			out[i] = kr
+			continue
+		}
 		out[i] = parseRule(ruleSpec(hashes[i], r))
 	}
 	return out
