@@ -24,7 +24,7 @@ func main() {
 		os.Exit(2)
 	}
 	if role == RoleCNI || role == RoleIPAM {
-		gcoff.ShortLived(256 << 20)
+		gcoff.ShortLived()
 	} else {
 		gcoff.Restore()
 	}

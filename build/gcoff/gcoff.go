@@ -25,10 +25,15 @@ func Restore() {
 	}
 }
 
+// shortLivedLimit is the heap at which a CNI call's process collects
+// garbage at all (it normally exits first).
+const shortLivedLimit = 256 << 20
+
 // ShortLived keeps the collector off but bounds the heap, for processes
-// that exit within milliseconds (CNI plugins): collect only past limit bytes.
-func ShortLived(limit int64) {
+// that exit within milliseconds (CNI plugins): collect only past
+// shortLivedLimit bytes.
+func ShortLived() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetMemoryLimit(limit)
+		debug.SetMemoryLimit(shortLivedLimit)
 	}
 }

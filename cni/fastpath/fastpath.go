@@ -57,7 +57,8 @@ type Reply struct {
 // the call never pays for the rest of the binary's initialisation. When
 // the socket is missing, refuses, drops mid-call or the agent answers "not
 // mine", init returns (stdin put back) and cni/inproc's init runs the
-// plugin in-process once the plugin's own packages are initialised. TestCNIFastPathInitOrder (e2e/cni_fastpath_test.go) holds this.
+// plugin in-process once the plugin's own packages are initialised.
+// TestCNIFastPathInitOrder (e2e/cni_fastpath_test.go) holds this.
 func init() {
 	plugin := baseName(os.Args[0])
 	if plugin != "calico" && plugin != "calico-ipam" {

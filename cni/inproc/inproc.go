@@ -6,11 +6,12 @@
 // Go initialises packages in import-path order, each as soon as its imports
 // are done (Go spec, since 1.21): this package's init runs once the CNI
 // plugin's own dependencies are, and before the packages only the other
-// roles link. TestCNIInProcessInitOrder (e2e) holds this.
+// roles link. TestCNIFastPathInitOrder (e2e) holds this.
 package inproc
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/calico-aio/calico-aio/build/gcoff"
 	"github.com/calico-aio/calico-aio/cni"
@@ -19,13 +20,9 @@ import (
 	_ "github.com/calico-aio/calico-aio/cni/fastpath"
 )
 
-// shortLivedLimit is the heap at which a CNI call's process collects
-// garbage at all (it normally exits first).
-const shortLivedLimit = 256 << 20
-
 func init() {
 	var run func() int
-	switch baseName(os.Args[0]) {
+	switch filepath.Base(os.Args[0]) {
 	case "calico":
 		if os.Getenv("CNI_COMMAND") == "" {
 			return // the multi-call binary under another name: main decides
@@ -36,15 +33,6 @@ func init() {
 	default:
 		return
 	}
-	gcoff.ShortLived(shortLivedLimit)
+	gcoff.ShortLived()
 	os.Exit(run())
-}
-
-func baseName(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
 }
