@@ -89,7 +89,7 @@ func WaitForKubeNode(ctx context.Context, c *store.Client, node string, every ti
 		switch {
 		case err == nil:
 			return nil
-		case ctx.Err() != nil && last != nil:
+		case last != nil && cutShort(ctx, every):
 		case errors.Is(err, store.ErrNotFound):
 			if last == nil || !errors.As(last, new(*KubeNodeMissingError)) {
 				slog.Warn("waiting for this node's Kubernetes Node", "err", &KubeNodeMissingError{Node: node})
@@ -105,6 +105,19 @@ func WaitForKubeNode(ctx context.Context, c *store.Client, node string, every ti
 		case <-time.After(every):
 		}
 	}
+}
+
+// cutShort: ctx is done, or its deadline comes before another attempt
+// would. An attempt then may fail for the deadline rather than for the
+// datastore (client-go's rate limiter refuses a wait that would pass the
+// deadline before the deadline is there), which says less than the
+// attempt before.
+func cutShort(ctx context.Context, every time.Duration) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < every
 }
 
 // RegisterKube registers this node in a Kubernetes datastore: Register
