@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/calico-aio/calico-aio/internal/freeport"
 	"github.com/containernetworking/plugins/pkg/ns"
 )
 
@@ -108,13 +109,9 @@ func freePortIn(t testing.TB, n ns.NetNS) int {
 	t.Helper()
 	var port int
 	err := n.Do(func(ns.NetNS) error {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		port = l.Addr().(*net.TCPAddr).Port
-		return nil
+		var err error
+		port, err = freeport.Loopback()
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

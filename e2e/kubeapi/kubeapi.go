@@ -43,6 +43,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/calico-aio/calico-aio/internal/freeport"
 )
 
 // Server is a running kube-apiserver.
@@ -586,10 +588,9 @@ func writeFile(t testing.TB, path string, b []byte) {
 // freePort picks a free loopback TCP port (closed again for the apiserver).
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

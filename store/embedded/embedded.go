@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/calico-aio/calico-aio/internal/freeport"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -182,12 +184,11 @@ func (s *Server) Close() {
 }
 
 // FreeLoopbackURL returns an http URL on 127.0.0.1 with a port that was free
-// a moment ago.
+// a moment ago, below the ephemeral range (see freeport).
 func FreeLoopbackURL() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Loopback()
 	if err != nil {
 		return "", fmt.Errorf("finding a free port: %w", err)
 	}
-	defer l.Close()
-	return "http://" + l.Addr().String(), nil
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 }

@@ -3,8 +3,10 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +28,7 @@ type Etcd struct {
 // test temp dir; it is stopped when the test ends.
 func StartEtcd(t testing.TB) *Etcd {
 	t.Helper()
-	return start(t, testConfig(t))
+	return start(t, &Etcd{Config: testConfig(t)})
 }
 
 // StartEtcdWith is StartEtcd with the member's config changed by set first
@@ -35,7 +37,7 @@ func StartEtcdWith(t testing.TB, set func(*embedded.Config)) *Etcd {
 	t.Helper()
 	c := testConfig(t)
 	set(&c)
-	return start(t, c)
+	return start(t, &Etcd{Config: c})
 }
 
 // StartEtcdTLS is StartEtcd serving clients over https with the given server
@@ -46,7 +48,7 @@ func StartEtcdTLS(t testing.TB, caFile, certFile, keyFile string, clientCertAuth
 	c := testConfig(t)
 	c.ClientURL = "https://" + strings.TrimPrefix(c.ClientURL, "http://")
 	c.TrustedCAFile, c.CertFile, c.KeyFile, c.ClientCertAuth = caFile, certFile, keyFile, clientCertAuth
-	return start(t, c)
+	return start(t, &Etcd{Config: c})
 }
 
 // StartEtcdIn starts a member inside another network namespace, listening
@@ -56,10 +58,7 @@ func StartEtcdIn(t testing.TB, enter func(func() error) error, ip string) *Etcd 
 	t.Helper()
 	c := testConfig(t)
 	c.ClientURL = "http://" + net.JoinHostPort(ip, portOf(t, c.ClientURL))
-	e := &Etcd{Config: c, Enter: enter}
-	e.Restart(t)
-	t.Cleanup(e.Stop)
-	return e
+	return start(t, &Etcd{Config: c, Enter: enter})
 }
 
 func portOf(t testing.TB, u string) string {
@@ -100,10 +99,20 @@ func testConfig(t testing.TB) embedded.Config {
 	return embedded.Config{Name: "test", DataDir: t.TempDir(), ClientURL: cu, PeerURL: pu, NoFsync: true}
 }
 
-func start(t testing.TB, c embedded.Config) *Etcd {
+// start starts a new member on c's loopback ports, or on fresh ones when
+// another process took one of them between the pick and the bind.
+func start(t testing.TB, e *Etcd) *Etcd {
 	t.Helper()
-	e := &Etcd{Config: c}
-	e.Restart(t)
+	err := e.start()
+	for try := 0; errors.Is(err, syscall.EADDRINUSE) && try < 3; try++ {
+		fresh, c := testConfig(t), e.Config
+		e.Config.ClientURL = strings.Replace(c.ClientURL, ":"+portOf(t, c.ClientURL), ":"+portOf(t, fresh.ClientURL), 1)
+		e.Config.PeerURL, e.Config.DataDir = fresh.PeerURL, fresh.DataDir
+		err = e.start()
+	}
+	if err != nil {
+		t.Fatalf("embedded etcd: %v", err)
+	}
 	t.Cleanup(e.Stop)
 	return e
 }
@@ -111,20 +120,23 @@ func start(t testing.TB, c embedded.Config) *Etcd {
 // Restart (re)starts the member with its config (same data, same ports).
 func (e *Etcd) Restart(t testing.TB) {
 	t.Helper()
+	if err := e.start(); err != nil {
+		t.Fatalf("embedded etcd: %v", err)
+	}
+}
+
+func (e *Etcd) start() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	run := func(f func() error) error { return f() }
 	if e.Enter != nil {
 		run = e.Enter
 	}
-	err := run(func() error {
+	return run(func() error {
 		s, err := embedded.Start(ctx, e.Config)
 		e.Server = s
 		return err
 	})
-	if err != nil {
-		t.Fatalf("embedded etcd: %v", err)
-	}
 }
 
 // Stop stops the member (idempotent).
