@@ -51,7 +51,11 @@ func (r *renderer) endpointChains(ep Endpoint) []iptables.Chain {
 		if port == 0 {
 			port = 4789
 		}
-		fw.Rules = append(fw.Rules, rule(fmt.Sprintf("-p udp -m udp --dport %d", port), c.filterDeny(), c.denyWord()+" VXLAN encapped packets originating in workloads"))
+		// multiport, not "-m udp --dport": iptables resolves a --dport
+		// through getaddrinfo, whose address check dumps every address
+		// of the namespace (each pod's veth has one) in every restore
+		// that adds an endpoint; multiport parses the number.
+		fw.Rules = append(fw.Rules, rule(fmt.Sprintf("-p udp -m multiport --dports %d", port), c.filterDeny(), c.denyWord()+" VXLAN encapped packets originating in workloads"))
 	}
 	if c.IPVersion == 4 && !c.AllowIPIPPacketsFromWorkloads {
 		fw.Rules = append(fw.Rules, rule("-p 4", c.filterDeny(), c.denyWord()+" IPinIP encapped packets originating in workloads"))
@@ -160,9 +164,10 @@ func (r *renderer) dispatchChains(eps []Endpoint) []iptables.Chain {
 // endpoint chain's RETURN goes back to the dispatch chain's caller; any
 // other interface is dropped. Above dispatchFanout interfaces, those
 // sharing the character after the workload prefix go through a sub-chain
-// "<root>-<char>".
+// "<root>-<char>". A chain whose lines equal those of the last Render is
+// taken from the memo, so a pod added to a full node renders its own
+// sub-chain and the top one.
 func (r *renderer) dispatch(root, flag string, ifaces []string, target func(string) string) []iptables.Chain {
-	const unknown = "Unknown interface"
 	groupOf := func(iface string) string {
 		prefix := r.cfg.workloadPrefixOf(iface)
 		if len(ifaces) <= dispatchFanout || prefix == "" || len(iface) <= len(prefix)+1 {
@@ -174,34 +179,61 @@ func (r *renderer) dispatch(root, flag string, ifaces []string, target func(stri
 		}
 		return ""
 	}
-	// A group's chain: "<root>-<char>" for the first prefix,
-	// "<root>-<prefix><char>" for the others.
-	first := r.cfg.workloadPrefixes()[0]
 	count := map[string]int{}
 	for _, i := range ifaces {
 		count[groupOf(i)]++
 	}
-	top := iptables.Chain{Name: root}
-	var subs []iptables.Chain
+	first := r.cfg.workloadPrefixes()[0]
+	// Each chain as its lines: an interface, or groupMark + a group for
+	// the jump to that group's sub-chain.
+	top := dispatchLines{name: root}
+	var subs []dispatchLines
 	for _, i := range ifaces {
 		g := groupOf(i)
-		direct := rule(flag+" "+i, "-g "+target(i), "")
 		if g == "" || count[g] == 1 {
-			top.Rules = append(top.Rules, direct)
+			top.lines = append(top.lines, i)
 			continue
 		}
-		name := root + "-" + strings.TrimPrefix(g, first)
-		if len(subs) == 0 || subs[len(subs)-1].Name != name {
-			top.Rules = append(top.Rules, rule(flag+" "+g+"+", "-g "+name, ""))
-			subs = append(subs, iptables.Chain{Name: name})
+		if len(subs) == 0 || subs[len(subs)-1].group != g {
+			name := subDispatchName(root, first, g)
+			top.lines = append(top.lines, groupMark+g)
+			subs = append(subs, dispatchLines{name: name, group: g})
 		}
-		subs[len(subs)-1].Rules = append(subs[len(subs)-1].Rules, direct)
+		subs[len(subs)-1].lines = append(subs[len(subs)-1].lines, i)
 	}
-	top.Rules = append(top.Rules, rule("", r.cfg.filterDeny(), unknown))
-	for i := range subs {
-		subs[i].Rules = append(subs[i].Rules, rule("", r.cfg.filterDeny(), unknown))
+	render := func(d dispatchLines) iptables.Chain {
+		c := iptables.Chain{Name: d.name, Rules: make([]iptables.Rule, 0, len(d.lines)+1)}
+		for _, l := range d.lines {
+			if g, ok := strings.CutPrefix(l, groupMark); ok {
+				c.Rules = append(c.Rules, rule(flag+" "+g+"+", "-g "+subDispatchName(root, first, g), ""))
+				continue
+			}
+			c.Rules = append(c.Rules, rule(flag+" "+l, "-g "+target(l), ""))
+		}
+		c.Rules = append(c.Rules, rule("", r.cfg.filterDeny(), "Unknown interface"))
+		return c
 	}
-	return append([]iptables.Chain{top}, subs...)
+	out := []iptables.Chain{r.memo.dispatchChain(top, render)}
+	for _, d := range subs {
+		out = append(out, r.memo.dispatchChain(d, render))
+	}
+	return out
+}
+
+// groupMark starts a dispatch line that stands for a group's sub-chain (an
+// interface name cannot hold a NUL).
+const groupMark = "\x00"
+
+// dispatchLines is a dispatch chain before rendering: its name and lines.
+type dispatchLines struct {
+	name, group string
+	lines       []string
+}
+
+// subDispatchName is a group's chain: "<root>-<char>" for the first
+// workload prefix (first), "<root>-<prefix><char>" for the others.
+func subDispatchName(root, first, group string) string {
+	return root + "-" + strings.TrimPrefix(group, first)
 }
 
 // tiers is the endpoint's tiers of one direction (DirIngress, DirEgress).

@@ -139,7 +139,7 @@ func TestEncapFromWorkloadsKernel(t *testing.T) {
 		}
 		for _, l := range strings.Split(string(out), "\n") {
 			if strings.Contains(l, "-A cali-fw-calienc0") && strings.Contains(l, "Drop VXLAN") {
-				return regexp.MustCompile(`^\[(\d+):`).FindStringSubmatch(l)[1] + " " + regexp.MustCompile(`--dport \d+`).FindString(l)
+				return regexp.MustCompile(`^\[(\d+):`).FindStringSubmatch(l)[1] + " " + regexp.MustCompile(`--dports \d+`).FindString(l)
 			}
 		}
 		return "none"
@@ -151,8 +151,8 @@ func TestEncapFromWorkloadsKernel(t *testing.T) {
 	if got := received(); got != 0 {
 		t.Fatalf("vxlanPort 4790: the host received %d VXLAN packets from the workload, want 0", got)
 	}
-	if got := dropCounter(); got != "3 --dport 4790" {
-		t.Fatalf("drop rule counter %q, want 3 packets to --dport 4790", got)
+	if got := dropCounter(); got != "3 --dports 4790" {
+		t.Fatalf("drop rule counter %q, want 3 packets to --dports 4790", got)
 	}
 	apply(rules.Config{VXLANPort: 4790, AllowVXLANPacketsFromWorkloads: true})
 	send(4790, 2)

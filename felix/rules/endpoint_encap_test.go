@@ -19,15 +19,15 @@ func TestEncapFromWorkloads(t *testing.T) {
 		lines               string // the encapsulation drops in cali-fw-cali-a
 	}{
 		{"defaults", Config{}, "DROP", "ACCEPT", "DROP",
-			"-p udp -m udp --dport 4789 -j DROP  # Drop VXLAN encapped packets originating in workloads\n" +
+			"-p udp -m multiport --dports 4789 -j DROP  # Drop VXLAN encapped packets originating in workloads\n" +
 				"-p 4 -j DROP  # Drop IPinIP encapped packets originating in workloads\n"},
 		{"vxlanPort 4790", Config{VXLANPort: 4790}, "ACCEPT", "DROP", "DROP",
-			"-p udp -m udp --dport 4790 -j DROP  # Drop VXLAN encapped packets originating in workloads\n" +
+			"-p udp -m multiport --dports 4790 -j DROP  # Drop VXLAN encapped packets originating in workloads\n" +
 				"-p 4 -j DROP  # Drop IPinIP encapped packets originating in workloads\n"},
 		{"allowVXLANPacketsFromWorkloads", Config{AllowVXLANPacketsFromWorkloads: true}, "ACCEPT", "ACCEPT", "DROP",
 			"-p 4 -j DROP  # Drop IPinIP encapped packets originating in workloads\n"},
 		{"allowIPIPPacketsFromWorkloads", Config{AllowIPIPPacketsFromWorkloads: true}, "DROP", "ACCEPT", "ACCEPT",
-			"-p udp -m udp --dport 4789 -j DROP  # Drop VXLAN encapped packets originating in workloads\n"},
+			"-p udp -m multiport --dports 4789 -j DROP  # Drop VXLAN encapped packets originating in workloads\n"},
 		{"both allowed", Config{AllowVXLANPacketsFromWorkloads: true, AllowIPIPPacketsFromWorkloads: true}, "ACCEPT", "ACCEPT", "ACCEPT", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +56,26 @@ func TestEncapFromWorkloads(t *testing.T) {
 	// IPv6 has no IP-in-IP drop; the VXLAN one follows the port.
 	tb, _ := Render(Config{IPVersion: 6, VXLANPort: 4790}, semanticsInput())
 	fw := chainLines(t, tb.Filter, EndpointChainName("fw", "cali-a"))
-	if !strings.Contains(fw, "--dport 4790 -j DROP") || strings.Contains(fw, "-p 4 ") {
+	if !strings.Contains(fw, "--dports 4790 -j DROP") || strings.Contains(fw, "-p 4 ") {
 		t.Errorf("IPv6 cali-fw-cali-a:\n%s", fw)
+	}
+}
+
+// TestEndpointChainsNeedNoResolver: no rule of an endpoint's chains names a
+// port with --dport/--sport, which iptables resolves through getaddrinfo
+// (an address dump of the whole namespace in every restore that adds a pod).
+func TestEndpointChainsNeedNoResolver(t *testing.T) {
+	for _, ver := range []int{4, 6} {
+		tb, _ := Render(Config{IPVersion: ver}, semanticsInput())
+		for _, c := range tb.Filter {
+			if !strings.HasPrefix(c.Name, "cali-fw-") && !strings.HasPrefix(c.Name, "cali-tw-") {
+				continue
+			}
+			for _, r := range c.Rules {
+				if strings.Contains(r.Match, "--dport ") || strings.Contains(r.Match, "--sport ") {
+					t.Errorf("IPv%d %s: %q", ver, c.Name, r.Match)
+				}
+			}
+		}
 	}
 }

@@ -21,6 +21,14 @@ type EndpointMemo struct {
 	cfg  *Config
 	eps  map[string]memoEntry // by interface
 	seen map[string]bool      // interfaces of the current Render
+	// dispatch holds the dispatch chains by name, with the lines they
+	// were rendered from; next those of the current Render.
+	dispatch, next map[string]dispatchEntry
+}
+
+type dispatchEntry struct {
+	lines []string
+	chain iptables.Chain
 }
 
 type memoEntry struct {
@@ -35,9 +43,25 @@ func (m *EndpointMemo) begin(cfg Config) {
 		return
 	}
 	if m.cfg == nil || !reflect.DeepEqual(*m.cfg, cfg) {
-		m.cfg, m.eps = &cfg, map[string]memoEntry{}
+		m.cfg, m.eps, m.dispatch = &cfg, map[string]memoEntry{}, nil
 	}
-	m.seen = map[string]bool{}
+	m.seen, m.next = map[string]bool{}, map[string]dispatchEntry{}
+}
+
+// dispatchChain returns d's chain, rendered by render only when its lines
+// changed.
+func (m *EndpointMemo) dispatchChain(d dispatchLines, render func(dispatchLines) iptables.Chain) iptables.Chain {
+	if m == nil {
+		return render(d)
+	}
+	if e, ok := m.dispatch[d.name]; ok && slices.Equal(e.lines, d.lines) {
+		m.next[d.name] = e
+		return e.chain
+	}
+	c := render(d)
+	c.Rules = slices.Clip(c.Rules)
+	m.next[d.name] = dispatchEntry{lines: d.lines, chain: c}
+	return c
 }
 
 // chains returns ep's chains, rendered by render only when ep changed.
@@ -68,6 +92,7 @@ func (m *EndpointMemo) end() {
 		}
 	}
 	m.seen = nil
+	m.dispatch, m.next = m.next, nil
 }
 
 // endpointEqual reports whether a and b render the same chains: every

@@ -59,7 +59,7 @@ func TestQoSRendering(t *testing.T) {
 		"-p tcp -m mark --mark 0x40000/0x40000 -j REJECT --reject-with tcp-reset  # Reject connections over egress connection limit",
 		"-m mark --mark 0x40000/0x40000 -j DROP  # Drop connections over egress connection limit",
 		"-j MARK --set-xmark 0x0/0x70000  # Clear marks",
-		"-p udp -m udp --dport 4789 -j DROP  # Drop VXLAN encapped packets originating in workloads",
+		"-p udp -m multiport --dports 4789 -j DROP  # Drop VXLAN encapped packets originating in workloads",
 		"-p 4 -j DROP  # Drop IPinIP encapped packets originating in workloads",
 		"-j cali-pro-open",
 		"-m mark --mark 0x10000/0x10000 -j RETURN  # Return if profile accepted",

@@ -46,7 +46,7 @@ import (
 // mangle stay empty without host endpoints.
 func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 	r := &renderer{cfg: cfg.withDefaults(), sets: map[string]IPSetSpec{}, names: map[IPSetSpec]string{},
-		policyNames: map[policyUse]string{}}
+		policyNames: map[policyUse]string{}, memo: in.Memo}
 	eps := sortedEndpoints(in.Endpoints)
 	heps := sortedHostEndpoints(in.HostEndpoints)
 	if len(heps) > 0 {
@@ -56,9 +56,9 @@ func Render(cfg Config, in Input) (Tables, []IPSetSpec) {
 	var t Tables
 	filter, present := r.filterStatic(len(heps) > 0)
 	t.Filter = r.withIPVS(filter, eps, heps) // kube-proxy IPVS mode (ipvs.go)
-	t.Filter = append(t.Filter, r.dispatchChains(eps)...)
 	in.Memo.begin(r.cfg)
 	defer in.Memo.end()
+	t.Filter = append(t.Filter, r.dispatchChains(eps)...)
 	for _, ep := range eps {
 		t.Filter = append(t.Filter, in.Memo.chains(ep, r.endpointChains)...)
 	}
@@ -106,6 +106,7 @@ type renderer struct {
 	// wildcardHEP: a "*" host endpoint exists; its ingress policy also
 	// polices traffic from local workloads to the host.
 	wildcardHEP bool
+	memo        *EndpointMemo // nil: render everything
 }
 
 type policyUse struct {
@@ -322,7 +323,12 @@ func (r *renderer) policyChains(uses []tierUse, in Input, deny string) []iptable
 func (r *renderer) profileChains(profiles []string, in Input) []iptables.Chain {
 	type use struct{ dir, name string }
 	used := map[string]use{}
+	seen := make(map[string]bool, 8)
 	for _, p := range profiles {
+		if seen[p] {
+			continue // every pod of a namespace names its profile
+		}
+		seen[p] = true
 		used[ProfileChainName(DirIngress, p)] = use{DirIngress, p}
 		used[ProfileChainName(DirEgress, p)] = use{DirEgress, p}
 	}
