@@ -55,46 +55,23 @@ func (s *State) Desired(ipv6 bool) Desired {
 	tiered := make(map[string]tierMemo, len(keys))
 	defer func() { s.tierMemos = tiered }()
 	var eps []rules.Endpoint
+	next := make(map[string]localEndpointMemo, len(keys))
+	defer func() { s.localEndpoints = next }()
 	for _, k := range keys {
 		w := s.weps[k]
 		if !base.IsWorkloadIface(w.Spec.InterfaceName) {
 			continue // not a workload interface (interfacePrefix): no route, policy or sysctls, as in Calico
 		}
 		in, out := s.endpointTiers(k, tiered)
-		for _, t := range append(slices.Clone(in), out...) {
-			for _, p := range t.Policies {
-				used[p] = true
+		for _, ts := range [][]rules.Tier{in, out} {
+			for _, t := range ts {
+				for _, p := range t.Policies {
+					used[p] = true
+				}
 			}
 		}
-		qos := w.Spec.QoSControls.WithDefaults()
-		ep := rules.Endpoint{Iface: w.Spec.InterfaceName, IngressTiers: in, EgressTiers: out, Profiles: w.Spec.Profiles, QoS: qos}
-		le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w),
-			StatusFile: epstatus.FileName(w), QoS: qos}
-		for _, n := range w.Spec.IPNetworks {
-			if p, err := netip.ParsePrefix(n); err == nil {
-				ep.Addrs = append(ep.Addrs, p.Addr())
-				le.Addrs = append(le.Addrs, p.Addr())
-			}
-		}
-		// As in Calico, floatingIPs Disabled (the default) drops the
-		// ipNATs of every endpoint but OpenStack's.
-		for _, nat := range w.Spec.IPNATs {
-			if !floating && w.Spec.Orchestrator != orchestratorOpenStack {
-				break
-			}
-			in, err1 := netip.ParseAddr(nat.InternalIP)
-			ex, err2 := netip.ParseAddr(nat.ExternalIP)
-			if err1 == nil && err2 == nil {
-				ep.NATs = append(ep.NATs, rules.NAT{Internal: in, External: ex})
-			}
-		}
-		// As in Calico, a workload's allowSpoofedSourcePrefixes count only
-		// while workloadSourceSpoofing is Any.
-		for _, n := range w.Spec.AllowSpoofedSourcePrefixes {
-			if p, err := netip.ParsePrefix(n); err == nil && spoofing {
-				ep.AllowSpoofedFrom = append(ep.AllowSpoofedFrom, p)
-			}
-		}
+		ep, le := s.localEndpoint(k, w, floating, spoofing, next)
+		ep.IngressTiers, ep.EgressTiers = in, out
 		if ep.Iface == "" {
 			continue
 		}
@@ -167,6 +144,59 @@ func (s *State) Blackholes(ipv6 bool) []netip.Prefix {
 	return out
 }
 
+// localEndpointMemo is what localEndpoint made of one workload endpoint
+// object with the two settings it read.
+type localEndpointMemo struct {
+	w                  *api.WorkloadEndpoint
+	floating, spoofing bool
+	ep                 rules.Endpoint // without its tiers
+	le                 LocalEndpoint
+}
+
+// localEndpoint is endpoint w (key k) as the rules (without its tiers) and
+// the dataplane take it, made again only when w was replaced or the
+// floating IP or spoofing setting changed since the last Desired (a pod
+// added to a full node converts its own endpoint, not every one). It
+// records the result in next.
+func (s *State) localEndpoint(k string, w *api.WorkloadEndpoint, floating, spoofing bool, next map[string]localEndpointMemo) (rules.Endpoint, LocalEndpoint) {
+	if m, ok := s.localEndpoints[k]; ok && m.w == w && m.floating == floating && m.spoofing == spoofing {
+		next[k] = m
+		return m.ep, m.le
+	}
+	qos := w.Spec.QoSControls.WithDefaults()
+	ep := rules.Endpoint{Iface: w.Spec.InterfaceName, Profiles: w.Spec.Profiles, QoS: qos}
+	le := LocalEndpoint{Iface: w.Spec.InterfaceName, MAC: w.Spec.MAC, Orchestrator: w.Spec.Orchestrator, Endpoint: w.Spec.Endpoint, Workload: workloadID(w),
+		StatusFile: epstatus.FileName(w), QoS: qos}
+	for _, n := range w.Spec.IPNetworks {
+		if p, err := netip.ParsePrefix(n); err == nil {
+			ep.Addrs = append(ep.Addrs, p.Addr())
+		}
+	}
+	le.Addrs = slices.Clip(ep.Addrs)
+	ep.Addrs = le.Addrs
+	// As in Calico, floatingIPs Disabled (the default) drops the
+	// ipNATs of every endpoint but OpenStack's.
+	for _, nat := range w.Spec.IPNATs {
+		if !floating && w.Spec.Orchestrator != orchestratorOpenStack {
+			break
+		}
+		in, err1 := netip.ParseAddr(nat.InternalIP)
+		ex, err2 := netip.ParseAddr(nat.ExternalIP)
+		if err1 == nil && err2 == nil {
+			ep.NATs = append(ep.NATs, rules.NAT{Internal: in, External: ex})
+		}
+	}
+	// As in Calico, a workload's allowSpoofedSourcePrefixes count only
+	// while workloadSourceSpoofing is Any.
+	for _, n := range w.Spec.AllowSpoofedSourcePrefixes {
+		if p, err := netip.ParsePrefix(n); err == nil && spoofing {
+			ep.AllowSpoofedFrom = append(ep.AllowSpoofedFrom, p)
+		}
+	}
+	next[k] = localEndpointMemo{w: w, floating: floating, spoofing: spoofing, ep: ep, le: le}
+	return ep, le
+}
+
 // familyEndpoints keeps each endpoint's addresses of one IP version.
 func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {
 	out := make([]rules.Endpoint, len(eps))
@@ -185,6 +215,9 @@ func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {
 }
 
 func filterAddrs(as []netip.Addr, ver int) []netip.Addr {
+	if !slices.ContainsFunc(as, func(a netip.Addr) bool { return a.Is4() != (ver == 4) }) {
+		return as // one family already (the usual case): no copy
+	}
 	var out []netip.Addr
 	for _, a := range as {
 		if a.Is4() == (ver == 4) {

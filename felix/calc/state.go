@@ -52,6 +52,9 @@ type State struct {
 	// memos keep each endpoint's rendered chains between calculations,
 	// by IP version (rules.EndpointMemo).
 	memos map[int]*rules.EndpointMemo
+	// localEndpoints keep each local endpoint's conversion (localEndpoint)
+	// between calculations, by key.
+	localEndpoints map[string]localEndpointMemo
 }
 
 // NewState makes an empty state for a node.
