@@ -198,17 +198,64 @@ func TestSetChainsReusesUnchangedChains(t *testing.T) {
 	if tb.invalid != nil {
 		t.Fatal(tb.invalid)
 	}
-	before := tb.hashes["cali-from-wl"]
+	before := tb.desired["cali-from-wl"].hashes
 	cs[0].Rules[2].Action = "-j DROP" // the caller reuses its slices
 	tb.SetChains(cs)
-	if &tb.hashes["cali-from-wl"][0] != &before[0] || !tb.Dirty() {
+	if &tb.desired["cali-from-wl"].hashes[0] != &before[0] || !tb.Dirty() {
 		t.Fatal("unchanged chain hashed again, or change not seen")
 	}
-	if tb.desired["cali-FORWARD"].Rules[2].Action != "-j DROP" || tb.hashes["cali-FORWARD"][2] != chainHashes(cs[0])[2] {
+	if tb.desired["cali-FORWARD"].Rules[2].Action != "-j DROP" || tb.desired["cali-FORWARD"].hashes[2] != chainHashes(cs[0])[2] {
 		t.Fatal("changed chain not rehashed")
 	}
 	tb.SetChains(cs[:2]) // cali-FORWARD, unchanged, jumps to cali-to-wl
 	if tb.invalid == nil || !strings.Contains(tb.invalid.Error(), "cali-to-wl") {
 		t.Fatalf("jump to a chain no longer desired: %v", tb.invalid)
+	}
+}
+
+// TestPlanFromSyncedCacheOnlyTouched: after a successful Apply the next
+// plan from the cache looks only at the chains SetChains changed, added or
+// removed since; a read-back (InvalidateCache) plans every chain again.
+// The cache of an untouched chain is emptied behind the Table's back to
+// tell the two apart: only the full plan writes its rules again.
+func TestPlanFromSyncedCacheOnlyTouched(t *testing.T) {
+	f := newFakeIPT()
+	tb := fakeTable(f, "filter", fwdHooks)
+	cs := baseChains()
+	tb.SetChains(cs)
+	mustApply(t, tb)
+	if len(tb.touched) != 0 || !tb.synced {
+		t.Fatalf("after Apply: touched %v, synced %v", tb.touched, tb.synced)
+	}
+	cs = append(cs, Chain{Name: "cali-new", Rules: []Rule{{Action: "-j RETURN"}}})
+	cs[0].Rules = append(slices.Clone(cs[0].Rules[:2]), Rule{Action: "-j cali-new"})
+	cs = slices.Delete(cs, 2, 3) // cali-to-wl goes: and cali-FORWARD no longer jumps to it
+	cs[0].Rules = slices.DeleteFunc(cs[0].Rules, func(r Rule) bool { return r.Action == "-j cali-to-wl" })
+	tb.SetChains(cs)
+	if tb.invalid != nil {
+		t.Fatal(tb.invalid)
+	}
+	if want := []string{"cali-FORWARD", "cali-new", "cali-to-wl"}; !slices.Equal(slices.Sorted(maps.Keys(tb.touched)), want) {
+		t.Fatalf("touched %v, want %v", slices.Sorted(maps.Keys(tb.touched)), want)
+	}
+	tb.cache.chains["cali-from-wl"] = nil // untouched: not looked at
+	st := mustApply(t, tb)
+	if st.ReadBack || st.ChainsCreated != 1 || st.ChainsDeleted != 1 {
+		t.Fatalf("incremental apply: %+v", st)
+	}
+	if got := len(f.table("filter")["cali-from-wl"]); got != 2 {
+		t.Fatalf("cali-from-wl has %d rules in the kernel, want its 2 untouched", got)
+	}
+	tb.InvalidateCache()
+	if st := mustApply(t, tb); !st.ReadBack || st.RestoreRan {
+		t.Fatalf("read-back apply: %+v", st)
+	}
+	checkCache(t, tb, f)
+	// A full plan sees what the cache lost.
+	tb.cache.chains["cali-from-wl"] = nil
+	tb.synced = false
+	tb.SetChains(append(cs, Chain{Name: "cali-more"}))
+	if st := mustApply(t, tb); st.RulesWritten != 2 {
+		t.Fatalf("full plan over a cache missing 2 rules: %+v", st)
 	}
 }

@@ -26,13 +26,25 @@ import (
 //     jump to each other). A stale chain still referenced by a foreign rule
 //     is only flushed; deleting it would fail the whole transaction.
 //
-// k is the kernel's table, read back or cached. plan also returns what a
+// k is the kernel's table, read back or cached. With only set, k is the
+// cache of a successful Apply that left every other chain as desired:
+// steps 1, 2 and 4 look at those chains alone. plan also returns what a
 // successful restore of the lines does to k, to keep the cache current.
-func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
+func (t *Table) plan(k *savedTable, only map[string]bool) ([]string, tableUpdate, ApplyStats) {
 	var lines []string
 	var st ApplyStats
 	upd := tableUpdate{set: map[string][]savedRule{}}
-	names := slices.Sorted(maps.Keys(t.desired))
+	var names []string
+	if only == nil {
+		names = slices.Sorted(maps.Keys(t.desired))
+	} else {
+		for name := range only {
+			if _, ok := t.desired[name]; ok {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+	}
 
 	for _, name := range names {
 		if _, ok := k.chains[name]; !ok {
@@ -44,7 +56,8 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 
 	for _, name := range names {
 		before := len(lines)
-		lines = alignChain(lines, &st, name, k.chains[name], t.hashes[name], t.desired[name].Rules)
+		d := t.desired[name]
+		lines = alignChain(lines, &st, name, k.chains[name], d.hashes, d.Rules)
 		if len(lines) > before {
 			upd.set[name] = t.savedRulesReusing(name, k.chains[name])
 		}
@@ -90,7 +103,7 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 		upd.set[b] = after
 	}
 
-	stale := t.staleChains(k)
+	stale := t.staleChains(k, only)
 	var deletes []string
 	for _, name := range stale {
 		if len(k.chains[name]) > 0 {
@@ -101,6 +114,8 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 			deletes = append(deletes, "-X "+name)
 			st.ChainsDeleted++
 			upd.del = append(upd.del, name)
+		} else {
+			upd.kept = append(upd.kept, name)
 		}
 	}
 	return append(lines, deletes...), upd, st
@@ -112,6 +127,9 @@ func (t *Table) plan(k *savedTable) ([]string, tableUpdate, ApplyStats) {
 type tableUpdate struct {
 	set map[string][]savedRule
 	del []string
+	// kept: stale chains only flushed (a foreign rule jumps to them), to
+	// be tried again by the next plan.
+	kept []string
 }
 
 // applyTo brings k to the state the restore left the kernel in.
@@ -127,7 +145,8 @@ func (u tableUpdate) applyTo(k *savedTable) {
 // savedRules returns desired chain name as the restore writes it: each
 // rule's spec exactly as rendered, with its hash and targets.
 func (t *Table) savedRules(name string) []savedRule {
-	rules, hashes := t.desired[name].Rules, t.hashes[name]
+	d := t.desired[name]
+	rules, hashes := d.Rules, d.hashes
 	out := make([]savedRule, len(rules))
 	for i, r := range rules {
 		out[i] = parseRule(ruleSpec(hashes[i], r))
@@ -149,7 +168,8 @@ func (t *Table) savedRulesReusing(name string, have []savedRule) []savedRule {
 			byHash[r.hash] = r
 		}
 	}
-	rules, hashes := t.desired[name].Rules, t.hashes[name]
+	d := t.desired[name]
+	rules, hashes := d.Rules, d.hashes
 	out := make([]savedRule, len(rules))
 	for i, r := range rules {
 		if kr, ok := byHash[hashes[i]]; ok {
@@ -175,12 +195,22 @@ func (t *Table) hook(b string) (Rule, string, bool) {
 }
 
 // staleChains lists, sorted, the chains of ours the kernel has but that are
-// no longer desired.
-func (t *Table) staleChains(k *savedTable) []string {
+// no longer desired (of those in only, when set).
+func (t *Table) staleChains(k *savedTable, only map[string]bool) []string {
 	var stale []string
-	for name := range k.chains {
+	consider := func(name string) {
 		if _, ok := t.desired[name]; !ok && strings.HasPrefix(name, ChainPrefix) {
 			stale = append(stale, name)
+		}
+	}
+	if only == nil {
+		for name := range k.chains {
+			consider(name)
+		}
+	}
+	for name := range only {
+		if _, ok := k.chains[name]; ok {
+			consider(name)
 		}
 	}
 	slices.Sort(stale)

@@ -91,11 +91,17 @@ type Table struct {
 	err                  error
 
 	haveDesired bool
-	desired     map[string]Chain
-	hashes      map[string][]string
-	facts       map[string]chainFacts
-	invalid     error // what is wrong with desired, found by SetChains
+	desired     map[string]*desiredChain
+	mark        uint64 // SetChains calls
+	invalid     error  // what is wrong with desired, found by SetChains
 	dirty       bool
+	// touched holds the chains whose desired rules changed, appeared or
+	// went since the last successful Apply; synced says that Apply left
+	// the cache equal to the desired state. A plan from that cache need
+	// look only at the touched chains (an ADD on a node with 250 pods
+	// aligns its own chains and one dispatch chain, not a thousand).
+	touched map[string]bool
+	synced  bool
 
 	// cache is the kernel's table as of the last successful Apply: read
 	// back, with that Apply's restore applied. nil: read the kernel first.
@@ -129,7 +135,7 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 	t := &Table{
 		table: table, hooks: map[string]string{}, appendHooks: opts.AppendHooks, lockWait: opts.LockWait,
 		saveWait: opts.LockWait, restWait: opts.LockWait,
-		desired: map[string]Chain{}, hashes: map[string][]string{}, facts: map[string]chainFacts{},
+		desired: map[string]*desiredChain{}, touched: map[string]bool{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
 		ipVersion: ipVersion, observer: opts.Observer, restWaitArgs: restoreWaitArgs(opts.LockTimeout, opts.LockProbeInterval),
 		gens: opts.Generations, sessions: opts.Sessions,
@@ -170,30 +176,55 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 
 // SetChains records the complete desired set of our chains; chains not
 // listed are deleted by the next Apply. No I/O. A chain whose rules equal
-// those of the previous call is not hashed or parsed again.
+// those of the previous call is not hashed or parsed again, and the next
+// Apply plans from its cache only the chains that changed (see touched).
 func (t *Table) SetChains(chains []Chain) {
-	desired := make(map[string]Chain, len(chains))
-	hashes := make(map[string][]string, len(chains))
-	facts := make(map[string]chainFacts, len(chains))
+	t.mark++
 	var dup error
 	for _, c := range chains {
-		if _, ok := desired[c.Name]; ok {
+		d := t.desired[c.Name]
+		if d != nil && d.mark == t.mark {
 			dup = fmt.Errorf("iptables: chain %s desired twice", c.Name)
 		}
-		if old, ok := t.desired[c.Name]; ok && slices.Equal(old.Rules, c.Rules) {
-			desired[c.Name], hashes[c.Name], facts[c.Name] = old, t.hashes[c.Name], t.facts[c.Name]
+		if d != nil && slices.Equal(d.Rules, c.Rules) {
+			d.mark = t.mark
 			continue
 		}
 		c.Rules = slices.Clone(c.Rules) // the caller may reuse its slices
-		desired[c.Name] = c
-		hashes[c.Name] = chainHashes(c)
-		facts[c.Name] = chainFactsOf(c)
+		hashes := chainHashes(c)
+		if d == nil || !slices.Equal(d.hashes, hashes) {
+			t.touched[c.Name] = true
+		}
+		t.desired[c.Name] = &desiredChain{Chain: c, hashes: hashes, facts: chainFactsOf(c), mark: t.mark}
 	}
-	if !t.haveDesired || !sameHashes(t.hashes, hashes) {
+	removed := false
+	for name, d := range t.desired {
+		if d.mark != t.mark {
+			delete(t.desired, name)
+			t.touched[name] = true
+			removed = true
+		}
+	}
+	if !t.haveDesired || len(t.touched) > 0 {
 		t.dirty = true
 	}
-	t.haveDesired, t.desired, t.hashes, t.facts = true, desired, hashes, facts
-	t.invalid = errors.Join(dup, t.validate())
+	// A removed chain may be the target of one that did not change, and
+	// an earlier error may be gone: check every chain then.
+	full := !t.haveDesired || removed || dup != nil || t.invalid != nil
+	t.haveDesired = true
+	if full {
+		t.invalid = errors.Join(dup, t.validate(nil))
+	} else {
+		t.invalid = t.validate(t.touched)
+	}
+}
+
+// desiredChain is one desired chain with what SetChains found of it.
+type desiredChain struct {
+	Chain
+	hashes []string
+	facts  chainFacts
+	mark   uint64 // the SetChains call that last listed it
 }
 
 // chainFacts is what validate needs of one chain, found when it changes.
@@ -220,19 +251,6 @@ func chainFactsOf(c Chain) chainFacts {
 		}
 	}
 	return f
-}
-
-func sameHashes(a, b map[string][]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, ha := range a {
-		hb, ok := b[name]
-		if !ok || !slices.Equal(ha, hb) {
-			return false
-		}
-	}
-	return true
 }
 
 // Dirty reports whether the next Apply has work to do: desired state
@@ -290,7 +308,11 @@ func (t *Table) apply() (ApplyStats, error) {
 	kernel := t.cache
 	startGen, genOK := t.generation()
 	epoch := t.epoch
-	t.cache, t.dirty, t.epoch = nil, true, 0 // until this attempt succeeds
+	var only map[string]bool // nil: plan every chain
+	if kernel != nil && t.synced {
+		only = t.touched
+	}
+	t.cache, t.dirty, t.epoch, t.synced = nil, true, 0, false // until this attempt succeeds
 	if genOK {
 		t.gens.begin(startGen)
 	}
@@ -302,7 +324,7 @@ func (t *Table) apply() (ApplyStats, error) {
 		}
 		stats.ReadBack = true
 	}
-	lines, upd, st := t.plan(kernel)
+	lines, upd, st := t.plan(kernel, only)
 	st.ReadBack = stats.ReadBack
 	stats = st
 	if len(lines) > 0 {
@@ -313,18 +335,23 @@ func (t *Table) apply() (ApplyStats, error) {
 		}
 		upd.applyTo(kernel)
 	}
-	t.cache, t.dirty = kernel, false
+	t.cache, t.dirty, t.synced = kernel, false, true
+	clear(t.touched)
+	for _, name := range upd.kept {
+		t.touched[name] = true
+	}
 	if endGen, ok := t.generation(); ok && genOK {
 		t.epoch = t.gens.end(startGen, endGen, stats.RestoreRan, fresh, epoch)
 	}
 	return stats, nil
 }
 
-// validate checks the desired chains, so that a programming error is
+// validate checks the desired chains (only those in some when not nil:
+// chains added or changed, none removed), so that a programming error is
 // reported plainly by Apply instead of as a failed restore.
-func (t *Table) validate() error {
+func (t *Table) validate(some map[string]bool) error {
 	var errs []error
-	for name, f := range t.facts {
+	check := func(name string, f chainFacts) {
 		if !strings.HasPrefix(name, ChainPrefix) || len(name) > maxChainName || strings.ContainsAny(name, " \t\n\"") {
 			errs = append(errs, fmt.Errorf("iptables: chain name %q: want %q prefix, at most %d chars, no blanks",
 				name, ChainPrefix, maxChainName))
@@ -336,6 +363,16 @@ func (t *Table) validate() error {
 			if _, ok := t.desired[j.target]; !ok {
 				errs = append(errs, fmt.Errorf("iptables: chain %s rule %d jumps to %s, which is not desired", name, j.rule, j.target))
 			}
+		}
+	}
+	if some == nil {
+		for name, d := range t.desired {
+			check(name, d.facts)
+		}
+	}
+	for name := range some {
+		if d, ok := t.desired[name]; ok {
+			check(name, d.facts)
 		}
 	}
 	return errors.Join(errs...)
