@@ -54,9 +54,13 @@ func (s *State) Desired(ipv6 bool) Desired {
 	used := map[rules.PolicyKey]bool{}
 	tiered := make(map[string]tierMemo, len(keys))
 	defer func() { s.tierMemos = tiered }()
-	var eps []rules.Endpoint
-	next := make(map[string]localEndpointMemo, len(keys))
-	defer func() { s.localEndpoints = next }()
+	eps := make([]rules.Endpoint, 0, len(keys))
+	d.Endpoints = make([]LocalEndpoint, 0, len(keys))
+	if s.localEndpoints == nil {
+		s.localEndpoints = map[string]*localEndpointMemo{}
+	}
+	s.desiredCalls++
+	defer s.forgetLocalEndpoints()
 	for _, k := range keys {
 		w := s.weps[k]
 		if !base.IsWorkloadIface(w.Spec.InterfaceName) {
@@ -70,7 +74,7 @@ func (s *State) Desired(ipv6 bool) Desired {
 				}
 			}
 		}
-		ep, le := s.localEndpoint(k, w, floating, spoofing, next)
+		ep, le := s.localEndpoint(k, w, floating, spoofing)
 		ep.IngressTiers, ep.EgressTiers = in, out
 		if ep.Iface == "" {
 			continue
@@ -151,16 +155,16 @@ type localEndpointMemo struct {
 	floating, spoofing bool
 	ep                 rules.Endpoint // without its tiers
 	le                 LocalEndpoint
+	call               uint64 // the Desired call that last used it
 }
 
 // localEndpoint is endpoint w (key k) as the rules (without its tiers) and
 // the dataplane take it, made again only when w was replaced or the
 // floating IP or spoofing setting changed since the last Desired (a pod
-// added to a full node converts its own endpoint, not every one). It
-// records the result in next.
-func (s *State) localEndpoint(k string, w *api.WorkloadEndpoint, floating, spoofing bool, next map[string]localEndpointMemo) (rules.Endpoint, LocalEndpoint) {
+// added to a full node converts its own endpoint, not every one).
+func (s *State) localEndpoint(k string, w *api.WorkloadEndpoint, floating, spoofing bool) (rules.Endpoint, LocalEndpoint) {
 	if m, ok := s.localEndpoints[k]; ok && m.w == w && m.floating == floating && m.spoofing == spoofing {
-		next[k] = m
+		m.call = s.desiredCalls
 		return m.ep, m.le
 	}
 	qos := w.Spec.QoSControls.WithDefaults()
@@ -193,12 +197,24 @@ func (s *State) localEndpoint(k string, w *api.WorkloadEndpoint, floating, spoof
 			ep.AllowSpoofedFrom = append(ep.AllowSpoofedFrom, p)
 		}
 	}
-	next[k] = localEndpointMemo{w: w, floating: floating, spoofing: spoofing, ep: ep, le: le}
+	s.localEndpoints[k] = &localEndpointMemo{w: w, floating: floating, spoofing: spoofing, ep: ep, le: le, call: s.desiredCalls}
 	return ep, le
+}
+
+// forgetLocalEndpoints drops the conversions the last Desired did not use.
+func (s *State) forgetLocalEndpoints() {
+	for k, m := range s.localEndpoints {
+		if m.call != s.desiredCalls {
+			delete(s.localEndpoints, k)
+		}
+	}
 }
 
 // familyEndpoints keeps each endpoint's addresses of one IP version.
 func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {
+	if !slices.ContainsFunc(eps, func(ep rules.Endpoint) bool { return !oneFamily(ep, ver) }) {
+		return eps // every endpoint of this version only (the usual case): no copy
+	}
 	out := make([]rules.Endpoint, len(eps))
 	for i, ep := range eps {
 		ep.Addrs = filterAddrs(ep.Addrs, ver)
@@ -212,6 +228,13 @@ func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {
 		out[i] = ep
 	}
 	return out
+}
+
+// oneFamily reports whether ep's addresses and NATs are all of version ver.
+func oneFamily(ep rules.Endpoint, ver int) bool {
+	other := func(a netip.Addr) bool { return a.Is4() != (ver == 4) }
+	return !slices.ContainsFunc(ep.Addrs, other) &&
+		!slices.ContainsFunc(ep.NATs, func(n rules.NAT) bool { return other(n.Internal) })
 }
 
 func filterAddrs(as []netip.Addr, ver int) []netip.Addr {

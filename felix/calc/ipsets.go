@@ -3,6 +3,7 @@ package calc
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,6 +28,31 @@ type ipsetState struct {
 	nsSel   *selector.Selector
 	saSel   *selector.Selector
 	members map[string][]string // source key -> entries
+	// sorted is the members as ipsetsDesired last gave them (the sources'
+	// entries, deduplicated and sorted), nil when a source changed since.
+	sorted []string
+}
+
+// sortedMembers is the set's entries from every source, deduplicated and
+// sorted: made again only after a source's entries changed, else the slice
+// given last time (shared: nobody changes it).
+func (st *ipsetState) sortedMembers() []string {
+	if st.sorted != nil || len(st.members) == 0 {
+		return st.sorted
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, es := range st.members {
+		for _, e := range es {
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	sort.Strings(out)
+	st.sorted = slices.Clip(out)
+	return st.sorted
 }
 
 func newIPSetState(spec rules.IPSetSpec) *ipsetState {
@@ -180,7 +206,12 @@ func (s *State) refreshIPSets(specs []rules.IPSetSpec, keep map[string]bool) {
 }
 
 func (s *State) setSource(st *ipsetState, key string) {
-	if e := s.evalSource(st, key); len(e) > 0 {
+	e := s.evalSource(st, key)
+	if old, ok := st.members[key]; ok == (len(e) > 0) && slices.Equal(old, e) {
+		return
+	}
+	st.sorted = nil
+	if len(e) > 0 {
 		st.members[key] = e
 	} else {
 		delete(st.members, key)
@@ -219,15 +250,9 @@ func (s *State) ipsetsDesired() map[string]IPSet {
 		} else if st.spec.Kind == rules.IPSetThisHost {
 			set.Type, set.Members = "hash:ip", s.thisHostMembers(st)
 		} else {
-			seen := map[string]bool{}
-			for _, es := range st.members {
-				for _, e := range es {
-					if !seen[e] {
-						seen[e] = true
-						set.Members = append(set.Members, e)
-					}
-				}
-			}
+			set.Members = st.sortedMembers()
+			out[name] = set
+			continue
 		}
 		sort.Strings(set.Members)
 		out[name] = set

@@ -54,7 +54,8 @@ type State struct {
 	memos map[int]*rules.EndpointMemo
 	// localEndpoints keep each local endpoint's conversion (localEndpoint)
 	// between calculations, by key.
-	localEndpoints map[string]localEndpointMemo
+	localEndpoints map[string]*localEndpointMemo
+	desiredCalls   uint64
 }
 
 // NewState makes an empty state for a node.

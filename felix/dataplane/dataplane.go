@@ -98,7 +98,7 @@ type Dataplane struct {
 	ipv6    bool
 	tables  map[string]*tableState // "4/filter"
 	ipsets  *iptables.IPSets
-	sets    map[string]string // name -> fingerprint of what was last set
+	sets    map[string]IPSet // name -> what was last set (its members shared with the caller, never changed)
 	routes  *routeManager
 	eps     *endpointManager
 	qos     *qosManager
@@ -139,7 +139,7 @@ func New(cfg Config) *Dataplane {
 	}
 	d := &Dataplane{
 		ipv6: cfg.IPv6, tables: map[string]*tableState{}, ipsets: iptables.NewIPSets(iptables.IPSetsOptions{Observer: cfg.Observer}),
-		sets: map[string]string{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(), qos: newQoSManager(),
+		sets: map[string]IPSet{}, routes: newRouteManager(cfg.RouteGracePeriod), eps: newEndpointManager(), qos: newQoSManager(),
 		fwd: newForwardingManager(), vxlan: newVXLANManager("vxlan.calico"), vxlan6: newVXLANManager("vxlan-v6.calico"),
 		ipip: newIPIPManager("tunl0"), obs: cfg.Observer, nl: newNLHandle(), gens: &iptables.Generations{},
 		restores: iptables.NewSessions(),
@@ -312,15 +312,14 @@ func (d *Dataplane) switchBackend(b string) error {
 // that are no longer desired (removed after the tables stop using them).
 func (d *Dataplane) setIPSets(want map[string]IPSet) []string {
 	for name, s := range want {
-		fp := s.Type + "|" + s.Family + "|" + strings.Join(s.Members, ",")
-		if d.sets[name] == fp {
-			continue
+		if old, ok := d.sets[name]; ok && old.Type == s.Type && old.Family == s.Family && slices.Equal(old.Members, s.Members) {
+			continue // compared in place: the calculation hands on an unchanged set's own slice
 		}
 		if err := d.ipsets.SetIPSet(name, s.Type, s.Family, s.Members); err != nil {
 			slog.Warn("bad ipset", "name", name, "err", err)
 			continue
 		}
-		d.sets[name] = fp
+		d.sets[name] = s
 	}
 	var removed []string
 	for name := range d.sets {

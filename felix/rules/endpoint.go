@@ -175,7 +175,7 @@ func (r *renderer) dispatch(root, flag string, ifaces []string, target func(stri
 		}
 		ch := iface[len(prefix)]
 		if ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' {
-			return prefix + string(ch)
+			return iface[:len(prefix)+1] // prefix and the character, without a copy
 		}
 		return ""
 	}
