@@ -3,8 +3,10 @@ package rules
 import (
 	"reflect"
 	"slices"
+	"unsafe"
 
 	"github.com/calico-aio/calico-aio/iptables"
+	"github.com/calico-aio/calico-aio/store/api"
 )
 
 // EndpointMemo keeps each workload endpoint's chains (cali-tw-, cali-fw-)
@@ -24,6 +26,50 @@ type EndpointMemo struct {
 	// dispatch holds the dispatch chains by name, with the lines they
 	// were rendered from; next those of the current Render.
 	dispatch, next map[string]dispatchEntry
+	// rules holds policy and profile chains by name (rulesChain), with
+	// what they were rendered from; renders counts Renders.
+	rules   map[string]*rulesEntry
+	renders uint64
+	// names holds PolicyChainName (a hash) by direction and policy, with
+	// the Render that last asked.
+	names map[policyUse]nameEntry
+}
+
+type nameEntry struct {
+	name   string
+	render uint64
+}
+
+// policyChainName is PolicyChainName for u as an earlier Render found it.
+func (m *EndpointMemo) policyChainName(u policyUse) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	e, ok := m.names[u]
+	if ok && e.render != m.renders {
+		m.names[u] = nameEntry{e.name, m.renders}
+	}
+	return e.name, ok
+}
+
+func (m *EndpointMemo) putPolicyChainName(u policyUse, name string) {
+	if m != nil {
+		m.names[u] = nameEntry{name, m.renders}
+	}
+}
+
+// rulesEntry is one policy or profile chain and what it was rendered from:
+// the rules slice (by identity: a caller replaces, never edits, the rules
+// it gave a Render with a memo, as the calculation does with each new
+// version of a policy), the namespace and deny action, and the IP sets its
+// rules named.
+type rulesEntry struct {
+	first    *api.Rule
+	n        int
+	ns, deny string
+	chain    iptables.Chain
+	sets     []IPSetSpec
+	render   uint64 // the Render that last used it
 }
 
 type dispatchEntry struct {
@@ -43,8 +89,10 @@ func (m *EndpointMemo) begin(cfg Config) {
 		return
 	}
 	if m.cfg == nil || !reflect.DeepEqual(*m.cfg, cfg) {
-		m.cfg, m.eps, m.dispatch = &cfg, map[string]memoEntry{}, nil
+		m.cfg, m.eps, m.dispatch, m.rules = &cfg, map[string]memoEntry{}, nil, map[string]*rulesEntry{}
+		m.names = map[policyUse]nameEntry{}
 	}
+	m.renders++
 	m.seen, m.next = map[string]bool{}, map[string]dispatchEntry{}
 }
 
@@ -93,6 +141,40 @@ func (m *EndpointMemo) end() {
 	}
 	m.seen = nil
 	m.dispatch, m.next = m.next, nil
+	for name, e := range m.rules {
+		if e.render != m.renders {
+			delete(m.rules, name)
+		}
+	}
+	for u, e := range m.names {
+		if e.render != m.renders {
+			delete(m.names, u)
+		}
+	}
+}
+
+// rulesChain returns chain name rendered from rs, ns and deny as the last
+// Render had it, with the IP sets its rules named; ok false when it must
+// be rendered.
+func (m *EndpointMemo) rulesChain(name string, rs []api.Rule, ns, deny string) (iptables.Chain, []IPSetSpec, bool) {
+	if m == nil {
+		return iptables.Chain{}, nil, false
+	}
+	e, ok := m.rules[name]
+	if !ok || e.first != unsafe.SliceData(rs) || e.n != len(rs) || e.ns != ns || e.deny != deny {
+		return iptables.Chain{}, nil, false
+	}
+	e.render = m.renders
+	return e.chain, e.sets, true
+}
+
+// putRulesChain records a rendered policy or profile chain.
+func (m *EndpointMemo) putRulesChain(name string, rs []api.Rule, ns, deny string, c iptables.Chain, sets []IPSetSpec) {
+	if m == nil {
+		return
+	}
+	c.Rules = slices.Clip(c.Rules)
+	m.rules[name] = &rulesEntry{first: unsafe.SliceData(rs), n: len(rs), ns: ns, deny: deny, chain: c, sets: sets, render: m.renders}
 }
 
 // endpointEqual reports whether a and b render the same chains: every

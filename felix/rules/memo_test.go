@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/calico-aio/calico-aio/iptables"
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
@@ -140,4 +141,59 @@ func TestEndpointEqualCoversEveryField(t *testing.T) {
 	if endpointEqual(base, noQoS) {
 		t.Error("QoS nil and set compared equal")
 	}
+}
+
+// TestRulesChainMemo: policy and profile chains come from the memo while
+// their rules are the same slice, with the IP sets they name; a policy
+// given new rules (a new slice, as the calculation does with a new
+// version), a policy no longer used and a changed deny action are
+// rendered again. Render with the memo always equals Render without.
+func TestRulesChainMemo(t *testing.T) {
+	in := bigInput(40, 30, 3)
+	cfg := Config{}
+	memo := &EndpointMemo{}
+	chainOf := func(tb Tables, name string) iptables.Chain {
+		for _, c := range tb.Filter {
+			if c.Name == name {
+				return c
+			}
+		}
+		t.Fatalf("no chain %s", name)
+		return iptables.Chain{}
+	}
+	render := func(step string) Tables {
+		t.Helper()
+		want, wantSets := Render(cfg, in)
+		in.Memo = memo
+		got, gotSets := Render(cfg, in)
+		in.Memo = nil
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotSets, wantSets) {
+			t.Fatalf("%s: Render with a memo differs from Render without", step)
+		}
+		return got
+	}
+	k1 := PolicyKey{Name: "pol-1"}
+	name := PolicyChainName(DirIngress, k1)
+	first := chainOf(render("first"), name)
+	again := chainOf(render("nothing changed"), name)
+	if &first.Rules[0] != &again.Rules[0] {
+		t.Fatal("unchanged policy chain rendered again")
+	}
+	p := in.Policies[k1]
+	p.Ingress = []api.Rule{{Action: api.ActionAllow, Source: api.EntityRule{Selector: "app == 'other'"}}}
+	in.Policies[k1] = p
+	changed := chainOf(render("rules replaced"), name)
+	if &changed.Rules[0] == &again.Rules[0] || len(memo.rules) == 0 {
+		t.Fatal("replaced rules not rendered again")
+	}
+	before := len(memo.rules)
+	for i := range in.Endpoints {
+		in.Endpoints[i].IngressPolicies = nil
+	}
+	render("ingress policies dropped")
+	if len(memo.rules) >= before {
+		t.Fatalf("memo kept %d chains after the ingress policies went, had %d", len(memo.rules), before)
+	}
+	cfg.FilterDenyAction = "REJECT"
+	render("deny action changed")
 }

@@ -107,6 +107,9 @@ type renderer struct {
 	// polices traffic from local workloads to the host.
 	wildcardHEP bool
 	memo        *EndpointMemo // nil: render everything
+	// named collects the IP sets named while rulesChain renders a chain
+	// (nil otherwise).
+	named []IPSetSpec
 }
 
 type policyUse struct {
@@ -118,7 +121,10 @@ func (r *renderer) policyChain(dir string, k PolicyKey) string {
 	u := policyUse{dir, k}
 	n, ok := r.policyNames[u]
 	if !ok {
-		n = PolicyChainName(dir, k)
+		if n, ok = r.memo.policyChainName(u); !ok {
+			n = PolicyChainName(dir, k)
+			r.memo.putPolicyChainName(u, n)
+		}
 		r.policyNames[u] = n
 	}
 	return n
@@ -127,6 +133,7 @@ func (r *renderer) policyChain(dir string, k PolicyKey) string {
 // ipset records an IP set in use and returns its name.
 func (r *renderer) ipset(spec IPSetSpec) string {
 	if n, ok := r.names[spec]; ok {
+		r.noteSet(n)
 		return n
 	}
 	asked := spec
@@ -142,7 +149,15 @@ func (r *renderer) ipset(spec IPSetSpec) string {
 	spec.Name = IPSetName(r.cfg.IPVersion, spec)
 	r.sets[spec.Name] = spec
 	r.names[asked] = spec.Name
+	r.noteSet(spec.Name)
 	return spec.Name
+}
+
+// noteSet records set name as used by the chain rulesChain is rendering.
+func (r *renderer) noteSet(name string) {
+	if r.named != nil {
+		r.named = append(r.named, r.sets[name])
+	}
 }
 
 func (r *renderer) setList() []IPSetSpec {
@@ -298,7 +313,13 @@ func (r *renderer) failsafe(name string, ports []ProtoPort, netFlag string) ipta
 // the endpoint's default drop applies).
 // deny is the target of Deny rules in the table the chains are for.
 func (r *renderer) policyChains(uses []tierUse, in Input, deny string) []iptables.Chain {
-	used := map[string]policyUse{}
+	refs := 0
+	for _, u := range uses {
+		for _, t := range u.tiers {
+			refs += len(t.Policies)
+		}
+	}
+	used := make(map[string]policyUse, min(refs, len(in.Policies)*2))
 	for _, u := range uses {
 		for _, t := range u.tiers {
 			for _, k := range t.Policies {
@@ -345,11 +366,24 @@ func (r *renderer) profileChains(profiles []string, in Input) []iptables.Chain {
 	return out
 }
 
+// rulesChain renders a policy's or profile's rules of one direction as
+// chain name, or takes it from the memo (with the IP sets it names) when
+// rendered from the same rules before.
 func (r *renderer) rulesChain(name string, rs []api.Rule, ns, deny string) iptables.Chain {
+	if ch, sets, ok := r.memo.rulesChain(name, rs, ns, deny); ok {
+		for _, s := range sets {
+			r.sets[s.Name] = s
+		}
+		return ch
+	}
+	outer := r.named
+	r.named = []IPSetSpec{}
 	ch := iptables.Chain{Name: name}
 	for i := range rs {
 		ch.Rules = append(ch.Rules, r.policyRule(&rs[i], ns, deny)...)
 	}
+	r.memo.putRulesChain(name, rs, ns, deny, ch, slices.Clip(r.named))
+	r.named = outer
 	return ch
 }
 
