@@ -219,6 +219,11 @@ func BenchmarkCNIPodCost(b *testing.B) {
 	lo, hi := phases[0].runs[0], phases[1].runs[0]
 	b.ReportMetric(float64(hi.add.cpu())/float64(lo.add.cpu()), fmt.Sprintf("cpu/add-%dvs%d-ratio", full, few))
 	b.ReportMetric(float64(hi.del.cpu())/float64(lo.del.cpu()), fmt.Sprintf("cpu/del-%dvs%d-ratio", full, few))
+	// The same divided by ptp + host-local's own ratio between the two
+	// phases, which are minutes apart: the VM's speed drifts between them.
+	plo, phi := phases[0].runs[len(phases[0].runs)-1], phases[1].runs[len(phases[1].runs)-1]
+	b.ReportMetric(drifted(hi.add.cpu(), lo.add.cpu(), phi.add.cpu(), plo.add.cpu()), fmt.Sprintf("cpu/add-%dvs%d-per-ptp-ratio", full, few))
+	b.ReportMetric(drifted(hi.del.cpu(), lo.del.cpu(), phi.del.cpu(), plo.del.cpu()), fmt.Sprintf("cpu/del-%dvs%d-per-ptp-ratio", full, few))
 	b.ReportMetric(millis(floor.perRun()), "exec-floor-cpu-ms")
 }
 
@@ -288,7 +293,16 @@ func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 		}
 	}
 	lo, hi := phases[0], phases[1]
-	fmt.Fprintf(&sb, "%s, %s: CPU per ADD %.2fx, per DEL %.2fx of %s's", hi.desc, hi.runs[0].name,
-		float64(hi.runs[0].add.cpu())/float64(lo.runs[0].add.cpu()), float64(hi.runs[0].del.cpu())/float64(lo.runs[0].del.cpu()), lo.desc)
+	o0, o1, p0, p1 := lo.runs[0], hi.runs[0], lo.runs[len(lo.runs)-1], hi.runs[len(hi.runs)-1]
+	fmt.Fprintf(&sb, "%s, %s: CPU per ADD %.2fx, per DEL %.2fx of %s's (%.2fx and %.2fx divided by %s's own change between the phases)", hi.desc, o1.name,
+		float64(o1.add.cpu())/float64(o0.add.cpu()), float64(o1.del.cpu())/float64(o0.del.cpu()), lo.desc,
+		drifted(o1.add.cpu(), o0.add.cpu(), p1.add.cpu(), p0.add.cpu()), drifted(o1.del.cpu(), o0.del.cpu(), p1.del.cpu(), p0.del.cpu()), p0.name)
 	return sb.String()
+}
+
+// drifted is ours at the second phase against the first (hi / lo),
+// divided by the reference's same ratio (refHi / refLo): the growth that
+// is ours, not the machine's speed moving between the phases.
+func drifted(hi, lo, refHi, refLo time.Duration) float64 {
+	return (float64(hi) / float64(lo)) / (float64(refHi) / float64(refLo))
 }
