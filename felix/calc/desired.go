@@ -56,9 +56,6 @@ func (s *State) Desired(ipv6 bool) Desired {
 	defer func() { s.tierMemos = tiered }()
 	eps := make([]rules.Endpoint, 0, len(keys))
 	d.Endpoints = make([]LocalEndpoint, 0, len(keys))
-	if s.localEndpoints == nil {
-		s.localEndpoints = map[string]*localEndpointMemo{}
-	}
 	s.desiredCalls++
 	defer s.forgetLocalEndpoints()
 	for _, k := range keys {
@@ -112,7 +109,7 @@ func (s *State) Desired(ipv6 bool) Desired {
 		cfg := base
 		cfg.IPVersion = ver
 		if s.memos[ver] == nil {
-			s.memos[ver] = &rules.EndpointMemo{}
+			s.memos[ver] = &rules.Memo{}
 		}
 		in := rules.Input{Endpoints: familyEndpoints(eps, ver), HostEndpoints: heps, Policies: policies, Profiles: profiles,
 			Memo: s.memos[ver]}
@@ -232,13 +229,16 @@ func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {
 
 // oneFamily reports whether ep's addresses and NATs are all of version ver.
 func oneFamily(ep rules.Endpoint, ver int) bool {
-	other := func(a netip.Addr) bool { return a.Is4() != (ver == 4) }
-	return !slices.ContainsFunc(ep.Addrs, other) &&
-		!slices.ContainsFunc(ep.NATs, func(n rules.NAT) bool { return other(n.Internal) })
+	return addrsOf(ep.Addrs, ver) && !slices.ContainsFunc(ep.NATs, func(n rules.NAT) bool { return n.Internal.Is4() != (ver == 4) })
+}
+
+// addrsOf reports whether every address of as is of version ver.
+func addrsOf(as []netip.Addr, ver int) bool {
+	return !slices.ContainsFunc(as, func(a netip.Addr) bool { return a.Is4() != (ver == 4) })
 }
 
 func filterAddrs(as []netip.Addr, ver int) []netip.Addr {
-	if !slices.ContainsFunc(as, func(a netip.Addr) bool { return a.Is4() != (ver == 4) }) {
+	if addrsOf(as, ver) {
 		return as // one family already (the usual case): no copy
 	}
 	var out []netip.Addr

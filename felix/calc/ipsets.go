@@ -55,6 +55,11 @@ func (st *ipsetState) sortedMembers() []string {
 	return st.sorted
 }
 
+func sorted(members []string) []string {
+	sort.Strings(members)
+	return members
+}
+
 func newIPSetState(spec rules.IPSetSpec) *ipsetState {
 	st := &ipsetState{spec: spec, v6: strings.HasPrefix(spec.Name, "cali60"), members: map[string][]string{}}
 	st.sel, _ = selector.Parse(spec.Selector)
@@ -243,18 +248,16 @@ func (s *State) ipsetsDesired() map[string]IPSet {
 		if st.spec.Kind == rules.IPSetNamedPort || st.spec.Kind == rules.IPSetServicePorts {
 			set.Type = "hash:ip,port"
 		}
-		if st.spec.Kind == rules.IPSetPools {
-			set.Members = s.poolMembers(st)
-		} else if st.spec.Kind == rules.IPSetAllHosts {
-			set.Members = s.hostMembers()
-		} else if st.spec.Kind == rules.IPSetThisHost {
-			set.Type, set.Members = "hash:ip", s.thisHostMembers(st)
-		} else {
-			set.Members = st.sortedMembers()
-			out[name] = set
-			continue
+		switch st.spec.Kind {
+		case rules.IPSetPools:
+			set.Members = sorted(s.poolMembers(st))
+		case rules.IPSetAllHosts:
+			set.Members = sorted(s.hostMembers())
+		case rules.IPSetThisHost:
+			set.Type, set.Members = "hash:ip", sorted(s.thisHostMembers(st))
+		default:
+			set.Members = st.sortedMembers() // kept sorted between calls
 		}
-		sort.Strings(set.Members)
 		out[name] = set
 	}
 	return out

@@ -50,12 +50,12 @@ type State struct {
 	tierMemos   map[string]tierMemo
 
 	// memos keep each endpoint's rendered chains between calculations,
-	// by IP version (rules.EndpointMemo).
-	memos map[int]*rules.EndpointMemo
+	// by IP version (rules.Memo).
+	memos map[int]*rules.Memo
 	// localEndpoints keep each local endpoint's conversion (localEndpoint)
 	// between calculations, by key.
 	localEndpoints map[string]*localEndpointMemo
-	desiredCalls   uint64
+	desiredCalls   uint64 // Desired calls; each conversion records the last that used it
 }
 
 // NewState makes an empty state for a node.
@@ -68,7 +68,7 @@ func NewState(node string) *State {
 		services: map[string]*store.ServiceEndpoints{}, hostAddrs: map[string]netip.Addr{},
 		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
 		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
-		memos: map[int]*rules.EndpointMemo{},
+		memos: map[int]*rules.Memo{}, localEndpoints: map[string]*localEndpointMemo{},
 	}
 }
 

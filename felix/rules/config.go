@@ -328,9 +328,9 @@ type Input struct {
 	Profiles         map[string]Profile
 	NATOutgoingPools []netip.Prefix // pools with natOutgoing, of the IP version
 	AllPools         []netip.Prefix // all pools of the IP version
-	// Memo, when set, keeps the endpoints' chains between calls (memo.go);
+	// Memo, when set, keeps chains between calls (memo.go);
 	// the output is the same without it.
-	Memo *EndpointMemo
+	Memo *Memo
 }
 
 // PoolSetMembers is what an IPSetPools set holds: the natOutgoing pools or

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"unsafe"
@@ -9,30 +10,53 @@ import (
 	"github.com/calico-aio/calico-aio/store/api"
 )
 
-// EndpointMemo keeps each workload endpoint's chains (cali-tw-, cali-fw-)
-// from one Render to the next, so that a pod added to a node with many
-// renders its own chains and reuses the others' (issue #25: a render of
-// every endpoint on every event made the agent's CPU per pod grow with
-// the pods on the node). An endpoint's chains are a function of the
-// configuration and of the endpoint alone (its tiers and policy keys,
-// profiles, addresses, NATs, QoS), so they are reused while both are
-// deeply equal to what they were rendered from. Render's output is the
-// same with or without a memo. One memo per caller and IP version; not
-// safe for concurrent use. A nil memo renders every endpoint.
-type EndpointMemo struct {
-	cfg  *Config
-	eps  map[string]memoEntry // by interface
-	seen map[string]bool      // interfaces of the current Render
-	// dispatch holds the dispatch chains by name, with the lines they
-	// were rendered from; next those of the current Render.
-	dispatch, next map[string]dispatchEntry
-	// rules holds policy and profile chains by name (rulesChain), with
-	// what they were rendered from; renders counts Renders.
-	rules   map[string]*rulesEntry
-	renders uint64
-	// names holds PolicyChainName (a hash) by direction and policy, with
-	// the Render that last asked.
-	names map[policyUse]nameEntry
+// Memo keeps chains from one Render to the next, so that an event renders
+// what it changed and reuses the rest (issue #25: a render of everything
+// on every event made the agent's CPU per pod grow with the pods and the
+// policies on the node):
+//   - each workload endpoint's chains (cali-tw-, cali-fw-), a function of
+//     the configuration and of the endpoint alone (its tiers and policy
+//     keys, profiles, addresses, NATs, QoS), reused while both are deeply
+//     equal to what they were rendered from;
+//   - the dispatch chains, reused while they list the same interfaces;
+//   - each policy's and profile's chains, reused while rendered from the
+//     same rules slice (by identity: a caller replaces, never edits, the
+//     rules it gave a Render with a memo, as the calculation does with
+//     each new version of a policy), namespace and deny action, with the
+//     IP sets their rules name; and policy chain names (a hash each).
+//
+// What a Render did not use is forgotten at its end; a change of
+// configuration forgets everything. Render's output is the same with or
+// without a memo. One memo per caller and IP version; not safe for
+// concurrent use. A nil memo renders everything.
+type Memo struct {
+	cfg      *Config
+	renders  uint64                   // Renders begun; each entry records the last that used it
+	eps      map[string]memoEntry     // by interface
+	dispatch map[string]dispatchEntry // by chain name
+	rules    map[string]rulesEntry    // by chain name
+	names    map[policyUse]nameEntry
+}
+
+type memoEntry struct {
+	ep     Endpoint
+	chains []iptables.Chain // clipped: an append by a later step copies
+	render uint64
+}
+
+type dispatchEntry struct {
+	lines  []string
+	chain  iptables.Chain
+	render uint64
+}
+
+type rulesEntry struct {
+	first    *api.Rule // the rules slice rendered, by identity
+	n        int
+	ns, deny string
+	chain    iptables.Chain
+	sets     []IPSetSpec
+	render   uint64
 }
 
 type nameEntry struct {
@@ -40,123 +64,69 @@ type nameEntry struct {
 	render uint64
 }
 
-// policyChainName is PolicyChainName for u as an earlier Render found it.
-func (m *EndpointMemo) policyChainName(u policyUse) (string, bool) {
-	if m == nil {
-		return "", false
-	}
-	e, ok := m.names[u]
-	if ok && e.render != m.renders {
-		m.names[u] = nameEntry{e.name, m.renders}
-	}
-	return e.name, ok
-}
-
-func (m *EndpointMemo) putPolicyChainName(u policyUse, name string) {
-	if m != nil {
-		m.names[u] = nameEntry{name, m.renders}
-	}
-}
-
-// rulesEntry is one policy or profile chain and what it was rendered from:
-// the rules slice (by identity: a caller replaces, never edits, the rules
-// it gave a Render with a memo, as the calculation does with each new
-// version of a policy), the namespace and deny action, and the IP sets its
-// rules named.
-type rulesEntry struct {
-	first    *api.Rule
-	n        int
-	ns, deny string
-	chain    iptables.Chain
-	sets     []IPSetSpec
-	render   uint64 // the Render that last used it
-}
-
-type dispatchEntry struct {
-	lines []string
-	chain iptables.Chain
-}
-
-type memoEntry struct {
-	ep     Endpoint
-	chains []iptables.Chain // clipped: an append by a later step copies
-}
-
 // begin starts a Render with cfg (defaults applied): a configuration
-// different from the last one forgets every endpoint.
-func (m *EndpointMemo) begin(cfg Config) {
+// different from the last one forgets everything.
+func (m *Memo) begin(cfg Config) {
 	if m == nil {
 		return
 	}
 	if m.cfg == nil || !reflect.DeepEqual(*m.cfg, cfg) {
-		m.cfg, m.eps, m.dispatch, m.rules = &cfg, map[string]memoEntry{}, nil, map[string]*rulesEntry{}
-		m.names = map[policyUse]nameEntry{}
+		m.cfg = &cfg
+		m.eps, m.dispatch, m.rules, m.names = map[string]memoEntry{}, map[string]dispatchEntry{}, map[string]rulesEntry{}, map[policyUse]nameEntry{}
 	}
 	m.renders++
-	m.seen, m.next = map[string]bool{}, map[string]dispatchEntry{}
 }
 
-// dispatchChain returns d's chain, rendered by render only when its lines
-// changed.
-func (m *EndpointMemo) dispatchChain(d dispatchLines, render func(dispatchLines) iptables.Chain) iptables.Chain {
+// end forgets what the Render did not use.
+func (m *Memo) end() {
 	if m == nil {
-		return render(d)
+		return
 	}
-	if e, ok := m.dispatch[d.name]; ok && slices.Equal(e.lines, d.lines) {
-		m.next[d.name] = e
-		return e.chain
-	}
-	c := render(d)
-	c.Rules = slices.Clip(c.Rules)
-	m.next[d.name] = dispatchEntry{lines: d.lines, chain: c}
-	return c
+	maps.DeleteFunc(m.eps, func(_ string, e memoEntry) bool { return e.render != m.renders })
+	maps.DeleteFunc(m.dispatch, func(_ string, e dispatchEntry) bool { return e.render != m.renders })
+	maps.DeleteFunc(m.rules, func(_ string, e rulesEntry) bool { return e.render != m.renders })
+	maps.DeleteFunc(m.names, func(_ policyUse, e nameEntry) bool { return e.render != m.renders })
 }
 
 // chains returns ep's chains, rendered by render only when ep changed.
-func (m *EndpointMemo) chains(ep Endpoint, render func(Endpoint) []iptables.Chain) []iptables.Chain {
+func (m *Memo) chains(ep Endpoint, render func(Endpoint) []iptables.Chain) []iptables.Chain {
 	if m == nil {
 		return render(ep)
 	}
-	m.seen[ep.Iface] = true
 	if e, ok := m.eps[ep.Iface]; ok && endpointEqual(e.ep, ep) {
+		e.render = m.renders
+		m.eps[ep.Iface] = e
 		return e.chains
 	}
 	cs := render(ep)
 	for i := range cs {
 		cs[i].Rules = slices.Clip(cs[i].Rules)
 	}
-	m.eps[ep.Iface] = memoEntry{ep: ep, chains: slices.Clip(cs)}
+	m.eps[ep.Iface] = memoEntry{ep: ep, chains: slices.Clip(cs), render: m.renders}
 	return cs
 }
 
-// end forgets the endpoints the Render did not have.
-func (m *EndpointMemo) end() {
+// dispatchChain returns d's chain, rendered by render only when its lines
+// changed.
+func (m *Memo) dispatchChain(d dispatchLines, render func(dispatchLines) iptables.Chain) iptables.Chain {
 	if m == nil {
-		return
+		return render(d)
 	}
-	for iface := range m.eps {
-		if !m.seen[iface] {
-			delete(m.eps, iface)
-		}
+	if e, ok := m.dispatch[d.name]; ok && slices.Equal(e.lines, d.lines) {
+		e.render = m.renders
+		m.dispatch[d.name] = e
+		return e.chain
 	}
-	m.seen = nil
-	m.dispatch, m.next = m.next, nil
-	for name, e := range m.rules {
-		if e.render != m.renders {
-			delete(m.rules, name)
-		}
-	}
-	for u, e := range m.names {
-		if e.render != m.renders {
-			delete(m.names, u)
-		}
-	}
+	c := render(d)
+	c.Rules = slices.Clip(c.Rules)
+	m.dispatch[d.name] = dispatchEntry{lines: d.lines, chain: c, render: m.renders}
+	return c
 }
 
 // rulesChain returns chain name rendered from rs, ns and deny as the last
 // Render had it, with the IP sets its rules named; ok false when it must
 // be rendered.
-func (m *EndpointMemo) rulesChain(name string, rs []api.Rule, ns, deny string) (iptables.Chain, []IPSetSpec, bool) {
+func (m *Memo) rulesChain(name string, rs []api.Rule, ns, deny string) (iptables.Chain, []IPSetSpec, bool) {
 	if m == nil {
 		return iptables.Chain{}, nil, false
 	}
@@ -165,16 +135,36 @@ func (m *EndpointMemo) rulesChain(name string, rs []api.Rule, ns, deny string) (
 		return iptables.Chain{}, nil, false
 	}
 	e.render = m.renders
+	m.rules[name] = e
 	return e.chain, e.sets, true
 }
 
 // putRulesChain records a rendered policy or profile chain.
-func (m *EndpointMemo) putRulesChain(name string, rs []api.Rule, ns, deny string, c iptables.Chain, sets []IPSetSpec) {
+func (m *Memo) putRulesChain(name string, rs []api.Rule, ns, deny string, c iptables.Chain, sets []IPSetSpec) {
 	if m == nil {
 		return
 	}
 	c.Rules = slices.Clip(c.Rules)
-	m.rules[name] = &rulesEntry{first: unsafe.SliceData(rs), n: len(rs), ns: ns, deny: deny, chain: c, sets: sets, render: m.renders}
+	m.rules[name] = rulesEntry{first: unsafe.SliceData(rs), n: len(rs), ns: ns, deny: deny, chain: c, sets: sets, render: m.renders}
+}
+
+// policyChainName is PolicyChainName for u as an earlier Render found it.
+func (m *Memo) policyChainName(u policyUse) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	e, ok := m.names[u]
+	if ok {
+		e.render = m.renders
+		m.names[u] = e
+	}
+	return e.name, ok
+}
+
+func (m *Memo) putPolicyChainName(u policyUse, name string) {
+	if m != nil {
+		m.names[u] = nameEntry{name, m.renders}
+	}
 }
 
 // endpointEqual reports whether a and b render the same chains: every

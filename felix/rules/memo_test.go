@@ -19,7 +19,7 @@ import (
 func TestEndpointMemoSameOutput(t *testing.T) {
 	in := bigInput(40, 30, 3)
 	cfg := Config{}
-	memo := &EndpointMemo{}
+	memo := &Memo{}
 	check := func(step string, wantReused int) {
 		t.Helper()
 		want, wantSets := Render(cfg, in)
@@ -89,7 +89,7 @@ func BenchmarkRenderOneMoreEndpoint(b *testing.B) {
 		b.Run(fmt.Sprintf("memo=%v", withMemo), func(b *testing.B) {
 			in := in
 			if withMemo {
-				in.Memo = &EndpointMemo{}
+				in.Memo = &Memo{}
 			}
 			for i := 0; b.Loop(); i++ {
 				in.Endpoints = all[:250+i%2] // 250, then 251, then 250...
@@ -151,7 +151,7 @@ func TestEndpointEqualCoversEveryField(t *testing.T) {
 func TestRulesChainMemo(t *testing.T) {
 	in := bigInput(40, 30, 3)
 	cfg := Config{}
-	memo := &EndpointMemo{}
+	memo := &Memo{}
 	chainOf := func(tb Tables, name string) iptables.Chain {
 		for _, c := range tb.Filter {
 			if c.Name == name {

@@ -106,7 +106,7 @@ type renderer struct {
 	// wildcardHEP: a "*" host endpoint exists; its ingress policy also
 	// polices traffic from local workloads to the host.
 	wildcardHEP bool
-	memo        *EndpointMemo // nil: render everything
+	memo        *Memo // nil: render everything
 	// named collects the IP sets named while rulesChain renders a chain
 	// (nil otherwise).
 	named []IPSetSpec
