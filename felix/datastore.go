@@ -18,11 +18,19 @@ type datastore struct {
 	c    *store.Client
 	etcd *embedded.Server
 	kube *k8s.Client // nil unless the datastore is kubernetes
+	// cni is the client the CNI calls served by the agent use: c, but on
+	// the Kubernetes datastore one of their own, with no client-side rate
+	// limit shared with the agent's other requests
+	// (apiconfig.OpenKubeUnlimited).
+	cni *store.Client
 }
 
-// close closes the client and then the embedded etcd, if any.
+// close closes the clients and then the embedded etcd, if any.
 func (d *datastore) close() {
 	_ = d.c.Close()
+	if d.cni != d.c {
+		_ = d.cni.Close()
+	}
 	if d.etcd != nil {
 		d.etcd.Close()
 	}
@@ -31,8 +39,8 @@ func (d *datastore) close() {
 // openDatastore logs the datastore chosen (once, with its warnings),
 // starts the embedded etcd when the choice is etcdv3 with no etcd
 // configured (cfg.Datastore then names its URL), and connects through
-// apiconfig.Open (apiconfig.OpenKube on the Kubernetes datastore). The
-// caller closes what it returns.
+// apiconfig.Open (apiconfig.OpenKube on the Kubernetes datastore, with a
+// second client for the CNI calls). The caller closes what it returns.
 func openDatastore(ctx context.Context, cfg config.Config) (*datastore, error) {
 	slog.Info("datastore chosen", cfg.Datastore.LogAttrs()...)
 	for _, w := range cfg.Datastore.Warnings {
@@ -43,7 +51,12 @@ func openDatastore(ctx context.Context, cfg config.Config) (*datastore, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &datastore{c: c, kube: kc}, nil
+		cni, _, err := apiconfig.OpenKubeUnlimited(cfg.Datastore, apiconfig.OSHost())
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return &datastore{c: c, kube: kc, cni: cni}, nil
 	}
 	var srv *embedded.Server
 	if cfg.EmbeddedEtcd() {
@@ -64,5 +77,5 @@ func openDatastore(ctx context.Context, cfg config.Config) (*datastore, error) {
 		}
 		return nil, err
 	}
-	return &datastore{c: c, etcd: srv}, nil
+	return &datastore{c: c, etcd: srv, cni: c}, nil
 }

@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	slog.Info("node registered", "node", cfg.NodeName, "ipv4", v4, "ipv6", v6)
 	// CNI calls through the agent; the loop holds its apply while one is in flight (hold.go).
 	busy := &cni.Busy{}
-	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: c, Node: cfg.NodeName, Datastore: cfg.Datastore, Busy: busy})
+	stopCNI := cniserver.Serve(ctx, cfg.RunDir, &cni.Agent{Client: ds.cni, Node: cfg.NodeName, Datastore: cfg.Datastore, Busy: busy})
 	defer stopCNI()
 	if cfg.KubeControllers != "" {
 		if err := startControllers(ctx, cfg, ds); err != nil {

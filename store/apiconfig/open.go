@@ -32,12 +32,30 @@ func Open(c *Config, h Host) (*store.Client, error) {
 // backend uses the CRD group c.APIGroup names or, with none, the one its
 // first call discovers. It refuses a Config of another type.
 func OpenKube(c *Config, h Host) (*store.Client, *k8s.Client, error) {
+	return openKube(c, h, false)
+}
+
+// OpenKubeUnlimited is OpenKube without client-go's client-side rate limit
+// (the API server's own priority and fairness still applies), for the CNI
+// calls calico-node serves: in-process, each call is a process, and so a
+// rate limiter, of its own, as Calico's plugin is; one limiter shared by
+// every pod of the node would hold a burst of pods to its rate (about 10
+// requests per ADD against the agent's 50 per second). A k8sClientQPS the
+// user set still applies.
+func OpenKubeUnlimited(c *Config, h Host) (*store.Client, *k8s.Client, error) {
+	return openKube(c, h, true)
+}
+
+func openKube(c *Config, h Host, unlimited bool) (*store.Client, *k8s.Client, error) {
 	if c.Type != Kubernetes {
 		return nil, nil, fmt.Errorf("datastore type %q (%s): not kubernetes", c.Type, c.Source(KeyDatastoreType))
 	}
 	rc, err := c.RESTConfig(h)
 	if err != nil {
 		return nil, nil, err
+	}
+	if unlimited && rc.QPS == 0 {
+		rc.QPS = -1 // client-go makes no rate limiter
 	}
 	kc, err := k8s.NewClientFromConfig(rc)
 	if err != nil {
