@@ -262,6 +262,7 @@ func (a *Allocator) commit(ctx context.Context, w *writeOps) (bool, error) {
 	}
 	a.roundTrips.Add(1)
 	applied, err := a.c.Commit(ctx, w.writes)
+	a.hints.noteWrites(w.writes)
 	if errors.Is(err, store.ErrConflict) {
 		a.conflicts.Add(1)
 		if applied > 0 && w.undo != nil && !a.c.Atomic() {

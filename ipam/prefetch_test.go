@@ -1,10 +1,13 @@
 package ipam_test
 
 import (
+	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/calico-aio/calico-aio/ipam"
 	"github.com/calico-aio/calico-aio/store"
+	"github.com/calico-aio/calico-aio/store/storetest"
 )
 
 // TestPrefetchIsCurrentOrRetried: a snapshot prefetched before another
@@ -44,5 +47,43 @@ func TestPrefetchIsCurrentOrRetried(t *testing.T) {
 	ips, err := e.al.IPsByHandle(ctx, "net.elsewhere")
 	if err != nil || len(ips) != 0 {
 		t.Errorf("a prefetch for net.elsewhere allocated %v (%v)", ips, err)
+	}
+}
+
+// A burst: several assignments of one process (the agent, one BlockHints)
+// prefetch at once, then assign in turn (under the CNI plugin's IPAM
+// lock). Each reads again the block the ones before it wrote since its
+// prefetch, so none loses its compare-and-swap: on a datastore that
+// commits one object at a time (Kubernetes), that would cost the handle's
+// undo and a new snapshot. The addresses are distinct.
+func TestPrefetchRereadsBlocksWrittenSince(t *testing.T) {
+	e := newEnv(t)
+	e.pool("p4", "10.10.0.0/24")
+	c := store.NewClient(&storetest.NonAtomic{Backend: e.c.Backend})
+	hints := ipam.NewBlockHints()
+	if _, err := ipam.New(c).WithHints(hints).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.warm", Node: "node1"}); err != nil {
+		t.Fatal(err)
+	}
+	const burst = 5
+	als := make([]*ipam.Allocator, burst)
+	for i := range als {
+		als[i] = ipam.New(c).WithHints(hints)
+		als[i].Prefetch(store.RecentReads(ctx), "node1", fmt.Sprintf("net.b%d", i))
+	}
+	seen := map[netip.Prefix]string{}
+	for i, al := range als {
+		al.WaitPrefetch()
+		h := fmt.Sprintf("net.b%d", i)
+		got, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: h, Node: "node1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, dup := seen[got.IPv4[0]]; dup {
+			t.Errorf("%s and %s both hold %v", other, h, got.IPv4[0])
+		}
+		seen[got.IPv4[0]] = h
+		if st := al.Stats(); st.Conflicts != 0 {
+			t.Errorf("%s: %d conflicts, want none: the block written since its prefetch is read again", h, st.Conflicts)
+		}
 	}
 }

@@ -46,6 +46,9 @@ type snapshot struct {
 	// recent: read under store.RecentReads, so possibly a little old
 	// (prefetch.go).
 	recent bool
+	// mark is the hints' count of block writes when the read began
+	// (BlockHints.mark).
+	mark uint64
 }
 
 // readSnapshot reads the pools, the IPAM config, the node, the node's block
@@ -62,6 +65,7 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 		reads = append(reads, store.Read{Key: handleKey(handleID)})
 	}
 	fixed := len(reads)
+	mark := a.hints.mark()
 	if node != "" {
 		for _, c := range a.hints.get(node) {
 			if k, err := blockKeyOf(c); err == nil {
@@ -78,7 +82,7 @@ func (a *Allocator) readSnapshot(ctx context.Context, node, handleID string) (*s
 		return nil, err
 	}
 	resp = resp[:fixed]
-	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}, hinted: hinted, recent: store.ReadsRecent(ctx)}
+	s := &snapshot{cfg: DefaultConfig(), nodeLabels: map[string]string{}, hinted: hinted, recent: store.ReadsRecent(ctx), mark: mark}
 	var pools []*api.IPPool
 	for _, o := range resp[0] {
 		r, err := store.DecodeObject(o)
