@@ -44,12 +44,21 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	}
 	// With a delegated IPAM the handle holds nothing and its release is a no-op.
 	pd := pendingDelete{Handle: handleID(s.conf.Name, a.ContainerID), Namespace: id.namespace, Endpoint: id.endpoint, ContainerID: id.containerID}
-	lock, err := lockFile(s.lockPath())
-	if err != nil {
-		return types.NewError(types.ErrIOFailure, "IPAM lock", err.Error())
+	// The endpoint goes first, outside the IPAM lock: it touches no block
+	// (Calico's plugin too deletes it before calico-ipam takes the lock),
+	// so a node's DELs wait for each other's releases only.
+	if pd.Endpoint != "" {
+		err = deleteEndpoint(ctx, s.cl, pd.Namespace, pd.Endpoint, pd.ContainerID)
+	}
+	lock, lerr := lockFile(s.lockPath())
+	if lerr != nil {
+		return types.NewError(types.ErrIOFailure, "IPAM lock", lerr.Error())
 	}
 	defer lock.unlock()
-	if err := completeDelete(ctx, s.cl, s.al, pd); err != nil {
+	if err == nil {
+		err = completeDelete(ctx, s.cl, s.al, pendingDelete{Handle: pd.Handle})
+	}
+	if err != nil { // the journal replays the endpoint's delete too: gone, it is skipped
 		slog.Warn("datastore unavailable during DEL; journaling", "endpoint", id.endpoint, "err", err)
 		if jerr := s.conf.journal(pd); jerr != nil {
 			return types.NewError(types.ErrIOFailure, "could not complete DEL nor journal it", fmt.Sprintf("%v; %v", err, jerr))

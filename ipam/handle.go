@@ -60,10 +60,19 @@ func (a *Allocator) undoHandle(ctx context.Context, id string, delta map[string]
 // compare-and-swap; a handle left holding nothing is deleted
 // (deleteHandle). A handle already marked deleted has its delete finished.
 func (a *Allocator) changeHandle(ctx context.Context, id string, delta map[string]int) error {
+	return a.changeHandleFrom(ctx, id, delta, nil, "")
+}
+
+// changeHandleFrom is changeHandle from handle h as read at rev, when the
+// caller has just read it (nil: read it first); a write that loses reads
+// it again.
+func (a *Allocator) changeHandleFrom(ctx context.Context, id string, delta map[string]int, h *Handle, rev store.Revision) error {
 	for attempt := 0; attempt < maxRetries; attempt++ {
-		h, rev, err := a.readStoredHandle(ctx, id)
-		if err != nil || h == nil {
-			return err
+		var err error
+		if attempt > 0 || h == nil {
+			if h, rev, err = a.readStoredHandle(ctx, id); err != nil || h == nil {
+				return err
+			}
 		}
 		if !h.Deleted {
 			for c, n := range delta {

@@ -53,7 +53,7 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]net
 		if ok && !a.c.Atomic() {
 			// Calico's order without transactions: the blocks, then the
 			// handle's counts taken off (deleted when none are left).
-			err = a.changeHandle(ctx, handleID, negated(h.Block))
+			err = a.changeHandleFrom(ctx, handleID, negated(h.Block), h, hrev)
 		}
 		if ok {
 			return freed, err
