@@ -187,6 +187,17 @@ func kddCNIPhase(b *testing.B, sides []*kddBenchSide, prefix string, pods int) m
 	return runs
 }
 
+// keepAudit copies the sides' audit logs (each request's timings) into
+// the directory KDD_BENCH_KEEP_AUDIT names, if set.
+func keepAudit(sides []*kddBenchSide) {
+	if d := os.Getenv("KDD_BENCH_KEEP_AUDIT"); d != "" {
+		for _, s := range sides {
+			raw, _ := os.ReadFile(s.audit.path)
+			_ = os.WriteFile(filepath.Join(d, s.name+".audit.log"), raw, 0o600)
+		}
+	}
+}
+
 // medianInt is the median (nearest rank below) of xs.
 func medianInt(xs []int) int {
 	s := slices.Clone(xs)
@@ -212,12 +223,7 @@ func BenchmarkKDDCNI(b *testing.B) {
 		kddCNIPhase(b, []*kddBenchSide{s}, "warm-", 1)
 	}
 	agent := kddCNIPhase(b, sides, "a", pods)
-	if d := os.Getenv("KDD_BENCH_KEEP_AUDIT"); d != "" { // keep the audit logs (request timings) in d
-		for _, s := range sides {
-			raw, _ := os.ReadFile(s.audit.path)
-			_ = os.WriteFile(filepath.Join(d, s.name+".audit.log"), raw, 0o600)
-		}
-	}
+	keepAudit(sides)
 	for _, s := range sides {
 		if n := s.agent.servedCalls(); n < 2*pods {
 			b.Fatalf("%s: the agent served %d calls, want at least the %d ADDs and DELs", s.name, n, 2*pods)
