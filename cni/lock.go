@@ -26,9 +26,11 @@ func lockFile(path string) (*fileLock, error) {
 	return &fileLock{f: f}, nil
 }
 
+// unlock releases the lock; a second call does nothing.
 func (l *fileLock) unlock() {
 	if l != nil && l.f != nil {
 		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 		_ = l.f.Close()
+		l.f = nil
 	}
 }

@@ -44,9 +44,11 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	}
 	// With a delegated IPAM the handle holds nothing and its release is a no-op.
 	pd := pendingDelete{Handle: handleID(s.conf.Name, a.ContainerID), Namespace: id.namespace, Endpoint: id.endpoint, ContainerID: id.containerID}
-	// The endpoint goes first, outside the IPAM lock: it touches no block
-	// (Calico's plugin too deletes it before calico-ipam takes the lock),
-	// so a node's DELs wait for each other's releases only.
+	// The IPAM lock is for the node's blocks: the endpoint goes first,
+	// outside it (Calico's plugin too deletes it before calico-ipam takes
+	// the lock), and the lock is let go once the blocks are written, before
+	// the handle (the container's own) is deleted. A node's DELs wait for
+	// each other's block writes only.
 	if pd.Endpoint != "" {
 		err = deleteEndpoint(ctx, s.cl, pd.Namespace, pd.Endpoint, pd.ContainerID)
 	}
@@ -56,16 +58,17 @@ func (p *plugin) del(a *skel.CmdArgs) error {
 	}
 	defer lock.unlock()
 	if err == nil {
-		err = completeDelete(ctx, s.cl, s.al, pendingDelete{Handle: pd.Handle})
+		// The datastore answers: what earlier calls journaled first, while
+		// the lock is held.
+		s.replayJournal(ctx)
+		_, err = s.al.ReleaseByHandleThen(ctx, pd.Handle, lock.unlock)
 	}
 	if err != nil { // the journal replays the endpoint's delete too: gone, it is skipped
 		slog.Warn("datastore unavailable during DEL; journaling", "endpoint", id.endpoint, "err", err)
 		if jerr := s.conf.journal(pd); jerr != nil {
 			return types.NewError(types.ErrIOFailure, "could not complete DEL nor journal it", fmt.Sprintf("%v; %v", err, jerr))
 		}
-		return nil
 	}
-	s.replayJournal(ctx)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package ipam_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -91,5 +92,50 @@ func TestClaimFinishesAnEarlierPendingAffinity(t *testing.T) {
 	}
 	if string(o.Value) != `{"state":"confirmed","deleted":false}` {
 		t.Errorf("affinity = %s, want confirmed", o.Value)
+	}
+}
+
+// ReleaseByHandleThen calls its hook once the blocks are written: on a
+// datastore without transactions before the handle's own writes (the CNI
+// plugin lets the node's IPAM lock go there), on etcd after the one
+// transaction.
+func TestReleaseByHandleThen(t *testing.T) {
+	e := newEnv(t)
+	e.pool("p4", "10.10.0.0/24")
+	na := &storetest.NonAtomic{Backend: e.c.Backend}
+	var order []string
+	na.BeforeWrite = func(ctx context.Context, i int, w store.Write) { order = append(order, w.Key.Kind) }
+	al := ipam.New(store.NewClient(na))
+	if _, err := al.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.a", Node: "node1"}); err != nil {
+		t.Fatal(err)
+	}
+	order = nil
+	handleAtHook := false
+	freed, err := al.ReleaseByHandleThen(ctx, "net.a", func() {
+		order = append(order, "done")
+		_, err := e.c.Get(ctx, store.Key{Kind: store.KindIPAMHandle, Name: "net.a"})
+		handleAtHook = err == nil
+	})
+	if err != nil || len(freed) != 1 {
+		t.Fatalf("release: %v %v", freed, err)
+	}
+	if want := []string{store.KindIPAMBlock, "done"}; !reflect.DeepEqual(order, want) || !handleAtHook {
+		t.Errorf("non-atomic release: writes and hook %v, handle stored at the hook %v; want %v, true", order, handleAtHook, want)
+	}
+	if _, err := e.c.Get(ctx, store.Key{Kind: store.KindIPAMHandle, Name: "net.a"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("handle net.a after the release: %v, want it deleted", err)
+	}
+
+	e.mustAssign("node1", "net.b", 1, 0)
+	done := 0
+	if freed, err := e.al.ReleaseByHandleThen(ctx, "net.b", func() { done++ }); err != nil || len(freed) != 1 || done != 1 {
+		t.Errorf("atomic release: freed %v, %v; hook called %d times, want once", freed, err, done)
+	}
+	if ips, err := e.al.IPsByHandle(ctx, "net.b"); err != nil || len(ips) != 0 {
+		t.Errorf("net.b still holds %v (%v)", ips, err)
+	}
+	done = 0
+	if _, err := e.al.ReleaseByHandleThen(ctx, "net.none", func() { done++ }); err != nil || done != 0 {
+		t.Errorf("release of a missing handle: %v, hook called %d times", err, done)
 	}
 }

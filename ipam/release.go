@@ -16,6 +16,15 @@ import (
 // blocks, then the handle: changeHandle). A missing handle is not an
 // error (nothing is held); it returns the addresses freed.
 func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]netip.Addr, error) {
+	return a.ReleaseByHandleThen(ctx, handleID, nil)
+}
+
+// ReleaseByHandleThen is ReleaseByHandle calling blocksDone (when not nil)
+// once the handle's blocks are written, before the handle's own writes on
+// a datastore without transactions: the CNI plugin releases the node's
+// IPAM lock there, since the lock is for the blocks, and the handle is
+// the container's own. It is not called when the release fails first.
+func (a *Allocator) ReleaseByHandleThen(ctx context.Context, handleID string, blocksDone func()) ([]netip.Addr, error) {
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		h, hrev, err := a.readHandle(ctx, handleID)
 		if err != nil || h == nil {
@@ -49,6 +58,9 @@ func (a *Allocator) ReleaseByHandle(ctx context.Context, handleID string) ([]net
 		ok, err := a.commit(ctx, w)
 		if err != nil {
 			return nil, err
+		}
+		if ok && blocksDone != nil {
+			blocksDone()
 		}
 		if ok && !a.c.Atomic() {
 			// Calico's order without transactions: the blocks, then the
