@@ -261,11 +261,11 @@ func (a *Allocator) commit(ctx context.Context, w *writeOps) (bool, error) {
 		return true, nil
 	}
 	a.roundTrips.Add(1)
-	applied, err := a.c.Commit(ctx, w.writes)
-	a.hints.noteWrites(w.writes)
+	revs, err := a.c.Commit(ctx, w.writes)
+	a.hints.noteWrites(w.writes, revs)
 	if errors.Is(err, store.ErrConflict) {
 		a.conflicts.Add(1)
-		if applied > 0 && w.undo != nil && !a.c.Atomic() {
+		if len(revs) > 0 && w.undo != nil && !a.c.Atomic() {
 			if uerr := w.undo(ctx); uerr != nil {
 				return false, fmt.Errorf("undoing a partial IPAM write: %w", uerr)
 			}

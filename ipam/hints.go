@@ -15,19 +15,31 @@ import (
 // what is read is current, and a block that is no longer the node's is
 // not used.
 //
-// They also remember which blocks the process wrote, in order, so that a
+// They also remember the blocks the process wrote, in order, so that a
 // snapshot read before one of them was written (a burst of ADDs prefetch
-// at once, then take the IPAM lock in turn) reads that block again under
-// the lock rather than lose its compare-and-swap on it: on Kubernetes a
-// lost write costs the handle's undo (three requests) and a whole new
-// snapshot. A block written by another process still costs that retry.
+// at once, then take the IPAM lock in turn) takes that block as the write
+// left it (or reads it again, when the write's outcome is not known)
+// rather than lose its compare-and-swap on it: on Kubernetes a lost write
+// costs the handle's undo (three requests) and a whole new snapshot. A
+// block written by another process since still costs that retry.
 type BlockHints struct {
 	mu sync.Mutex
 	m  map[string][]string // node -> block CIDRs
-	// writes counts this process's block writes; wrote is the count at
-	// each block's last write, by CIDR.
+	// writes counts this process's block writes; wrote is each block's
+	// last, by CIDR.
 	writes uint64
-	wrote  map[string]uint64
+	wrote  map[string]blockWrite
+}
+
+// blockWrite is this process's last write of a block: when (the writes
+// count after it) and what it left.
+type blockWrite struct {
+	seq uint64
+	// left is the block as stored after the write (its value and the
+	// revision the write returned); nil when the write deleted it or when
+	// it is not known whether it applied.
+	left    *store.Object
+	deleted bool
 }
 
 // maxHintedNodes bounds the nodes remembered (an agent has one).
@@ -35,7 +47,7 @@ const maxHintedNodes = 64
 
 // NewBlockHints is an empty memory.
 func NewBlockHints() *BlockHints {
-	return &BlockHints{m: map[string][]string{}, wrote: map[string]uint64{}}
+	return &BlockHints{m: map[string][]string{}, wrote: map[string]blockWrite{}}
 }
 
 // maxWrittenBlocks bounds the blocks whose writes are remembered.
@@ -52,15 +64,15 @@ func (h *BlockHints) mark() uint64 {
 	return h.writes
 }
 
-// noteWrites records the blocks among writes, once the writes are done
-// (applied or not: a block to read again costs one read).
-func (h *BlockHints) noteWrites(writes []store.Write) {
+// noteWrites records the blocks among writes once a Commit of them is
+// done, revs the revisions of those it applied (Backend.Commit).
+func (h *BlockHints) noteWrites(writes []store.Write, revs []store.Revision) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, w := range writes {
+	for i, w := range writes {
 		if w.Key.Kind != store.KindIPAMBlock {
 			continue
 		}
@@ -68,25 +80,35 @@ func (h *BlockHints) noteWrites(writes []store.Write) {
 			clear(h.wrote) // forgetting only costs a retry
 		}
 		h.writes++
-		h.wrote[w.Key.Name] = h.writes
+		bw := blockWrite{seq: h.writes}
+		switch {
+		case i >= len(revs): // not applied, or not known to be
+		case w.Op == store.OpDelete:
+			bw.deleted = true
+		default:
+			bw.left = &store.Object{Key: w.Key, Value: w.Value, Revision: revs[i]}
+		}
+		h.wrote[w.Key.Name] = bw
 	}
 }
 
-// writtenSince are the CIDRs among blocks that this process wrote after
-// mark m, sorted.
-func (h *BlockHints) writtenSince(m uint64, blocks map[string]*blockKV) []string {
+// writtenSince are this process's last writes, after mark m, of blocks, by
+// CIDR.
+func (h *BlockHints) writtenSince(m uint64, blocks map[string]*blockKV) map[string]blockWrite {
 	if h == nil {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []string
+	var out map[string]blockWrite
 	for c := range blocks {
-		if h.wrote[c] > m {
-			out = append(out, c)
+		if bw := h.wrote[c]; bw.seq > m {
+			if out == nil {
+				out = map[string]blockWrite{}
+			}
+			out[c] = bw
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -134,13 +156,26 @@ func (h *BlockHints) remember(node string, blocks map[string]*blockKV) {
 	h.set(node, cidrs)
 }
 
-// rereadWritten reads again, at the latest, the blocks of snap that this
-// process wrote since snap's read began (writtenSince).
+// rereadWritten brings the blocks of snap that this process wrote since
+// snap's read began (writtenSince) up to date: as the write left them,
+// else (a write whose outcome is not known) read again at the latest.
 func (a *Allocator) rereadWritten(ctx context.Context, snap *snapshot) error {
-	stale := a.hints.writtenSince(snap.mark, snap.hinted)
+	var stale []string
+	for c, bw := range a.hints.writtenSince(snap.mark, snap.hinted) {
+		switch {
+		case bw.left != nil:
+			left := *bw.left
+			snap.hinted[c] = &blockKV{raw: &left, rev: left.Revision}
+		case bw.deleted:
+			delete(snap.hinted, c)
+		default:
+			stale = append(stale, c)
+		}
+	}
 	if len(stale) == 0 {
 		return nil
 	}
+	slices.Sort(stale)
 	reads := make([]store.Read, 0, len(stale))
 	for _, c := range stale {
 		k, err := blockKeyOf(c)

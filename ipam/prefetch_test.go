@@ -1,6 +1,7 @@
 package ipam_test
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -52,14 +53,18 @@ func TestPrefetchIsCurrentOrRetried(t *testing.T) {
 
 // A burst: several assignments of one process (the agent, one BlockHints)
 // prefetch at once, then assign in turn (under the CNI plugin's IPAM
-// lock). Each reads again the block the ones before it wrote since its
-// prefetch, so none loses its compare-and-swap: on a datastore that
-// commits one object at a time (Kubernetes), that would cost the handle's
-// undo and a new snapshot. The addresses are distinct.
-func TestPrefetchRereadsBlocksWrittenSince(t *testing.T) {
+// lock). Each takes the block as the ones before it left it since its
+// prefetch (the value written, at the revision the write returned), so
+// none loses its compare-and-swap and none reads it again: on a datastore
+// that commits one object at a time (Kubernetes) a lost write would cost
+// the handle's undo and a new snapshot. The addresses are distinct. A
+// write whose outcome is not known (it failed) makes the next one read
+// the block again.
+func TestPrefetchTakesBlocksAsWrittenSince(t *testing.T) {
 	e := newEnv(t)
 	e.pool("p4", "10.10.0.0/24")
-	c := store.NewClient(&storetest.NonAtomic{Backend: e.c.Backend})
+	na := &storetest.NonAtomic{Backend: e.c.Backend}
+	c := store.NewClient(na)
 	hints := ipam.NewBlockHints()
 	if _, err := ipam.New(c).WithHints(hints).AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.warm", Node: "node1"}); err != nil {
 		t.Fatal(err)
@@ -82,8 +87,31 @@ func TestPrefetchRereadsBlocksWrittenSince(t *testing.T) {
 			t.Errorf("%s and %s both hold %v", other, h, got.IPv4[0])
 		}
 		seen[got.IPv4[0]] = h
-		if st := al.Stats(); st.Conflicts != 0 {
-			t.Errorf("%s: %d conflicts, want none: the block written since its prefetch is read again", h, st.Conflicts)
+		// The snapshot with the hinted block, then the handle and the block.
+		if st := al.Stats(); st.Conflicts != 0 || st.RoundTrips != 2 {
+			t.Errorf("%s: %+v, want no conflict and 2 round trips: the block as written since its prefetch", h, st)
 		}
+	}
+
+	// A write that fails (here: its context ends before the block's write)
+	// leaves the block's state unknown to the hints: read again.
+	next := ipam.New(c).WithHints(hints)
+	next.Prefetch(store.RecentReads(ctx), "node1", "net.next")
+	next.WaitPrefetch()
+	failing, cancel := context.WithCancel(ctx)
+	na.BeforeWrite = func(_ context.Context, _ int, w store.Write) {
+		if w.Key.Kind == store.KindIPAMBlock {
+			cancel()
+		}
+	}
+	if _, err := ipam.New(c).WithHints(hints).AutoAssign(failing, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.failed", Node: "node1"}); err == nil {
+		t.Fatal("an assignment whose block write was cancelled succeeded")
+	}
+	na.BeforeWrite = nil
+	if _, err := next.AutoAssign(ctx, ipam.AutoAssignArgs{Num4: 1, HandleID: "net.next", Node: "node1"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := next.Stats(); st.Conflicts != 0 || st.RoundTrips != 3 {
+		t.Errorf("after a failed write: %+v, want no conflict and 3 round trips (the block read again)", st)
 	}
 }

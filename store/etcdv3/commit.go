@@ -12,9 +12,9 @@ import (
 // Commit applies writes in one transaction: all of them, or none when any
 // revision precondition lost (a *model.ConflictError naming the first write
 // whose precondition no longer holds, with what is stored now).
-func (c *Backend) Commit(ctx context.Context, writes []model.Write) (int, error) {
+func (c *Backend) Commit(ctx context.Context, writes []model.Write) ([]model.Revision, error) {
 	if len(writes) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	ekeys := make([]string, len(writes))
 	cmps := make([]clientv3.Cmp, len(writes))
@@ -23,7 +23,7 @@ func (c *Backend) Commit(ctx context.Context, writes []model.Write) (int, error)
 	for i, w := range writes {
 		ekey, cmp, op, err := txnPart(w)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		ekeys[i], cmps[i], ops[i], reads[i] = ekey, cmp, op, clientv3.OpGet(ekey)
 	}
@@ -31,12 +31,18 @@ func (c *Backend) Commit(ctx context.Context, writes []model.Write) (int, error)
 	defer cancel()
 	resp, err := c.etcd.Txn(ctx).If(cmps...).Then(ops...).Else(reads...).Commit()
 	if err != nil {
-		return 0, unreachable("transaction", fmt.Sprint(ekeys), err)
+		return nil, unreachable("transaction", fmt.Sprint(ekeys), err)
 	}
-	if resp.Succeeded {
-		return len(writes), nil
+	if !resp.Succeeded {
+		return nil, lostWrite(writes, resp)
 	}
-	return 0, lostWrite(writes, resp)
+	revs := make([]model.Revision, len(writes))
+	for i, w := range writes {
+		if w.Op == model.OpPut { // every put of the transaction has its revision
+			revs[i] = FormatRevision(resp.Header.Revision)
+		}
+	}
+	return revs, nil
 }
 
 // txnPart is one write's etcd key, precondition and operation.

@@ -34,7 +34,8 @@ func checkCommit(t *testing.T, c *cluster) {
 	for _, r := range []string{"ipamhandles", "ipamblocks", "blockaffinities"} {
 		before[r] = len(c.requests(t, r))
 	}
-	n, err := c.b.Commit(ctx, []model.Write{put(handle, 1, ""), put(block, 3, stale), put(affinity, 2, affRev)})
+	revs, err := c.b.Commit(ctx, []model.Write{put(handle, 1, ""), put(block, 3, stale), put(affinity, 2, affRev)})
+	n := len(revs)
 	var ce *model.ConflictError
 	if n != 1 || !errors.As(err, &ce) || ce.Key != block.key {
 		t.Fatalf("commit = %d, %v; want the handle applied, then a *ConflictError naming %s", n, err, block.key)

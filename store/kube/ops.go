@@ -212,31 +212,33 @@ func (b *Backend) delete(ctx context.Context, key model.Key, rev model.Revision)
 // Commit applies writes one object at a time, in the order given, and
 // stops at the first that fails: a lost precondition (the object changed,
 // was created or vanished since it was read) is a *model.ConflictError.
-func (b *Backend) Commit(ctx context.Context, writes []model.Write) (int, error) {
-	for i, w := range writes {
-		if err := b.apply(ctx, w); err != nil {
-			return i, err
+func (b *Backend) Commit(ctx context.Context, writes []model.Write) ([]model.Revision, error) {
+	var revs []model.Revision
+	for _, w := range writes {
+		rev, err := b.apply(ctx, w)
+		if err != nil {
+			return revs, err
 		}
+		revs = append(revs, rev)
 	}
-	return len(writes), nil
+	return revs, nil
 }
 
-func (b *Backend) apply(ctx context.Context, w model.Write) error {
-	var err error
+func (b *Backend) apply(ctx context.Context, w model.Write) (rev model.Revision, err error) {
 	switch {
 	case w.Op == model.OpPut && w.Revision == "":
-		_, err = b.Create(ctx, w.Key, w.Value)
+		rev, err = b.Create(ctx, w.Key, w.Value)
 	case w.Op == model.OpPut:
-		_, err = b.Update(ctx, w.Key, w.Value, w.Revision)
+		rev, err = b.Update(ctx, w.Key, w.Value, w.Revision)
 	case w.Op == model.OpDelete:
 		err = b.Delete(ctx, w.Key, w.Revision)
 	default:
-		return fmt.Errorf("%s: write operation %d is neither put nor delete", w.Key, w.Op)
+		return "", fmt.Errorf("%s: write operation %d is neither put nor delete", w.Key, w.Op)
 	}
 	if errors.Is(err, model.ErrAlreadyExists) || errors.Is(err, model.ErrNotFound) {
-		return &model.ConflictError{Key: w.Key, Expected: w.Revision}
+		return "", &model.ConflictError{Key: w.Key, Expected: w.Revision}
 	}
-	return err
+	return rev, err
 }
 
 // read converts an object read from the API server; ok is false when it

@@ -113,7 +113,8 @@ type Backend interface {
 	Watch(ctx context.Context, opts ListOptions, h func(Event)) error
 	// Commit applies writes of IPAM objects (blocks, handles, affinities) as
 	// one step of Calico's IPAM protocol (and calicoctl's IP pool split) and
-	// returns how many were applied; a lost revision precondition (a create
+	// returns the revision each applied write left, in order (a put's new
+	// revision, "" for a delete; as many as were applied); a lost revision precondition (a create
 	// of an object that exists, an update or delete of one changed or gone)
 	// is a *ConflictError naming the write that lost. The etcd backend commits
 	// them in one transaction (all or nothing: 0 or len(writes)); the
@@ -123,7 +124,7 @@ type Backend interface {
 	// and undoes nothing: the caller undoes what Calico's protocol undoes
 	// (a handle incremented for a block write that lost is decremented).
 	// Atomic says which kind of backend this is.
-	Commit(ctx context.Context, writes []Write) (applied int, err error)
+	Commit(ctx context.Context, writes []Write) (written []Revision, err error)
 	// Atomic reports whether Commit is all-or-nothing.
 	Atomic() bool
 	// Close releases the backend's connections.

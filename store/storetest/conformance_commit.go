@@ -33,9 +33,9 @@ func checkCommit(t *testing.T, b store.Backend) {
 	ctx := context.Background()
 	blockRev := mustCreate(t, b, commitBlock, 1)
 	mustCreate(t, b, commitAffinity, 2)
-	n, err := b.Commit(ctx, []store.Write{put(commitHandle, 1, ""), put(commitBlock, 2, blockRev)})
-	if err != nil || n != 2 {
-		t.Fatalf("assign commit = %d, %v; want 2 applied", n, err)
+	revs, err := b.Commit(ctx, []store.Write{put(commitHandle, 1, ""), put(commitBlock, 2, blockRev)})
+	if err != nil || len(revs) != 2 {
+		t.Fatalf("assign commit = %v, %v; want 2 applied", revs, err)
 	}
 	o, err := b.Get(ctx, commitBlock.key)
 	if err != nil {
@@ -47,18 +47,25 @@ func checkCommit(t *testing.T, b store.Backend) {
 		t.Fatal(err)
 	}
 	sameJSON(t, "handle after the assign", h.Value, commitHandle.value(1))
-	n, err = b.Commit(ctx, []store.Write{
+	// Each put's revision is the one a read gives.
+	if revs[0] != h.Revision || revs[1] != o.Revision {
+		t.Errorf("assign commit revisions %v, want the handle's and the block's as read: [%s %s]", revs, h.Revision, o.Revision)
+	}
+	revs, err = b.Commit(ctx, []store.Write{
 		put(commitBlock, 3, o.Revision),
 		{Op: store.OpDelete, Key: commitHandle.key, Revision: h.Revision},
 	})
-	if err != nil || n != 2 {
-		t.Fatalf("release commit = %d, %v; want 2 applied", n, err)
+	if err != nil || len(revs) != 2 {
+		t.Fatalf("release commit = %v, %v; want 2 applied", revs, err)
+	}
+	if got := revisionOf(t, b, commitBlock.key); revs[0] != got || revs[1] != "" {
+		t.Errorf("release commit revisions %v, want [%s \"\"] (the block's as read, none for a delete)", revs, got)
 	}
 	if _, err := b.Get(ctx, commitHandle.key); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("handle after the release: %v, want not found", err)
 	}
-	if n, err := b.Commit(ctx, nil); n != 0 || err != nil {
-		t.Errorf("empty commit = %d, %v", n, err)
+	if revs, err := b.Commit(ctx, nil); len(revs) != 0 || err != nil {
+		t.Errorf("empty commit = %v, %v", revs, err)
 	}
 }
 
@@ -72,7 +79,8 @@ func checkCommitConflict(t *testing.T, b store.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := b.Commit(ctx, []store.Write{put(commitHandle, 1, ""), put(commitBlock, 3, stale)})
+	revs, err := b.Commit(ctx, []store.Write{put(commitHandle, 1, ""), put(commitBlock, 3, stale)})
+	n := len(revs)
 	var ce *store.ConflictError
 	if !errors.As(err, &ce) || !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("commit with a stale block: %v, want a *ConflictError", err)

@@ -23,33 +23,35 @@ type NonAtomic struct {
 func (n *NonAtomic) Atomic() bool { return false }
 
 // Commit applies the writes in order and stops at the first failure.
-func (n *NonAtomic) Commit(ctx context.Context, writes []store.Write) (int, error) {
+func (n *NonAtomic) Commit(ctx context.Context, writes []store.Write) ([]store.Revision, error) {
+	var revs []store.Revision
 	for i, w := range writes {
 		if n.BeforeWrite != nil {
 			n.BeforeWrite(ctx, i, w)
 		}
-		if err := n.apply(ctx, w); err != nil {
-			return i, err
+		rev, err := n.apply(ctx, w)
+		if err != nil {
+			return revs, err
 		}
+		revs = append(revs, rev)
 	}
-	return len(writes), nil
+	return revs, nil
 }
 
-func (n *NonAtomic) apply(ctx context.Context, w store.Write) error {
-	var err error
+func (n *NonAtomic) apply(ctx context.Context, w store.Write) (rev store.Revision, err error) {
 	switch {
 	case w.Op == store.OpDelete:
 		err = n.Backend.Delete(ctx, w.Key, w.Revision)
 	case w.Op == store.OpPut && w.Revision == "":
-		_, err = n.Backend.Create(ctx, w.Key, w.Value)
+		rev, err = n.Backend.Create(ctx, w.Key, w.Value)
 	case w.Op == store.OpPut:
-		_, err = n.Backend.Update(ctx, w.Key, w.Value, w.Revision)
+		rev, err = n.Backend.Update(ctx, w.Key, w.Value, w.Revision)
 	default:
-		return fmt.Errorf("%s: write operation %d is neither put nor delete", w.Key, w.Op)
+		return "", fmt.Errorf("%s: write operation %d is neither put nor delete", w.Key, w.Op)
 	}
 	// A lost precondition is a conflict, whatever form it took.
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAlreadyExists) {
-		return &store.ConflictError{Key: w.Key, Expected: w.Revision}
+		return "", &store.ConflictError{Key: w.Key, Expected: w.Revision}
 	}
-	return err
+	return rev, err
 }
