@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,14 +51,23 @@ func TestCNIIDPrefix(t *testing.T) {
 		}
 		return p
 	}
-	// hostIndex is the index of the host interface name, "" when gone.
+	// hostIndex is the index of the host interface name, "" when gone:
+	// from the line "N: name@...", whatever else ip prints (it may warn,
+	// e.g. "Error: Peer netns reference is invalid.", while other tests'
+	// namespaces come and go, and still succeed).
 	hostIndex := func(name string) string {
 		out, err := inNS(e.host.ns, "ip", "-o", "link", "show", "dev", name)
 		if err != nil {
 			return ""
 		}
-		idx, _, _ := strings.Cut(out, ":")
-		return idx
+		for _, line := range strings.Split(out, "\n") {
+			idx, rest, ok := strings.Cut(line, ": ")
+			if _, nerr := strconv.Atoi(idx); ok && nerr == nil && (strings.HasPrefix(rest, name+"@") || strings.HasPrefix(rest, name+":")) {
+				return idx
+			}
+		}
+		t.Errorf("ip link show dev %s: no line for it in %q", name, out)
+		return ""
 	}
 	// wiredTo checks that the pod's eth0 is the peer of its recorded host
 	// interface ("N: eth0@ifPEER: ...").
