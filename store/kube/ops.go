@@ -213,32 +213,7 @@ func (b *Backend) delete(ctx context.Context, key model.Key, rev model.Revision)
 // stops at the first that fails: a lost precondition (the object changed,
 // was created or vanished since it was read) is a *model.ConflictError.
 func (b *Backend) Commit(ctx context.Context, writes []model.Write) ([]model.Revision, error) {
-	var revs []model.Revision
-	for _, w := range writes {
-		rev, err := b.apply(ctx, w)
-		if err != nil {
-			return revs, err
-		}
-		revs = append(revs, rev)
-	}
-	return revs, nil
-}
-
-func (b *Backend) apply(ctx context.Context, w model.Write) (rev model.Revision, err error) {
-	switch {
-	case w.Op == model.OpPut && w.Revision == "":
-		rev, err = b.Create(ctx, w.Key, w.Value)
-	case w.Op == model.OpPut:
-		rev, err = b.Update(ctx, w.Key, w.Value, w.Revision)
-	case w.Op == model.OpDelete:
-		err = b.Delete(ctx, w.Key, w.Revision)
-	default:
-		return "", fmt.Errorf("%s: write operation %d is neither put nor delete", w.Key, w.Op)
-	}
-	if errors.Is(err, model.ErrAlreadyExists) || errors.Is(err, model.ErrNotFound) {
-		return "", &model.ConflictError{Key: w.Key, Expected: w.Revision}
-	}
-	return rev, err
+	return model.CommitInTurn(ctx, b, writes, nil)
 }
 
 // read converts an object read from the API server; ok is false when it
