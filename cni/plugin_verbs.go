@@ -159,8 +159,8 @@ func checkHost(hostVeth string, addrs []netip.Addr) error {
 		return fmt.Errorf("host interface %s is down", hostVeth)
 	}
 	for _, a := range addrs {
-		routes, err := netlink.RouteListFiltered(familyNum(a), &netlink.Route{Dst: hostPrefix(a), LinkIndex: link.Attrs().Index}, netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
-		if err != nil || len(routes) == 0 {
+		r, err := hostRouteOf(a)
+		if err != nil || r == nil || r.LinkIndex != link.Attrs().Index {
 			return fmt.Errorf("no host route for %s via %s", a, hostVeth)
 		}
 	}

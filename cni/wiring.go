@@ -307,31 +307,48 @@ func podAddr(a netip.Addr) *netlink.Addr {
 // another interface: overwriting it would steal another workload's traffic.
 func (w podWiring) checkHostRoutes() error {
 	for _, a := range w.addrs {
-		routes, err := netlink.RouteListFiltered(familyNum(a), &netlink.Route{Dst: hostPrefix(a)}, netlink.RT_FILTER_DST)
+		r, err := hostRouteOf(a)
 		if err != nil {
-			return fmt.Errorf("listing host routes for %s: %w", a, err)
+			return err
 		}
-		for _, r := range routes {
-			if r.Dst == nil || r.Dst.String() != hostPrefix(a).String() {
-				continue
-			}
-			dev := fmt.Sprint(r.LinkIndex)
-			if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
-				dev = l.Attrs().Name
-			}
-			if dev != w.hostVeth {
-				return &RouteTakenError{Addr: a, Dev: dev}
-			}
+		if r == nil {
+			continue
+		}
+		dev := fmt.Sprint(r.LinkIndex)
+		if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
+			dev = l.Attrs().Name
+		}
+		if dev != w.hostVeth {
+			return &RouteTakenError{Addr: a, Dev: dev}
 		}
 	}
 	return nil
 }
 
-func familyNum(a netip.Addr) int {
-	if a.Is4() {
-		return netlink.FAMILY_V4
+// hostRouteOf is the host's route to exactly a (a /32 or /128) that a
+// packet to a takes, nil when it takes a wider one or none. It asks the
+// kernel for the route it matches (ip route get fibmatch), one lookup
+// whatever the number of pods, not a dump of the routing table. A lookup
+// that ends on a route to no interface fails with that route type's error
+// (a blackhole, such as calico-node's for the node's blocks: EINVAL;
+// unreachable, prohibit, throw; no route at all): none of them leads to
+// another interface.
+func hostRouteOf(a netip.Addr) (*netlink.Route, error) {
+	routes, err := netlink.RouteGetWithOptions(a.AsSlice(), &netlink.RouteGetOptions{FIBMatch: true})
+	for _, noDev := range []error{unix.EINVAL, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EACCES, unix.EAGAIN} {
+		if errors.Is(err, noDev) {
+			return nil, nil
+		}
 	}
-	return netlink.FAMILY_V6
+	if err != nil {
+		return nil, fmt.Errorf("looking up the host route to %s: %w", a, err)
+	}
+	for i, r := range routes {
+		if r.Dst != nil && r.Dst.String() == hostPrefix(a).String() {
+			return &routes[i], nil
+		}
+	}
+	return nil, nil
 }
 
 func (w podWiring) addHostRoutes(host netlink.Link) error {

@@ -1,8 +1,10 @@
 package cni
 
 import (
+	"errors"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -73,4 +75,72 @@ func TestWiringQueuesAndRoutes(t *testing.T) {
 	if err := checkPod(pod.Path(), "eth0", mac, addrs, nil); err == nil {
 		t.Errorf("CHECK expecting default routes passed a pod without them")
 	}
+}
+
+// hostRouteOf answers from one route lookup what a dump of the routing
+// table did: the /32 (or /128) route to an interface that a pod address
+// takes, nil when the lookup ends on a wider route, on a blackhole (as
+// calico-node's for the node's blocks), an unreachable route or none; and
+// checkHostRoutes refuses an address another interface routes.
+func TestHostRouteOf(t *testing.T) {
+	nstest.NeedKernel(t)
+	host := nstest.NewNS(t)
+	a4, a6 := netip.MustParseAddr("10.66.0.5"), netip.MustParseAddr("fd00:66::5")
+	in(t, host, func() error {
+		ip := func(args ...string) {
+			t.Helper()
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				t.Fatalf("ip %v: %v: %s", args, err, out)
+			}
+		}
+		lookup := func(what string, wantDev string) {
+			t.Helper()
+			for _, a := range []netip.Addr{a4, a6} {
+				r, err := hostRouteOf(a)
+				dev := ""
+				if r != nil {
+					if l, lerr := netlink.LinkByIndex(r.LinkIndex); lerr == nil {
+						dev = l.Attrs().Name
+					}
+				}
+				if err != nil || dev != wantDev {
+					t.Errorf("%s: route to %s via %q (%v), want via %q", what, a, dev, err, wantDev)
+				}
+			}
+		}
+		lookup("no route at all", "")
+		for _, n := range []string{"up1", "cali0", "other"} {
+			ip("link", "add", n, "type", "veth", "peer", "name", n+"p")
+			ip("link", "set", n, "up")
+			ip("link", "set", n+"p", "up")
+		}
+		ip("route", "add", "default", "dev", "up1")
+		ip("-6", "route", "add", "default", "dev", "up1")
+		lookup("a default route", "")
+		ip("route", "add", "blackhole", "10.66.0.0/26")
+		ip("-6", "route", "add", "blackhole", "fd00:66::/122")
+		lookup("the node's block's blackhole", "")
+		ip("route", "add", "unreachable", "10.66.0.4/30")
+		ip("-6", "route", "add", "unreachable", "fd00:66::4/126")
+		lookup("an unreachable route", "")
+		ip("route", "add", "10.66.0.5/32", "dev", "cali0")
+		ip("-6", "route", "add", "fd00:66::5/128", "dev", "cali0")
+		lookup("the pod's route", "cali0")
+		w := podWiring{hostVeth: "cali0", addrs: []netip.Addr{a4, a6}}
+		if err := w.checkHostRoutes(); err != nil {
+			t.Errorf("checkHostRoutes with the pod's own routes: %v", err)
+		}
+		w.hostVeth = "cali1"
+		var taken *RouteTakenError
+		if err := w.checkHostRoutes(); !errors.As(err, &taken) || taken.Dev != "cali0" {
+			t.Errorf("checkHostRoutes of another interface: %v, want the route via cali0 taken", err)
+		}
+		if err := checkHost("cali0", w.addrs); err != nil {
+			t.Errorf("checkHost cali0: %v", err)
+		}
+		if err := checkHost("other", w.addrs); err == nil {
+			t.Errorf("checkHost passed an interface that does not route the addresses")
+		}
+		return nil
+	})
 }
