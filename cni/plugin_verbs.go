@@ -159,8 +159,7 @@ func checkHost(hostVeth string, addrs []netip.Addr) error {
 		return fmt.Errorf("host interface %s is down", hostVeth)
 	}
 	for _, a := range addrs {
-		r, err := hostRouteOf(a)
-		if err != nil || r == nil || r.LinkIndex != link.Attrs().Index {
+		if dev, err := HostRouteDev(a); err != nil || dev != hostVeth {
 			return fmt.Errorf("no host route for %s via %s", a, hostVeth)
 		}
 	}

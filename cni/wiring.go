@@ -307,48 +307,46 @@ func podAddr(a netip.Addr) *netlink.Addr {
 // another interface: overwriting it would steal another workload's traffic.
 func (w podWiring) checkHostRoutes() error {
 	for _, a := range w.addrs {
-		r, err := hostRouteOf(a)
+		dev, err := HostRouteDev(a)
 		if err != nil {
 			return err
 		}
-		if r == nil {
-			continue
-		}
-		dev := fmt.Sprint(r.LinkIndex)
-		if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
-			dev = l.Attrs().Name
-		}
-		if dev != w.hostVeth {
+		if dev != "" && dev != w.hostVeth {
 			return &RouteTakenError{Addr: a, Dev: dev}
 		}
 	}
 	return nil
 }
 
-// hostRouteOf is the host's route to exactly a (a /32 or /128) that a
-// packet to a takes, nil when it takes a wider one or none. It asks the
-// kernel for the route it matches (ip route get fibmatch), one lookup
-// whatever the number of pods, not a dump of the routing table. A lookup
-// that ends on a route to no interface fails with that route type's error
-// (a blackhole, such as calico-node's for the node's blocks: EINVAL;
+// HostRouteDev names the interface of the host's route to exactly a (a
+// /32 or /128) that a packet to a takes: "" when it takes a wider route or
+// none (the interface's index when it is gone). It asks the kernel for the
+// route the address matches (ip route get fibmatch), one lookup whatever
+// the number of pods, not a dump of the routing table. A lookup that ends
+// on a route to no interface fails with that route type's error (a
+// blackhole, such as calico-node's for the node's blocks: EINVAL;
 // unreachable, prohibit, throw; no route at all): none of them leads to
-// another interface.
-func hostRouteOf(a netip.Addr) (*netlink.Route, error) {
+// an interface.
+func HostRouteDev(a netip.Addr) (string, error) {
 	routes, err := netlink.RouteGetWithOptions(a.AsSlice(), &netlink.RouteGetOptions{FIBMatch: true})
 	for _, noDev := range []error{unix.EINVAL, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EACCES, unix.EAGAIN} {
 		if errors.Is(err, noDev) {
-			return nil, nil
+			return "", nil
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("looking up the host route to %s: %w", a, err)
+		return "", fmt.Errorf("looking up the host route to %s: %w", a, err)
 	}
-	for i, r := range routes {
-		if r.Dst != nil && r.Dst.String() == hostPrefix(a).String() {
-			return &routes[i], nil
+	for _, r := range routes {
+		if r.Dst == nil || r.Dst.String() != hostPrefix(a).String() {
+			continue
 		}
+		if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
+			return l.Attrs().Name, nil
+		}
+		return fmt.Sprint(r.LinkIndex), nil
 	}
-	return nil, nil
+	return "", nil
 }
 
 func (w podWiring) addHostRoutes(host netlink.Link) error {

@@ -77,12 +77,12 @@ func TestWiringQueuesAndRoutes(t *testing.T) {
 	}
 }
 
-// hostRouteOf answers from one route lookup what a dump of the routing
+// HostRouteDev answers from one route lookup what a dump of the routing
 // table did: the /32 (or /128) route to an interface that a pod address
 // takes, nil when the lookup ends on a wider route, on a blackhole (as
 // calico-node's for the node's blocks), an unreachable route or none; and
 // checkHostRoutes refuses an address another interface routes.
-func TestHostRouteOf(t *testing.T) {
+func TestHostRouteDev(t *testing.T) {
 	nstest.NeedKernel(t)
 	host := nstest.NewNS(t)
 	a4, a6 := netip.MustParseAddr("10.66.0.5"), netip.MustParseAddr("fd00:66::5")
@@ -96,14 +96,7 @@ func TestHostRouteOf(t *testing.T) {
 		lookup := func(what string, wantDev string) {
 			t.Helper()
 			for _, a := range []netip.Addr{a4, a6} {
-				r, err := hostRouteOf(a)
-				dev := ""
-				if r != nil {
-					if l, lerr := netlink.LinkByIndex(r.LinkIndex); lerr == nil {
-						dev = l.Attrs().Name
-					}
-				}
-				if err != nil || dev != wantDev {
+				if dev, err := HostRouteDev(a); err != nil || dev != wantDev {
 					t.Errorf("%s: route to %s via %q (%v), want via %q", what, a, dev, err, wantDev)
 				}
 			}

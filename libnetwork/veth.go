@@ -137,26 +137,12 @@ func (v vethSpec) sysctls() error { return cni.SetHostVethSysctls(v.host, v.has6
 // other than this endpoint's.
 func (v *vethSpec) checkRoutes() error {
 	for _, a := range v.addrs {
-		fam := netlink.FAMILY_V4
-		if a.Is6() {
-			fam = netlink.FAMILY_V6
-		}
-		dst := hostPrefix(a)
-		routes, err := netlink.RouteListFiltered(fam, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
+		dev, err := cni.HostRouteDev(a)
 		if err != nil {
-			return fmt.Errorf("listing host routes for %s: %w", a, err)
+			return err
 		}
-		for _, r := range routes {
-			if r.Dst == nil || r.Dst.String() != dst.String() {
-				continue
-			}
-			dev := fmt.Sprint(r.LinkIndex)
-			if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
-				dev = l.Attrs().Name
-			}
-			if dev != v.host {
-				return &RouteTakenError{Addr: a, Dev: dev}
-			}
+		if dev != "" && dev != v.host {
+			return &RouteTakenError{Addr: a, Dev: dev}
 		}
 	}
 	return nil
