@@ -156,11 +156,11 @@ func (h *BlockHints) remember(node string, blocks map[string]*blockKV) {
 	h.set(node, cidrs)
 }
 
-// rereadWritten brings the blocks of snap that this process wrote since
+// catchUpWritten brings the blocks of snap that this process wrote since
 // snap's read began (writtenSince) up to date: as the write left them,
 // else (a write whose outcome is not known) read again at the latest.
-func (a *Allocator) rereadWritten(ctx context.Context, snap *snapshot) error {
-	var stale []string
+func (a *Allocator) catchUpWritten(ctx context.Context, snap *snapshot) error {
+	var unknown []string
 	for c, bw := range a.hints.writtenSince(snap.mark, snap.hinted) {
 		switch {
 		case bw.left != nil:
@@ -169,30 +169,17 @@ func (a *Allocator) rereadWritten(ctx context.Context, snap *snapshot) error {
 		case bw.deleted:
 			delete(snap.hinted, c)
 		default:
-			stale = append(stale, c)
+			unknown = append(unknown, c)
 		}
 	}
-	if len(stale) == 0 {
+	if len(unknown) == 0 {
 		return nil
 	}
-	slices.Sort(stale)
-	reads := make([]store.Read, 0, len(stale))
-	for _, c := range stale {
-		k, err := blockKeyOf(c)
-		if err != nil {
-			return err
-		}
-		reads = append(reads, store.Read{Key: k})
-	}
-	resp, err := a.readMany(store.LatestReads(ctx), reads)
+	fresh, err := a.readBlocks(store.LatestReads(ctx), unknown)
 	if err != nil {
 		return err
 	}
-	fresh, err := lazyBlocks(resp)
-	if err != nil {
-		return err
-	}
-	for _, c := range stale {
+	for _, c := range unknown {
 		if bk, ok := fresh[c]; ok {
 			snap.hinted[c] = bk
 		} else {

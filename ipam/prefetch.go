@@ -45,9 +45,10 @@ func (a *Allocator) firstSnapshot(ctx context.Context, node, handleID string) (*
 	if p != nil && p.node == node && p.handle == handleID {
 		<-p.done
 		if p.err == nil {
-			// Under the caller's lock now: blocks written since the
-			// read began (an earlier call of a burst) are read again.
-			if err := a.rereadWritten(ctx, p.snap); err != nil {
+			// Under the caller's lock now: blocks this process wrote
+			// since the read began (an earlier call of a burst) are
+			// taken as written.
+			if err := a.catchUpWritten(ctx, p.snap); err != nil {
 				return nil, err
 			}
 			return p.snap, nil
