@@ -6,6 +6,9 @@
 // closing the probe and the server's bind, another test's client may take it
 // ("bind: address already in use"). Ports below that range are never handed
 // out on their own, so only another explicit pick can collide with ours.
+// Picks made by this process never repeat: two servers started together
+// (an agent's health and metrics ports) cannot be handed the same port
+// before either binds it.
 package freeport
 
 import (
@@ -16,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 const (
@@ -27,14 +31,33 @@ const (
 	attempts         = 64
 )
 
+// handed holds every port this process's Loopback has returned.
+var handed struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
 // Loopback returns a TCP port on 127.0.0.1 that was free when checked and
-// lies below the kernel's ephemeral range. It binds in the calling thread's
-// network namespace.
+// lies below the kernel's ephemeral range and that this process has not
+// been given before. It binds in the calling thread's network namespace.
 func Loopback() (int, error) {
-	top := ephemeralStart()
+	return loopback(ephemeralStart(), rand.IntN)
+}
+
+// loopback is Loopback picking from lowest to top-1 with intn.
+func loopback(top int, intn func(int) int) (int, error) {
 	var last error
+	handed.Lock()
+	defer handed.Unlock()
+	if handed.ports == nil {
+		handed.ports = map[int]bool{}
+	}
 	for range attempts {
-		port := lowest + rand.IntN(top-lowest)
+		port := lowest + intn(top-lowest)
+		if handed.ports[port] {
+			last = fmt.Errorf("port %d already handed out", port)
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			last = err
@@ -43,6 +66,7 @@ func Loopback() (int, error) {
 		if err := l.Close(); err != nil {
 			return 0, fmt.Errorf("closing the probe on port %d: %w", port, err)
 		}
+		handed.ports[port] = true
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free loopback port in %d-%d after %d tries: %w", lowest, top-1, attempts, last)
