@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -67,8 +68,8 @@ func NewClient(kubeconfigPath string) (*Client, error) {
 }
 
 // NewClientFromConfig is NewClient for a config already built (a copy of
-// cfg gets the client's timeout, user agent and, unless cfg sets one, its
-// rate limit). It does not contact the server.
+// cfg gets the client's timeout, user agent, unless cfg sets one its rate
+// limit, and cacheFallback). It does not contact the server.
 func NewClientFromConfig(in *rest.Config) (*Client, error) {
 	cfg := rest.CopyConfig(in)
 	cfg.Timeout = RequestTimeout
@@ -80,6 +81,7 @@ func NewClientFromConfig(in *rest.Config) (*Client, error) {
 	}
 	cfg.UserAgent = "calico-aio"
 	cfg.WarningHandler = rest.NoWarnings{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cacheFallback{rt} })
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)

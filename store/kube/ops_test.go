@@ -20,6 +20,7 @@ func TestBackend(t *testing.T) {
 	c := startCluster(t)
 	c.namespace(t, "ns1")
 	c.namespace(t, "shop")
+	t.Run("CacheUnready", func(t *testing.T) { checkCacheUnready(t, c) }) // first: no request for the kind before it
 	t.Run("CompareAndSwap", func(t *testing.T) {
 		for _, s := range samples("cas", 1) {
 			t.Run(s.key.String(), func(t *testing.T) { checkCAS(t, c.b, s) })

@@ -14,18 +14,43 @@ import (
 	"github.com/calico-aio/calico-aio/store/model"
 )
 
-// versions records the resourceVersion each request asked for.
+// versions records the resourceVersion each request asked for, and which
+// of them the apiserver refused with 429.
 type versions struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	got  []string
+	next    http.RoundTripper
+	mu      sync.Mutex
+	got     []string
+	refused []int // indexes into got
 }
 
 func (v *versions) RoundTrip(req *http.Request) (*http.Response, error) {
 	v.mu.Lock()
+	i := len(v.got)
 	v.got = append(v.got, req.URL.Query().Get("resourceVersion"))
 	v.mu.Unlock()
-	return v.next.RoundTrip(req)
+	resp, err := v.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		v.mu.Lock()
+		v.refused = append(v.refused, i)
+		v.mu.Unlock()
+	}
+	return resp, err
+}
+
+// recordedBackend is a backend on c whose requests v records.
+func recordedBackend(t *testing.T, c *cluster) (*kube.Backend, *versions) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kapi.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &versions{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { v.next = rt; return v })
+	kc, err := k8s.NewClientFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube.NewWithClient(kc), v
 }
 
 func (v *versions) take() []string {
@@ -42,17 +67,7 @@ func (v *versions) take() []string {
 // takes the cache's answer, a missing one included; other reads are of
 // the latest.
 func checkRecentReads(t *testing.T, c *cluster) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kapi.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &versions{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { v.next = rt; return v })
-	kc, err := k8s.NewClientFromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := kube.NewWithClient(kc)
+	b, v := recordedBackend(t, c)
 	ctx := context.Background()
 	recent := model.RecentReads(ctx)
 	for i, s := range samples("recent", 2) {
@@ -88,5 +103,29 @@ func checkRecentReads(t *testing.T, c *cluster) {
 	}
 	if got := v.take(); len(got) != 1 || got[0] != "" {
 		t.Errorf("a plain get asked for versions %q, want the latest only", got)
+	}
+}
+
+// checkCacheUnready, first on a fresh apiserver: the IPAM's snapshot
+// lists the node's affinities from the watch cache, the first request for
+// that kind, so the apiserver has only begun to fill the kind's cache and
+// refuses the list (429, Retry-After one second). The list is made again
+// at the latest at once, not after the wait.
+func checkCacheUnready(t *testing.T, c *cluster) {
+	b, v := recordedBackend(t, c)
+	aff := model.ListOptions{Kind: model.KindBlockAffinity, Node: "node1", Family: 4}
+	got, err := b.ReadMany(model.RecentReads(context.Background()), []model.Read{{List: &aff}})
+	if err != nil || len(got) != 1 || len(got[0]) != 0 {
+		t.Fatalf("recent list of affinities on a fresh apiserver: %v, %v", got, err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.refused) == 0 {
+		t.Logf("the apiserver's cache was ready at once (requests %q): nothing to check", v.got)
+	}
+	for _, i := range v.refused {
+		if v.got[i] != "0" || i+1 >= len(v.got) || v.got[i+1] != "" {
+			t.Errorf("requests %q, refused %v: want each refused read of the cache made again at the latest", v.got, v.refused)
+		}
 	}
 }
