@@ -11,7 +11,7 @@ const faultEnv = "CALICO_CNI_FAULT"
 
 // Fault points.
 const (
-	faultAfterIPAM   = "after-ipam"   // addresses allocated, nothing else done
+	faultAfterIPAM   = "after-ipam"   // addresses allocated (the veth pair, made meanwhile, perhaps too), nothing configured
 	faultAfterWiring = "after-wiring" // veth wired, endpoint not written
 )
 

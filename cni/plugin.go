@@ -80,6 +80,19 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 	if err != nil {
 		return err
 	}
+	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: mtu,
+		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), allowForwarding: s.conf.ContainerSettings.AllowIPForwarding,
+		routes: s.conf.podRoutes(), queues: s.conf.numQueues()}
+	if kp != nil {
+		w.podMAC = kp.mac
+	}
+	// The veth pair needs no address: it is made while they are allocated.
+	pair := w.start()
+	defer func() {
+		if err != nil {
+			pair.abandon()
+		}
+	}()
 	addrs, blockRoutes, release, err := s.allocateAddrs(ctx, a, id, kp)
 	if err != nil {
 		return err
@@ -101,13 +114,8 @@ func (p *plugin) add(a *skel.CmdArgs) (err error) {
 		}
 	}()
 
-	w := podWiring{netns: a.Netns, ifName: a.IfName, mtu: mtu,
-		iface: id.hostIface(NodeClaimsSource(ctx, s.cl, s.node)), addrs: addrs, allowForwarding: s.conf.ContainerSettings.AllowIPForwarding,
-		routes: s.conf.podRoutes(), queues: s.conf.numQueues()}
-	if kp != nil {
-		w.podMAC = kp.mac
-	}
-	mac, err := w.setup()
+	w.addrs = addrs
+	mac, err := w.finish(pair)
 	if err != nil {
 		return wiringError(err)
 	}

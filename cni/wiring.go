@@ -66,21 +66,88 @@ func (e *RouteTakenError) Error() string {
 // and configures both ends; on error it removes what it created. It
 // returns the pod-side MAC.
 func (w *podWiring) setup() (mac string, err error) {
-	target, err := ns.GetNS(w.netns)
-	if err != nil {
-		return "", fmt.Errorf("opening network namespace %s: %w", w.netns, err)
-	}
-	defer target.Close()
+	return w.finish(w.start())
+}
 
-	veth, err := w.createPair(target)
+// pendingPair is a veth pair start is making, which finish configures or
+// abandon removes.
+type pendingPair struct {
+	done     chan struct{}
+	target   ns.NetNS
+	veth     *netlink.Veth
+	hostVeth string
+	err      error
+	// settled: finish has taken the pair (configured, or removed it).
+	settled bool
+}
+
+// start makes the veth pair in the background (the host end's name
+// chosen, a leftover of this pod removed, the pod end in its namespace):
+// nothing of it depends on the pod's addresses, so an ADD makes it while
+// they are allocated. Every pair started is finished or abandoned.
+func (w *podWiring) start() *pendingPair {
+	p := &pendingPair{done: make(chan struct{})}
+	// The host end goes where the caller is: its thread's namespace (a
+	// caller inside ns.Do, such as a test, is elsewhere than the process).
+	here, err := ns.GetCurrentNS()
 	if err != nil {
-		return "", err
+		p.err = fmt.Errorf("the caller's network namespace: %w", err)
+		close(p.done)
+		return p
 	}
+	pw := *w // the goroutine's own copy: w is the caller's meanwhile
+	go func() {
+		defer close(p.done)
+		defer here.Close()
+		target, err := ns.GetNS(pw.netns)
+		if err != nil {
+			p.err = fmt.Errorf("opening network namespace %s: %w", pw.netns, err)
+			return
+		}
+		p.err = here.Do(func(ns.NetNS) error {
+			var err error
+			p.veth, err = pw.createPair(target)
+			return err
+		})
+		if p.err != nil {
+			_ = target.Close()
+			return
+		}
+		p.target, p.hostVeth = target, pw.hostVeth
+	}()
+	return p
+}
+
+// abandon waits for the pair and removes it, unless finish took it.
+func (p *pendingPair) abandon() {
+	<-p.done
+	if p.settled || p.err != nil {
+		return
+	}
+	p.settled = true
+	_ = netlink.LinkDel(p.veth)
+	_ = p.target.Close()
+}
+
+// finish waits for the pair and configures both ends with w.addrs; on
+// error it removes the pair. It returns the pod-side MAC.
+func (w *podWiring) finish(p *pendingPair) (mac string, err error) {
+	<-p.done
+	if p.err != nil {
+		return "", p.err
+	}
+	p.settled = true
+	w.hostVeth = p.hostVeth
+	target := p.target
+	defer target.Close()
 	defer func() {
 		if err != nil {
-			_ = netlink.LinkDel(veth)
+			_ = netlink.LinkDel(p.veth)
 		}
 	}()
+	if err := w.checkHostRoutes(); err != nil {
+		return "", err
+	}
 	host, err := netlink.LinkByName(w.hostVeth)
 	if err != nil {
 		return "", fmt.Errorf("host veth %s: %w", w.hostVeth, err)
@@ -115,9 +182,6 @@ func (w *podWiring) createPair(target ns.NetNS) (*netlink.Veth, error) {
 			return nil, err
 		}
 		w.hostVeth = choice.Name
-		if err := w.checkHostRoutes(); err != nil {
-			return nil, err
-		}
 		// This pod's own leftover (an earlier, failed attempt) goes first.
 		if err := choice.RemoveLeftover(); err != nil {
 			return nil, err

@@ -82,6 +82,9 @@ func testCNIFaults(t *testing.T, path cniPath) {
 		if n := handles(); n != 0 {
 			t.Errorf("%d handles left", n)
 		}
+		if l := e.hostLinks(); len(l) != 0 { // the pair was made while the address was allocated
+			t.Errorf("links left: %v", l)
+		}
 	})
 
 	t.Run("ipam exhausted", func(t *testing.T) {
@@ -97,7 +100,7 @@ func testCNIFaults(t *testing.T, path cniPath) {
 		if err == nil || !strings.Contains(err.Error(), "small (10.102.0.0/30)") {
 			t.Fatalf("ADD into a full pool: %v", err)
 		}
-		if got := len(e.hostLinks()); got != 4 {
+		if got := len(e.hostLinks()); got != 4 { // the fifth pod's pair, made meanwhile, removed
 			t.Errorf("%d host links, want the 4 pods", got)
 		}
 		for _, rt := range rts {
