@@ -1,13 +1,12 @@
 // Package fastpath hands a CNI call to the running calico-node over a unix
 // socket, before the rest of the binary is even initialised.
 //
-// It must stay tiny: it imports only os, syscall and encoding/json (not
-// net, nor anything of ours). See init below for why.
+// It must stay tiny: it imports only syscall and the few standard
+// packages Go initialises before it (not os, encoding/json or net, nor
+// anything of ours). See init below for why.
 package fastpath
 
 import (
-	"encoding/json"
-	"os"
 	"syscall"
 )
 
@@ -49,60 +48,90 @@ type Reply struct {
 
 // This init is the one unusual thing in the binary. Go initialises
 // packages in import-path order, each as soon as its imports are done (Go
-// spec, since 1.21). This package imports only cheap standard packages and
-// sorts under github.com/calico-aio, so it runs after ~75 of them and
-// before any heavy one (protobuf registration, gRPC, etcd, GoBGP,
-// client-go). Invoked as a CNI plugin with calico-node serving its socket,
-// it forwards the call, prints the agent's answer and exits right here, so
-// the call never pays for the rest of the binary's initialisation. When
-// the socket is missing, refuses, drops mid-call or the agent answers "not
-// mine", init returns (stdin put back) and cni/inproc's init runs the
-// plugin in-process once the plugin's own packages are initialised.
+// spec, since 1.21): the first package in that order whose imports are
+// all initialised goes next. This package sorts under github.com/calico-aio
+// and imports only syscall and packages initialised before it (the JSON
+// it needs is in wire.go, argv[0] read from /proc), so it runs right after
+// syscall: before os and encoding/json, which would have let every
+// package sorting before them that was ready go first (crypto, compress,
+// protobuf and gRPC internals, go-cmp, ...), and before any heavy one
+// (protobuf registration, gRPC, etcd, GoBGP, client-go). Invoked as a CNI
+// plugin with calico-node serving its socket, it forwards the call,
+// prints the agent's answer and exits right here, so the call never pays
+// for the rest of the binary's initialisation. When the socket is
+// missing, refuses, drops mid-call or the agent answers "not mine", init
+// returns (stdin put back) and cni/inproc's init runs the plugin
+// in-process once the plugin's own packages are initialised.
 // TestCNIFastPathInitOrder (e2e/cni_fastpath_test.go) holds this.
 func init() {
-	plugin := baseName(os.Args[0])
+	plugin := baseName(argv0())
 	if plugin != "calico" && plugin != "calico-ipam" {
 		return
 	}
-	switch os.Getenv("CNI_COMMAND") {
+	switch cmd, _ := syscall.Getenv("CNI_COMMAND"); cmd {
 	case "ADD", "DEL", "CHECK", "GC", "STATUS":
 	default:
 		return
 	}
-	if os.Getenv(InProcessEnv) != "" {
+	if v, _ := syscall.Getenv(InProcessEnv); v != "" {
 		return
 	}
 	stdin, err := readAll(0)
 	if err == nil {
-		rep, ok := Forward(SocketPath(stdin), Request{Plugin: plugin, Env: os.Environ(), Stdin: stdin})
+		rep, ok := Forward(SocketPath(stdin), Request{Plugin: plugin, Env: syscall.Environ(), Stdin: stdin})
 		if ok && rep.Mine {
-			_, _ = os.Stdout.Write(rep.Stdout)
-			os.Exit(rep.Exit)
+			writeAll(1, rep.Stdout)
+			syscall.Exit(rep.Exit)
 		}
 	}
 	restoreStdin(stdin)
 }
 
+// argv0 is the process's argv[0], from /proc/self/cmdline ("" when it
+// cannot be read: the call then runs in-process).
+func argv0() string {
+	fd, err := syscall.Open("/proc/self/cmdline", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer syscall.Close(fd)
+	b, _ := readAll(fd)
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// writeAll writes b to fd whole.
+func writeAll(fd int, b []byte) {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		b = b[n:]
+	}
+}
+
 // SocketPath is <calico_run_dir>/cni.sock for a netconf.
 func SocketPath(netconf []byte) string {
-	var c struct {
-		RunDir string `json:"calico_run_dir"`
+	dir := runDir(netconf)
+	if dir == "" {
+		dir = DefaultRunDir
 	}
-	_ = json.Unmarshal(netconf, &c)
-	if c.RunDir == "" {
-		c.RunDir = DefaultRunDir
-	}
-	return c.RunDir + "/" + SocketName
+	return dir + "/" + SocketName
 }
 
 // Forward sends the request and reads the whole reply; ok is false when
 // the socket is missing or refuses, the connection drops before a complete
 // reply, or the agent is silent for replyTimeout.
 func Forward(path string, req Request) (rep Reply, ok bool) {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return rep, false
-	}
+	data := appendRequest(nil, req)
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return rep, false
@@ -130,7 +159,10 @@ func Forward(path string, req Request) (rep Reply, ok bool) {
 		return rep, false
 	}
 	got, err := readAll(fd)
-	if err != nil || json.Unmarshal(got, &rep) != nil {
+	if err != nil {
+		return Reply{}, false
+	}
+	if rep, err = decodeReply(got); err != nil {
 		return Reply{}, false
 	}
 	return rep, true
