@@ -80,7 +80,7 @@ func init() {
 	if err == nil {
 		rep, ok := Forward(SocketPath(stdin), Request{Plugin: plugin, Env: syscall.Environ(), Stdin: stdin})
 		if ok && rep.Mine {
-			writeAll(1, rep.Stdout)
+			_ = writeAll(1, rep.Stdout)
 			syscall.Exit(rep.Exit)
 		}
 	}
@@ -105,17 +105,18 @@ func argv0() string {
 }
 
 // writeAll writes b to fd whole.
-func writeAll(fd int, b []byte) {
+func writeAll(fd int, b []byte) error {
 	for len(b) > 0 {
 		n, err := syscall.Write(fd, b)
 		if err == syscall.EINTR {
 			continue
 		}
 		if err != nil {
-			return
+			return err
 		}
 		b = b[n:]
 	}
+	return nil
 }
 
 // SocketPath is <calico_run_dir>/cni.sock for a netconf.
@@ -145,15 +146,8 @@ func Forward(path string, req Request) (rep Reply, ok bool) {
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		return rep, false
 	}
-	for len(data) > 0 {
-		n, err := syscall.Write(fd, data)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return rep, false
-		}
-		data = data[n:]
+	if writeAll(fd, data) != nil {
+		return rep, false
 	}
 	if syscall.Shutdown(fd, syscall.SHUT_WR) != nil {
 		return rep, false
@@ -205,16 +199,7 @@ func restoreStdin(data []byte) {
 	}
 	syscall.Close(p[0])
 	go func() { // a pipe holds 64 KiB; a larger netconf is written as it is read
-		for len(data) > 0 {
-			n, err := syscall.Write(p[1], data)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				break
-			}
-			data = data[n:]
-		}
+		_ = writeAll(p[1], data)
 		syscall.Close(p[1])
 	}()
 }
