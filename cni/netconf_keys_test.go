@@ -133,7 +133,10 @@ func TestWaitForFile(t *testing.T) {
 // one that never does fails the ADD with an error naming it.
 func TestReadinessGates(t *testing.T) {
 	defer func(i, to time.Duration) { gateInterval, gateTimeout = i, to }(gateInterval, gateTimeout)
-	gateInterval, gateTimeout = 10*time.Millisecond, 200*time.Millisecond
+	// Each poll's request times out after the interval: generous enough
+	// that a loaded machine still gets the down gate's 500 (CI once saw
+	// "context deadline exceeded" at 10 ms).
+	gateInterval, gateTimeout = 250*time.Millisecond, time.Second
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) < 3 {
