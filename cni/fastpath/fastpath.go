@@ -8,6 +8,7 @@ package fastpath
 
 import (
 	"syscall"
+	"unsafe"
 )
 
 // SocketName is the agent's CNI socket inside its run directory.
@@ -104,11 +105,17 @@ func argv0() string {
 	return string(b)
 }
 
-// writeAll writes b to fd whole.
+// writeAll writes b to fd whole, waiting when fd is non-blocking and full
+// (a stdout pipe its creator left non-blocking: os.File would wait in the
+// runtime's poller).
 func writeAll(fd int, b []byte) error {
 	for len(b) > 0 {
 		n, err := syscall.Write(fd, b)
 		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EAGAIN {
+			waitWritable(fd)
 			continue
 		}
 		if err != nil {
@@ -117,6 +124,14 @@ func writeAll(fd int, b []byte) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// waitWritable blocks until fd can be written.
+func waitWritable(fd int) {
+	var w syscall.FdSet
+	per := 8 * int(unsafe.Sizeof(w.Bits[0]))
+	w.Bits[fd/per] |= 1 << (fd % per)
+	_, _ = syscall.Select(fd+1, nil, &w, nil, nil)
 }
 
 // SocketPath is <calico_run_dir>/cni.sock for a netconf.

@@ -51,3 +51,32 @@ func TestForwardGivesUpOnASilentAgent(t *testing.T) {
 		t.Fatal("Forward to a missing socket reported a reply")
 	}
 }
+
+// A stdout pipe left non-blocking and full: writeAll waits for the reader
+// instead of dropping the rest of the agent's answer.
+func TestWriteAllWaitsOnAFullNonBlockingPipe(t *testing.T) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(p[0])
+	if err := syscall.SetNonblock(p[1], true); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 1<<20) // far more than a pipe holds
+	for i := range want {
+		want[i] = byte(i)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- writeAll(p[1], want)
+		syscall.Close(p[1])
+	}()
+	got, err := readAll(p[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil || len(got) != len(want) || string(got) != string(want) {
+		t.Fatalf("writeAll: %v; the reader got %d of %d bytes", err, len(got), len(want))
+	}
+}
