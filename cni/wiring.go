@@ -52,7 +52,8 @@ func (e *InterfaceTakenError) Error() string {
 	return fmt.Sprintf("interface %q already exists in network namespace %s", e.Name, e.Netns)
 }
 
-// RouteTakenError says a host route for the pod address points elsewhere.
+// RouteTakenError says a host route for the workload's address points
+// elsewhere: overwriting it would steal another workload's traffic.
 type RouteTakenError struct {
 	Addr netip.Addr
 	Dev  string
@@ -369,13 +370,18 @@ func podAddr(a netip.Addr) *netlink.Addr {
 
 // checkHostRoutes refuses a pod address that the host already routes to
 // another interface: overwriting it would steal another workload's traffic.
-func (w podWiring) checkHostRoutes() error {
-	for _, a := range w.addrs {
+func (w podWiring) checkHostRoutes() error { return CheckHostRoutes(w.addrs, w.hostVeth) }
+
+// CheckHostRoutes refuses, with a *RouteTakenError, an address the host
+// already routes to an interface other than own (the Docker network
+// driver's endpoints too).
+func CheckHostRoutes(addrs []netip.Addr, own string) error {
+	for _, a := range addrs {
 		dev, err := HostRouteDev(a)
 		if err != nil {
 			return err
 		}
-		if dev != "" && dev != w.hostVeth {
+		if dev != "" && dev != own {
 			return &RouteTakenError{Addr: a, Dev: dev}
 		}
 	}

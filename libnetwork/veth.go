@@ -73,17 +73,6 @@ func (k netlinkKernel) delVeth(host string) error {
 	return k.do(func() error { return cni.RemoveHostIface(host, "", "") })
 }
 
-// RouteTakenError says a host route for the container address points at
-// another interface: overwriting it would steal another workload's traffic.
-type RouteTakenError struct {
-	Addr netip.Addr
-	Dev  string
-}
-
-func (e *RouteTakenError) Error() string {
-	return fmt.Sprintf("a host route for %s already exists via interface %s (another workload holds this address?)", e.Addr, e.Dev)
-}
-
 // create chooses the host end's name (v.host), replaces a leftover pair
 // of the same endpoint, then builds the pair; on failure it removes what
 // it made.
@@ -134,19 +123,8 @@ func (v *vethSpec) create() (err error) {
 func (v vethSpec) sysctls() error { return cni.SetHostVethSysctls(v.host, v.has6()) }
 
 // checkRoutes refuses addresses the host already routes to an interface
-// other than this endpoint's.
-func (v *vethSpec) checkRoutes() error {
-	for _, a := range v.addrs {
-		dev, err := cni.HostRouteDev(a)
-		if err != nil {
-			return err
-		}
-		if dev != "" && dev != v.host {
-			return &RouteTakenError{Addr: a, Dev: dev}
-		}
-	}
-	return nil
-}
+// other than this endpoint's (a *cni.RouteTakenError).
+func (v *vethSpec) checkRoutes() error { return cni.CheckHostRoutes(v.addrs, v.host) }
 
 func hostPrefix(a netip.Addr) *net.IPNet {
 	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}

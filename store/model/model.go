@@ -114,10 +114,11 @@ type Backend interface {
 	// Commit applies writes of IPAM objects (blocks, handles, affinities) as
 	// one step of Calico's IPAM protocol (and calicoctl's IP pool split) and
 	// returns the revision each applied write left, in order (a put's new
-	// revision, "" for a delete; as many as were applied); a lost revision precondition (a create
-	// of an object that exists, an update or delete of one changed or gone)
-	// is a *ConflictError naming the write that lost. The etcd backend commits
-	// them in one transaction (all or nothing: 0 or len(writes)); the
+	// revision, "" for a delete; one per write applied); a lost revision
+	// precondition (a create of an object that exists, an update or delete
+	// of one changed or gone) is a *ConflictError naming the write that
+	// lost. The etcd backend commits them in one transaction (all or
+	// nothing: none or len(writes) revisions); the
 	// Kubernetes backend applies them one object at a time in the order
 	// given, which callers choose as Calico's (handle before block on
 	// assign, block before handle on release), stops at the first failure,
