@@ -1,6 +1,7 @@
 package calc
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"sort"
@@ -46,24 +47,29 @@ func (s *State) Desired(ipv6 bool) Desired {
 	spoofing := s.workloadSourceSpoofing()
 	floating := s.floatingIPsEnabled()
 	d := Desired{Tables: map[int]rules.Tables{}, IPForwarding: s.ipForwarding(), IPv6: ipv6}
-	keys := make([]string, 0, len(s.localPolicies))
+	// Endpoints in interface order (ties by key), the order Render wants:
+	// it then takes them as they are instead of sorting a copy.
+	keys := make([]ifaceKey, 0, len(s.localPolicies))
 	for k := range s.localPolicies {
-		keys = append(keys, k)
+		keys = append(keys, ifaceKey{s.weps[k].Spec.InterfaceName, k})
 	}
-	sort.Strings(keys)
+	slices.SortFunc(keys, func(a, b ifaceKey) int {
+		return cmp.Or(strings.Compare(a.iface, b.iface), strings.Compare(a.key, b.key))
+	})
 	used := map[rules.PolicyKey]bool{}
-	tiered := make(map[string]tierMemo, len(keys))
-	defer func() { s.tierMemos = tiered }()
-	eps := make([]rules.Endpoint, 0, len(keys))
+	// Render keeps nothing of eps (its memo copies what it keeps): the
+	// buffer serves the next calculation too.
+	eps := slices.Grow(s.epsBuf[:0], len(keys))
+	defer func() { clear(eps); s.epsBuf = eps[:0] }()
 	d.Endpoints = make([]LocalEndpoint, 0, len(keys))
 	s.desiredCalls++
 	defer s.forgetLocalEndpoints()
-	for _, k := range keys {
-		w := s.weps[k]
+	for _, ik := range keys {
+		k, w := ik.key, s.weps[ik.key]
 		if !base.IsWorkloadIface(w.Spec.InterfaceName) {
 			continue // not a workload interface (interfacePrefix): no route, policy or sysctls, as in Calico
 		}
-		in, out := s.endpointTiers(k, tiered)
+		in, out := s.endpointTiers(k)
 		for _, ts := range [][]rules.Tier{in, out} {
 			for _, t := range ts {
 				for _, p := range t.Policies {
@@ -198,14 +204,23 @@ func (s *State) localEndpoint(k string, w *api.WorkloadEndpoint, floating, spoof
 	return ep, le
 }
 
-// forgetLocalEndpoints drops the conversions the last Desired did not use.
+// forgetLocalEndpoints drops the conversions and tier memos the last
+// Desired did not use.
 func (s *State) forgetLocalEndpoints() {
 	for k, m := range s.localEndpoints {
 		if m.call != s.desiredCalls {
 			delete(s.localEndpoints, k)
 		}
 	}
+	for k, m := range s.tierMemos {
+		if m.call != s.desiredCalls {
+			delete(s.tierMemos, k)
+		}
+	}
 }
+
+// ifaceKey is a local endpoint's interface name and key.
+type ifaceKey struct{ iface, key string }
 
 // familyEndpoints keeps each endpoint's addresses of one IP version.
 func familyEndpoints(eps []rules.Endpoint, ver int) []rules.Endpoint {

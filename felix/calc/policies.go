@@ -174,13 +174,15 @@ type tierMemo struct {
 	first   *rules.PolicyKey // &keys[0]; nil for none
 	n       int
 	epoch   uint64
+	call    uint64 // the Desired call that last used it
 	in, out []rules.Tier
 }
 
 // endpointTiers is orderedPolicies(s.localPolicies[k]), reused from the
 // last calculation when neither the endpoint's matching policies nor any
-// policy or tier changed since; next receives what this calculation has.
-func (s *State) endpointTiers(k string, next map[string]tierMemo) (in, out []rules.Tier) {
+// policy or tier changed since; the memo is kept in place, marked with
+// this calculation (forgetLocalEndpoints drops those it did not use).
+func (s *State) endpointTiers(k string) (in, out []rules.Tier) {
 	keys := s.localPolicies[k]
 	m := tierMemo{n: len(keys), epoch: s.policyEpoch}
 	if len(keys) > 0 {
@@ -191,6 +193,7 @@ func (s *State) endpointTiers(k string, next map[string]tierMemo) (in, out []rul
 	} else {
 		m.in, m.out = s.orderedPolicies(keys)
 	}
-	next[k] = m
+	m.call = s.desiredCalls
+	s.tierMemos[k] = m
 	return m.in, m.out
 }

@@ -55,7 +55,8 @@ type State struct {
 	// localEndpoints keep each local endpoint's conversion (localEndpoint)
 	// between calculations, by key.
 	localEndpoints map[string]*localEndpointMemo
-	desiredCalls   uint64 // Desired calls; each conversion records the last that used it
+	desiredCalls   uint64           // Desired calls; each conversion records the last that used it
+	epsBuf         []rules.Endpoint // Desired's endpoints, kept for the next call
 }
 
 // NewState makes an empty state for a node.
@@ -68,7 +69,7 @@ func NewState(node string) *State {
 		services: map[string]*store.ServiceEndpoints{}, hostAddrs: map[string]netip.Addr{},
 		localPolicies: map[string][]rules.PolicyKey{}, dirtyLocal: map[string]bool{},
 		dirtyPolicies: map[rules.PolicyKey]bool{}, members: map[string]*ipsetState{}, dirtySources: map[string]bool{},
-		memos: map[int]*rules.Memo{}, localEndpoints: map[string]*localEndpointMemo{},
+		memos: map[int]*rules.Memo{}, localEndpoints: map[string]*localEndpointMemo{}, tierMemos: map[string]tierMemo{},
 	}
 }
 
