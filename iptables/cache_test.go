@@ -213,6 +213,35 @@ func TestSetChainsReusesUnchangedChains(t *testing.T) {
 	}
 }
 
+// TestSetChainsSharedRules: with SharedRules the very same rules slice
+// handed again is taken as unchanged without a look at its rules (the
+// caller promised never to change them) and is kept without a copy; a new
+// slice with other rules is a change, and a new slice with equal rules is
+// not.
+func TestSetChainsSharedRules(t *testing.T) {
+	tb := fakeTable(newFakeIPT(), "filter", nil)
+	tb.sharedRules = true
+	cs := baseChains()
+	tb.SetChains(cs)
+	mustApply(t, tb)
+	if &tb.desired["cali-FORWARD"].Rules[0] != &cs[0].Rules[0] {
+		t.Fatal("shared rules copied")
+	}
+	// Only a caller breaking the promise changes rules in place: proof
+	// that the same slice is not compared.
+	cs[1].Rules[0].Action = "-j DROP"
+	tb.SetChains(cs)
+	if tb.Dirty() {
+		t.Fatalf("the same slices again: dirty, touched %v", tb.touched)
+	}
+	cs[0].Rules = slices.Clone(cs[0].Rules) // equal rules, new slice
+	cs[2].Rules = append(slices.Clone(cs[2].Rules), Rule{Action: "-j RETURN"})
+	tb.SetChains(cs)
+	if want := []string{cs[2].Name}; !slices.Equal(slices.Sorted(maps.Keys(tb.touched)), want) {
+		t.Fatalf("touched %v, want %v", slices.Sorted(maps.Keys(tb.touched)), want)
+	}
+}
+
 // TestPlanFromSyncedCacheOnlyTouched: after a successful Apply the next
 // plan from the cache looks only at the chains SetChains changed, added or
 // removed since; a read-back (InvalidateCache) plans every chain again.

@@ -50,6 +50,12 @@ type TableOptions struct {
 	// long-lived restore per binary on the nf_tables backend (session.go);
 	// nil: every restore is a new process.
 	Sessions *Sessions
+	// SharedRules: the caller never changes the rules of a chain once it
+	// has handed them to SetChains, so SetChains keeps them without a copy
+	// and takes the very same slice handed again as unchanged without
+	// comparing its rules (a memoised render hands every unchanged chain
+	// of the node again on each apply).
+	SharedRules bool
 }
 
 // ApplyStats says what one Apply did.
@@ -118,12 +124,14 @@ type Table struct {
 	nft     int8
 	recheck bool
 
-	sessions  *Sessions
-	run       runFunc
-	saveTries int
-	retryWait time.Duration
-	ipVersion int
-	observer  Observer
+	sessions *Sessions
+	// sharedRules: TableOptions.SharedRules.
+	sharedRules bool
+	run         runFunc
+	saveTries   int
+	retryWait   time.Duration
+	ipVersion   int
+	observer    Observer
 }
 
 // NewTable returns a driver for table ("filter", "nat", "mangle" or "raw")
@@ -138,7 +146,7 @@ func NewTable(table string, ipVersion int, opts TableOptions) *Table {
 		desired: map[string]*desiredChain{}, touched: map[string]bool{},
 		run: runCommand, saveTries: 3, retryWait: 50 * time.Millisecond,
 		ipVersion: ipVersion, observer: opts.Observer, restWaitArgs: restoreWaitArgs(opts.LockTimeout, opts.LockProbeInterval),
-		gens: opts.Generations, sessions: opts.Sessions,
+		gens: opts.Generations, sessions: opts.Sessions, sharedRules: opts.SharedRules,
 	}
 	if t.gens == nil {
 		t.gens = &Generations{}
@@ -186,11 +194,13 @@ func (t *Table) SetChains(chains []Chain) {
 		if d != nil && d.mark == t.mark {
 			dup = fmt.Errorf("iptables: chain %s desired twice", c.Name)
 		}
-		if d != nil && slices.Equal(d.Rules, c.Rules) {
+		if d != nil && (t.sharedRules && sameSlice(d.Rules, c.Rules) || slices.Equal(d.Rules, c.Rules)) {
 			d.mark = t.mark
 			continue
 		}
-		c.Rules = slices.Clone(c.Rules) // the caller may reuse its slices
+		if !t.sharedRules {
+			c.Rules = slices.Clone(c.Rules) // the caller may reuse its slices
+		}
 		hashes := chainHashes(c)
 		if d == nil || !slices.Equal(d.hashes, hashes) {
 			t.touched[c.Name] = true
@@ -217,6 +227,12 @@ func (t *Table) SetChains(chains []Chain) {
 	} else {
 		t.invalid = t.validate(t.touched)
 	}
+}
+
+// sameSlice reports whether a and b are the same slice: same first
+// element, same length.
+func sameSlice(a, b []Rule) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // desiredChain is one desired chain with what SetChains found of it.

@@ -158,14 +158,10 @@ func (d *Dataplane) Close() {
 }
 
 func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendHooks bool) *iptables.Table {
-	present := map[string]bool{}
-	for _, c := range chains {
-		present[c.Name] = true
-	}
 	hooks := map[string]string{}
 	var sig []string
 	for builtin, ours := range builtinHooks[name] {
-		if present[ours] {
+		if slices.ContainsFunc(chains, func(c iptables.Chain) bool { return c.Name == ours }) {
 			hooks[builtin] = ours
 			sig = append(sig, builtin+">"+ours)
 		}
@@ -178,7 +174,9 @@ func (d *Dataplane) table(ver int, name string, chains []iptables.Chain, appendH
 	key := tableKey(ver, name)
 	st := d.tables[key]
 	if st == nil || st.hooks != strings.Join(sig, ",") {
-		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs,
+		// SharedRules: the chains come from the calculation, which never
+		// changes a chain's rules once rendered (rules.Memo keeps them).
+		opts := iptables.TableOptions{Hooks: hooks, AppendHooks: appendHooks, LockWait: true, Observer: d.obs, SharedRules: true,
 			LockTimeout: d.lockTimeout, LockProbeInterval: d.lockProbe, Generations: d.gens, Sessions: d.restores}
 		opts.SaveCmd, opts.RestoreCmd = backendCmds(ver, d.backend)
 		st = &tableState{t: iptables.NewTable(name, ver, opts), hooks: strings.Join(sig, ",")}
