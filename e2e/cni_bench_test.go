@@ -92,6 +92,31 @@ func treeTicks(pid int) (int64, error) {
 	return ticks, nil
 }
 
+// restoreCPU is the CPU so far of the agent's live iptables-restore and
+// ip6tables-restore processes (the nf_tables backend's long-lived restore
+// sessions): their parsing and the kernel's commit of each restore,
+// validation of the whole table included, which on the agent's CPU
+// alone would not show.
+func (a *agentProc) restoreCPU(b *testing.B) time.Duration {
+	var ticks int64
+	pid := a.cmd.Process.Pid
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, k := range strings.Fields(string(kids)) {
+			comm, err := os.ReadFile("/proc/" + k + "/comm")
+			if err != nil || !strings.Contains(string(comm), "tables-restor") {
+				continue
+			}
+			kid, _ := strconv.Atoi(k)
+			if n, err := treeTicks(kid); err == nil {
+				ticks += n
+			}
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
 // settle waits until the agent has used no CPU for two polls in a row (its
 // dataplane done with the last call's endpoint) and returns its CPU then.
 // Every call of every variant starts on an idle agent.

@@ -18,6 +18,7 @@ import (
 type callCost struct {
 	lat                      []time.Duration
 	client, serve, dataplane time.Duration // sums over lat's calls
+	restore                  time.Duration // of dataplane: the restore sessions
 }
 
 func (c callCost) p50() time.Duration { return quantile(c.lat, .5) }
@@ -65,6 +66,10 @@ func (r *podCostRig) pod(v cniVariant) *libcni.RuntimeConf {
 // the call (serving) and after it until it is idle again (dataplane).
 func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error) {
 	a0 := r.idle()
+	var rs0 time.Duration
+	if r.agent != nil && v.countAgent {
+		rs0 = r.agent.restoreCPU(r.b)
+	}
 	r.e.cfg = v.cfg
 	c0, t0 := childCPU(), time.Now()
 	if err := f(); err != nil {
@@ -76,6 +81,7 @@ func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error
 		a1 := r.agent.cpu(r.b)
 		c.serve += a1 - a0
 		c.dataplane += r.idle() - a1
+		c.restore += r.agent.restoreCPU(r.b) - rs0
 	}
 }
 
@@ -84,50 +90,77 @@ func (r *podCostRig) add(v cniVariant, rt *libcni.RuntimeConf) error {
 	return err
 }
 
-// measure is n samples, interleaved: each variant's ADD, then each
-// variant's DEL of that pod, every call on an idle agent, so the node keeps
-// the pods it had. Then n ADDs per variant back to back, in bursts of
-// b2bBurst (the agent still busy with the previous pods), each variant's
-// burst in turn from an idle agent, each burst deleted after.
+// measure is measureRigs of r alone.
 func (r *podCostRig) measure(n int) []podCost {
-	orig := r.e.cfg
-	defer func() { r.e.cfg = orig }()
-	out := make([]podCost, len(r.vs))
-	for j, v := range r.vs {
-		out[j].name = v.name
+	return measureRigs([]*podCostRig{r}, n)[0]
+}
+
+// measureRigs is n samples of every rig, interleaved: in each sample, rig
+// by rig, each variant's ADD, then each variant's DEL of that pod, every
+// call on an idle agent, so each node keeps the pods it had. Then n ADDs
+// per variant back to back, in bursts of b2bBurst (the agent still busy
+// with the previous pods), each rig's and variant's burst in turn from an
+// idle agent, each burst deleted after. The first rig's exec floor runs
+// once per sample.
+func measureRigs(rigs []*podCostRig, n int) [][]podCost {
+	out := make([][]podCost, len(rigs))
+	for k, r := range rigs {
+		out[k] = make([]podCost, len(r.vs))
+		for j, v := range r.vs {
+			out[k][j].name = v.name
+		}
 	}
 	for i := 0; i < n; i++ {
-		r.floor.run(r.b)
-		rts := make([]*libcni.RuntimeConf, len(r.vs))
-		for j, v := range r.vs {
-			rts[j] = r.pod(v)
-			r.call(v, &out[j].add, "ADD", func() error { return r.add(v, rts[j]) })
-		}
-		for j, v := range r.vs {
-			r.call(v, &out[j].del, "DEL", func() error { return r.e.del(v.l, rts[j]) })
+		rigs[0].floor.run(rigs[0].b)
+		for k, r := range rigs {
+			r.sample(out[k])
 		}
 	}
 	for done := 0; done < n; done += b2bBurst {
-		for j, v := range r.vs {
-			burst := make([]*libcni.RuntimeConf, min(b2bBurst, n-done))
-			r.idle()
-			r.e.cfg = v.cfg
-			for k := range burst {
-				burst[k] = r.pod(v)
-				t0 := time.Now()
-				if err := r.add(v, burst[k]); err != nil {
-					r.b.Fatalf("%s back-to-back ADD: %v", v.name, err)
-				}
-				out[j].b2b = append(out[j].b2b, time.Since(t0))
-			}
-			for _, rt := range burst {
-				if err := r.e.del(v.l, rt); err != nil {
-					r.b.Fatalf("%s DEL after the burst: %v", v.name, err)
-				}
-			}
+		for k, r := range rigs {
+			r.bursts(out[k], min(b2bBurst, n-done))
 		}
 	}
 	return out
+}
+
+// sample is one pod of each variant: their ADDs, then their DELs.
+func (r *podCostRig) sample(out []podCost) {
+	orig := r.e.cfg
+	defer func() { r.e.cfg = orig }()
+	rts := make([]*libcni.RuntimeConf, len(r.vs))
+	for j, v := range r.vs {
+		rts[j] = r.pod(v)
+		r.call(v, &out[j].add, "ADD", func() error { return r.add(v, rts[j]) })
+	}
+	for j, v := range r.vs {
+		r.call(v, &out[j].del, "DEL", func() error { return r.e.del(v.l, rts[j]) })
+	}
+}
+
+// bursts is one burst of n ADDs back to back per variant, each deleted
+// after.
+func (r *podCostRig) bursts(out []podCost, n int) {
+	orig := r.e.cfg
+	defer func() { r.e.cfg = orig }()
+	for j, v := range r.vs {
+		burst := make([]*libcni.RuntimeConf, n)
+		r.idle()
+		r.e.cfg = v.cfg
+		for k := range burst {
+			burst[k] = r.pod(v)
+			t0 := time.Now()
+			if err := r.add(v, burst[k]); err != nil {
+				r.b.Fatalf("%s back-to-back ADD: %v", v.name, err)
+			}
+			out[j].b2b = append(out[j].b2b, time.Since(t0))
+		}
+		for _, rt := range burst {
+			if err := r.e.del(v.l, rt); err != nil {
+				r.b.Fatalf("%s DEL after the burst: %v", v.name, err)
+			}
+		}
+	}
 }
 
 // b2bBurst is how many ADDs follow each other without waiting.
@@ -177,41 +210,56 @@ func podCostSizes(b *testing.B) (few, full, samples int) {
 // BenchmarkCNIPodCost is issue #25's measure of what a pod costs the node,
 // against ptp + host-local in one interleaved run, all through libcni with
 // a fresh namespace per pod and calico-node at the product's refresh
-// intervals. With 10 of our pods on the node, then after filling it to 250:
-// CPU per ADD and per DEL counted as BenchmarkCNI counts it (plugin
+// intervals, on two nodes measured interleaved, one with 10 of our pods and
+// one with 250: CPU per ADD and per DEL counted as BenchmarkCNI counts it (plugin
 // processes + agent serving + agent dataplane until idle, children
 // included), each call starting on an idle agent; ADD p50 on an idle agent
 // and back to back. Then, with the agent stopped, the in-process fallback's
 // ADD p50 (CNI_PODCOST_BASELINE names an older build to run in-process
 // beside it). Every figure of ours is also reported as a ratio to
-// ptp + host-local's in the same phase, and the 250-pod CPU per ADD and
-// DEL as a ratio to the 10-pod one.
+// ptp + host-local's on the same node, and the 250-pod node's CPU per ADD
+// and DEL as a ratio to the 10-pod node's.
 func BenchmarkCNIPodCost(b *testing.B) {
 	few, full, samples := podCostSizes(b)
-	// 0: every refresh interval at the product's default.
-	e, floor, agent, ours, ptp := newCNIBench(b, 32, "0")
-	r := &podCostRig{b: b, e: e, agent: agent, floor: floor, vs: []cniVariant{
-		{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}}
-	warm(b, e, r.vs)
-
-	phases := []podCostPhase{}
-	for _, pods := range []int{few, full} {
-		r.fill(len(e.hostLinks()), pods)
-		phases = append(phases, podCostPhase{fmt.Sprintf("at%d", pods), fmt.Sprintf("%d pods, agent running", pods), r.measure(samples), neighbourEntries()})
+	// Two nodes, each with its own datastore and agent (every refresh
+	// interval at the product's default: "0"), one filled to few pods and
+	// one to full, measured interleaved sample by sample: the VM's speed
+	// drifts by tens of percent within minutes, so phases one after the
+	// other would compare two speeds as well as two node sizes.
+	newRig := func(hostIndex int) *podCostRig {
+		e, floor, agent, ours, ptp := newCNIBench(b, hostIndex, "0")
+		r := &podCostRig{b: b, e: e, agent: agent, floor: floor, vs: []cniVariant{
+			{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}}
+		warm(b, e, r.vs)
+		return r
 	}
-	served := agent.servedCalls()
-	agent.stop()
-	r.agent = nil
+	rigs := []*podCostRig{newRig(32), newRig(33)}
+	sizes := []int{few, full}
+	for k, r := range rigs {
+		r.fill(len(r.e.hostLinks()), sizes[k])
+	}
+	runs := measureRigs(rigs, samples)
+	neigh := neighbourEntries()
+	var phases []podCostPhase
+	for k, r := range rigs {
+		phases = append(phases, podCostPhase{fmt.Sprintf("at%d", sizes[k]), fmt.Sprintf("%d pods, agent running", sizes[k]), runs[k], neigh})
+		if want := sizes[k] + 2 + 4*samples; r.agent.servedCalls() < want {
+			b.Fatalf("the agent of the %d-pod node served %d calls, want at least %d (the warm-up, the fill, and every ADD and DEL of ours)",
+				sizes[k], r.agent.servedCalls(), want)
+		}
+		r.agent.stop()
+		r.agent = nil
+	}
+	// The in-process fallback on the full node, agent stopped.
+	r := rigs[1]
+	e, ours, ptp := r.e, r.vs[0].l, r.vs[1].l
 	r.vs = []cniVariant{{"calico in-process", "inpr", ours, false, e.cfg}, {"ptp+host-local", "ptp2", ptp, false, e.cfg}}
 	if base := baselineVariant(b, e, "CNI_PODCOST_BASELINE", ours); base != nil {
 		r.vs = slices.Insert(r.vs, 1, *base)
 	}
 	warm(b, e, r.vs)
 	phases = append(phases, podCostPhase{"inproc", fmt.Sprintf("%d pods, agent stopped", full), r.measure(samples), neighbourEntries()})
-	if want := full + 2 + 2*4*samples; served < want {
-		b.Fatalf("the agent served %d calls, want at least %d (the warm-up, the fill, and every ADD and DEL of ours)", served, want)
-	}
-
+	floor := rigs[0].floor
 	b.Log(podCostTable(samples, floor, phases))
 	for _, ph := range phases {
 		reportPodCost(b, ph.key, ph.runs[0], ph.runs[len(ph.runs)-1])
@@ -220,7 +268,7 @@ func BenchmarkCNIPodCost(b *testing.B) {
 	b.ReportMetric(float64(hi.add.cpu())/float64(lo.add.cpu()), fmt.Sprintf("cpu/add-%dvs%d-ratio", full, few))
 	b.ReportMetric(float64(hi.del.cpu())/float64(lo.del.cpu()), fmt.Sprintf("cpu/del-%dvs%d-ratio", full, few))
 	// The same divided by ptp + host-local's own ratio between the two
-	// phases, which are minutes apart: the VM's speed drifts between them.
+	// nodes: what a fuller node costs any plugin (the kernel's share).
 	plo, phi := phases[0].runs[len(phases[0].runs)-1], phases[1].runs[len(phases[1].runs)-1]
 	b.ReportMetric(drifted(hi.add.cpu(), lo.add.cpu(), phi.add.cpu(), plo.add.cpu()), fmt.Sprintf("cpu/add-%dvs%d-per-ptp-ratio", full, few))
 	b.ReportMetric(drifted(hi.del.cpu(), lo.del.cpu(), phi.del.cpu(), plo.del.cpu()), fmt.Sprintf("cpu/del-%dvs%d-per-ptp-ratio", full, few))
@@ -274,14 +322,17 @@ func reportPodCost(b *testing.B, key string, o, p podCost) {
 func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d samples per phase, interleaved (times in ms); exec of an empty static Go program: %.1f ms CPU (%d runs)\n", samples, millis(floor.perRun()), floor.n)
-	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %8s %9s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
-		"CPU/ADD", "(client", "serving", "dplane)", "CPU/DEL", "(dplane)")
+	// restore: of dplane, the agent's iptables-restore sessions (their
+	// commits, the kernel's validation of the table included).
+	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %9s %8s %9s %9s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
+		"CPU/ADD", "(client", "serving", "dplane", "restore)", "CPU/DEL", "(dplane", "restore)")
 	for _, ph := range phases {
 		for _, r := range ph.runs {
 			n := time.Duration(max(len(r.add.lat), 1))
-			fmt.Fprintf(&sb, "%-26s %-18s %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %8.1f %8.1f %9.1f\n", ph.desc, r.name,
+			fmt.Fprintf(&sb, "%-26s %-18s %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f\n", ph.desc, r.name,
 				millis(r.add.p50()), millis(quantile(r.b2b, .5)), millis(r.del.p50()), millis(r.add.cpu()),
-				millis(r.add.client/n), millis(r.add.serve/n), millis(r.add.dataplane/n), millis(r.del.cpu()), millis(r.del.dataplane/n))
+				millis(r.add.client/n), millis(r.add.serve/n), millis(r.add.dataplane/n), millis(r.add.restore/n),
+				millis(r.del.cpu()), millis(r.del.dataplane/n), millis(r.del.restore/n))
 		}
 	}
 	for _, ph := range phases {
@@ -294,7 +345,7 @@ func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 	}
 	lo, hi := phases[0], phases[1]
 	o0, o1, p0, p1 := lo.runs[0], hi.runs[0], lo.runs[len(lo.runs)-1], hi.runs[len(hi.runs)-1]
-	fmt.Fprintf(&sb, "%s, %s: CPU per ADD %.2fx, per DEL %.2fx of %s's (%.2fx and %.2fx divided by %s's own change between the phases)", hi.desc, o1.name,
+	fmt.Fprintf(&sb, "%s, %s: CPU per ADD %.2fx, per DEL %.2fx of %s's (%.2fx and %.2fx divided by %s's own change between the nodes)", hi.desc, o1.name,
 		float64(o1.add.cpu())/float64(o0.add.cpu()), float64(o1.del.cpu())/float64(o0.del.cpu()), lo.desc,
 		drifted(o1.add.cpu(), o0.add.cpu(), p1.add.cpu(), p0.add.cpu()), drifted(o1.del.cpu(), o0.del.cpu(), p1.del.cpu(), p0.del.cpu()), p0.name)
 	return sb.String()
