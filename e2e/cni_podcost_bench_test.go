@@ -18,7 +18,7 @@ import (
 type callCost struct {
 	lat                      []time.Duration
 	client, serve, dataplane time.Duration // sums over lat's calls
-	restore                  time.Duration // of dataplane: the restore sessions
+	restore                  time.Duration // the restore sessions', from the call's start until idle
 }
 
 func (c callCost) p50() time.Duration { return quantile(c.lat, .5) }
@@ -322,8 +322,9 @@ func reportPodCost(b *testing.B, key string, o, p podCost) {
 func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d samples per phase, interleaved (times in ms); exec of an empty static Go program: %.1f ms CPU (%d runs)\n", samples, millis(floor.perRun()), floor.n)
-	// restore: of dplane, the agent's iptables-restore sessions (their
-	// commits, the kernel's validation of the table included).
+	// restore: the agent's iptables-restore sessions from the call's start
+	// until idle (their commits, the kernel's validation of the table
+	// included), almost always within dplane.
 	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %9s %8s %9s %9s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
 		"CPU/ADD", "(client", "serving", "dplane", "restore)", "CPU/DEL", "(dplane", "restore)")
 	for _, ph := range phases {
