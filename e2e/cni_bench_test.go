@@ -97,7 +97,7 @@ func treeTicks(pid int) (int64, error) {
 // sessions): their parsing and the kernel's commit of each restore,
 // validation of the whole table included, which on the agent's CPU
 // alone would not show.
-func (a *agentProc) restoreCPU(b *testing.B) time.Duration {
+func (a *agentProc) restoreCPU() time.Duration {
 	var ticks int64
 	pid := a.cmd.Process.Pid
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))

@@ -68,7 +68,7 @@ func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error
 	a0 := r.idle()
 	var rs0 time.Duration
 	if r.agent != nil && v.countAgent {
-		rs0 = r.agent.restoreCPU(r.b)
+		rs0 = r.agent.restoreCPU()
 	}
 	r.e.cfg = v.cfg
 	c0, t0 := childCPU(), time.Now()
@@ -81,7 +81,7 @@ func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error
 		a1 := r.agent.cpu(r.b)
 		c.serve += a1 - a0
 		c.dataplane += r.idle() - a1
-		c.restore += r.agent.restoreCPU(r.b) - rs0
+		c.restore += r.agent.restoreCPU() - rs0
 	}
 }
 
