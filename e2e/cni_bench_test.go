@@ -79,17 +79,28 @@ func treeTicks(pid int) (int64, error) {
 		n, _ := strconv.ParseInt(f[i], 10, 64)
 		ticks += n
 	}
+	for _, kid := range children(pid) {
+		if n, err := treeTicks(kid); err == nil { // gone meanwhile: counted once reaped
+			ticks += n
+		}
+	}
+	return ticks, nil
+}
+
+// children are pid's live child processes, from every thread's
+// /proc/<pid>/task/<tid>/children.
+func children(pid int) []int {
+	var out []int
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, task := range tasks {
 		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
 		for _, k := range strings.Fields(string(kids)) {
-			kid, _ := strconv.Atoi(k)
-			if n, err := treeTicks(kid); err == nil { // gone meanwhile: counted once reaped
-				ticks += n
+			if kid, err := strconv.Atoi(k); err == nil {
+				out = append(out, kid)
 			}
 		}
 	}
-	return ticks, nil
+	return out
 }
 
 // restoreCPU is the CPU so far of the agent's live iptables-restore and
@@ -99,19 +110,13 @@ func treeTicks(pid int) (int64, error) {
 // alone would not show.
 func (a *agentProc) restoreCPU() time.Duration {
 	var ticks int64
-	pid := a.cmd.Process.Pid
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		for _, k := range strings.Fields(string(kids)) {
-			comm, err := os.ReadFile("/proc/" + k + "/comm")
-			if err != nil || !strings.Contains(string(comm), "tables-restor") {
-				continue
-			}
-			kid, _ := strconv.Atoi(k)
-			if n, err := treeTicks(kid); err == nil {
-				ticks += n
-			}
+	for _, kid := range children(a.cmd.Process.Pid) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", kid))
+		if err != nil || !strings.Contains(string(comm), "tables-restor") {
+			continue
+		}
+		if n, err := treeTicks(kid); err == nil {
+			ticks += n
 		}
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
