@@ -681,30 +681,42 @@ if [ "$watch" = 1 ]; then
 	in_pod || die "--watch-kubeconfig: no service account token at $(sa_token): not in a Kubernetes pod"
 	[[ $KUBECONFIG_REFRESH_INTERVAL =~ ^[0-9]+(\.[0-9]+)?$ ]] && [[ $KUBECONFIG_REFRESH_INTERVAL =~ [1-9] ]] ||
 		die "KUBECONFIG_REFRESH_INTERVAL must be a positive number of seconds, got '$KUBECONFIG_REFRESH_INTERVAL'"
-	plan_kubeconfig
 	dst=$(root "$CNI_CONF_DIR")/$KUBECONFIG_NAME
-	write_file "$dst" 0600 "$cni_kc"
-	refreshed
-	sleeper=""
-	# A signal between two commands of write_file may leave its temporary
-	# files (this process's, or a refresh subshell's): remove them.
-	trap '[ -z "$sleeper" ] || kill "$sleeper" 2>/dev/null
-		rm -f "$(dirname "$dst")"/.$KUBECONFIG_NAME.*.$$
-		say "stopped"; exit 0' TERM INT
-	say "keeping $dst current with $(sa_token), checked every ${KUBECONFIG_REFRESH_INTERVAL}s"
-	while :; do
-		# In the background, so that a signal is handled at once.
-		sleep "$KUBECONFIG_REFRESH_INTERVAL" &
-		sleeper=$!
-		wait "$sleeper" || true
-		sleeper=""
-		refresh_due || continue
-		if kc=$(cni_kubeconfig); then
-			if (write_file "$dst" 0600 "$kc"); then refreshed; else say "cannot rewrite $dst; retrying"; fi
-		else
-			say "keeping the old $dst; retrying"
-		fi
-	done
+	dst_dir=$(dirname "$dst")
+	# The work runs in a child process group and this shell only waits for
+	# it: bash 5.2 can misparse a trap that fires while the shell itself is
+	# expanding a $(...), and then neither runs the trap nor exits.
+	keep_current() {
+		plan_kubeconfig
+		write_file "$dst" 0600 "$cni_kc"
+		refreshed
+		say "keeping $dst current with $(sa_token), checked every ${KUBECONFIG_REFRESH_INTERVAL}s"
+		while :; do
+			sleep "$KUBECONFIG_REFRESH_INTERVAL"
+			refresh_due || continue
+			if kc=$(cni_kubeconfig); then
+				if (write_file "$dst" 0600 "$kc"); then refreshed; else say "cannot rewrite $dst; retrying"; fi
+			else
+				say "keeping the old $dst; retrying"
+			fi
+		done
+	}
+	worker=""
+	# A signal mid-write may leave the worker's temporary files (named
+	# after this shell's $$, which subshells keep): remove them.
+	stop_watch() {
+		[ -z "$worker" ] || { kill -TERM -- "-$worker" 2>/dev/null; wait "$worker" || :; }
+		rm -f "$dst_dir"/.$KUBECONFIG_NAME.*.$$
+		say "stopped"
+		exit 0
+	}
+	trap stop_watch TERM INT
+	set -m
+	keep_current &
+	worker=$!
+	set +m
+	wait "$worker"
+	die "the refresh loop ended"
 fi
 
 # ---------------------------------------------------------------- install
