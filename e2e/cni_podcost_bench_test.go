@@ -19,6 +19,7 @@ type callCost struct {
 	lat                      []time.Duration
 	client, serve, dataplane time.Duration // sums over lat's calls
 	restore                  time.Duration // the restore sessions', from the call's start until idle
+	applies                  int           // the agent's dataplane applies, from the call's start until idle
 }
 
 func (c callCost) p50() time.Duration { return quantile(c.lat, .5) }
@@ -65,6 +66,7 @@ func (r *podCostRig) pod(v cniVariant) *libcni.RuntimeConf {
 // CPU to c: the plugin processes', and with countAgent the agent's during
 // the call (serving) and after it until it is idle again (dataplane).
 func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error) {
+	n0 := r.applies() // before idle: the scrape's own CPU is then over
 	a0 := r.idle()
 	var rs0 time.Duration
 	if r.agent != nil && v.countAgent {
@@ -83,6 +85,24 @@ func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error
 		c.dataplane += r.idle() - a1
 		c.restore += r.agent.restoreCPU() - rs0
 	}
+	if r.agent != nil {
+		r.idle()
+		c.applies += r.applies() - n0
+	}
+}
+
+// applies is how many dataplane applies the agent has made (its
+// felix_int_dataplane_apply_time_seconds summary's count); 0 without one.
+func (r *podCostRig) applies() int {
+	if r.agent == nil {
+		return 0
+	}
+	s, err := r.agent.scrapeMetrics()
+	if err != nil {
+		r.b.Fatalf("counting the agent's applies: %v", err)
+	}
+	n, _ := s.Value("felix_int_dataplane_apply_time_seconds")
+	return int(n)
 }
 
 func (r *podCostRig) add(v cniVariant, rt *libcni.RuntimeConf) error {
@@ -325,15 +345,16 @@ func podCostTable(samples int, floor *execFloor, phases []podCostPhase) string {
 	// restore: the agent's iptables-restore sessions from the call's start
 	// until idle (their commits, the kernel's validation of the table
 	// included), almost always within dplane.
-	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %9s %8s %9s %9s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
-		"CPU/ADD", "(client", "serving", "dplane", "restore)", "CPU/DEL", "(dplane", "restore)")
+	fmt.Fprintf(&sb, "%-26s %-18s %8s %8s %8s %8s %9s %8s %8s %9s %8s %9s %9s %12s %5s\n", "phase", "plugin", "ADD p50", "b2b p50", "DEL p50",
+		"CPU/ADD", "(client", "serving", "dplane", "restore)", "CPU/DEL", "(dplane", "restore)", "applies/ADD", "/DEL")
 	for _, ph := range phases {
 		for _, r := range ph.runs {
 			n := time.Duration(max(len(r.add.lat), 1))
-			fmt.Fprintf(&sb, "%-26s %-18s %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f\n", ph.desc, r.name,
+			fmt.Fprintf(&sb, "%-26s %-18s %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f %8.1f %9.1f %8.1f %9.1f %9.1f %12.2f %5.2f\n", ph.desc, r.name,
 				millis(r.add.p50()), millis(quantile(r.b2b, .5)), millis(r.del.p50()), millis(r.add.cpu()),
 				millis(r.add.client/n), millis(r.add.serve/n), millis(r.add.dataplane/n), millis(r.add.restore/n),
-				millis(r.del.cpu()), millis(r.del.dataplane/n), millis(r.del.restore/n))
+				millis(r.del.cpu()), millis(r.del.dataplane/n), millis(r.del.restore/n),
+				float64(r.add.applies)/float64(n), float64(r.del.applies)/float64(n))
 		}
 	}
 	for _, ph := range phases {
