@@ -374,7 +374,8 @@ func (a *agent) apply(ctx context.Context) error {
 	v6Support := cur.IPv6Support == nil || *cur.IPv6Support // ipv6Support, Calico's default true
 	d := a.calc.desired(a.state, v6Support && (a.ipv6 || a.state.HasIPv6Pools()))
 	calcDone := time.Now()
-	des := dataplane.Desired{InSync: true, IPSets: map[string]dataplane.IPSet{}, Routes: map[netip.Prefix]dataplane.RouteTarget{},
+	des := dataplane.Desired{InSync: true, IPSets: make(map[string]dataplane.IPSet, len(d.IPSets)),
+		Routes: make(map[netip.Prefix]dataplane.RouteTarget, len(d.Endpoints)+len(d.Blackholes)),
 		Tables: map[int]map[string][]iptables.Chain{}, Forwarding: dataplane.Forwarding{Mode: d.IPForwarding, IPv6: d.IPv6},
 		ChainInsertMode: cur.ChainInsertMode, IPTablesBackend: cur.IptablesBackend,
 		KeepExternalRoutes: cur.RemoveExternalRoutes != nil && !*cur.RemoveExternalRoutes}
@@ -396,7 +397,14 @@ func (a *agent) apply(ctx context.Context) error {
 	for name, s := range d.IPSets {
 		des.IPSets[name] = dataplane.IPSet{Type: s.Type, Family: s.Family, Members: s.Members}
 	}
-	statuses, files := map[string]string{}, map[string]bool{}
+	// Statuses only when they are reported (an empty set otherwise: the
+	// reporter then writes none).
+	var statuses map[string]string
+	if a.status.ReportsEndpoints() {
+		statuses = make(map[string]string, len(d.Endpoints))
+	}
+	files := make(map[string]bool, len(d.Endpoints))
+	des.Endpoints = make([]dataplane.LocalEndpoint, 0, len(d.Endpoints))
 	dev := routes.DeviceRoutes(deviceRouteConfig(&cur))
 	for _, ep := range d.Endpoints {
 		des.Endpoints = append(des.Endpoints, dataplane.LocalEndpoint{Iface: ep.Iface, Addrs: ep.Addrs, MAC: ep.MAC,
@@ -404,7 +412,9 @@ func (a *agent) apply(ctx context.Context) error {
 		for _, addr := range ep.Addrs {
 			des.Routes[netip.PrefixFrom(addr, addr.BitLen())] = dev.Target(ep.Iface, addr)
 		}
-		statuses[a.status.EndpointKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
+		if statuses != nil {
+			statuses[a.status.EndpointKey(ep.Orchestrator, ep.Workload, ep.Endpoint)] = "up"
+		}
 		files[ep.StatusFile] = true
 	}
 	for _, b := range d.Blackholes {

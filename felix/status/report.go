@@ -97,8 +97,12 @@ func (r *Reporter) Configure(cfg Config) { r.cfg = cfg }
 
 // EndpointKey is the status key of a workload endpoint.
 func (r *Reporter) EndpointKey(orchestrator, workload, endpoint string) string {
-	return fmt.Sprintf("%s%s/workload/%s/%s/endpoint/%s", statusPrefix, r.node, orchestrator, workload, endpoint)
+	return statusPrefix + r.node + "/workload/" + orchestrator + "/" + workload + "/endpoint/" + endpoint
 }
+
+// ReportsEndpoints reports whether endpoint statuses are written
+// (endpointReportingEnabled); when not, SetEndpoints' input is not used.
+func (r *Reporter) ReportsEndpoints() bool { return r.cfg.endpoints }
 
 func (r *Reporter) agentKey() string { return statusPrefix + r.node + "/status" }
 
