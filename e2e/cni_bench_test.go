@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,8 +112,11 @@ func children(pid int) []int {
 func (a *agentProc) restoreCPU() time.Duration {
 	var ticks int64
 	for _, kid := range children(a.cmd.Process.Pid) {
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", kid))
-		if err != nil || !strings.Contains(string(comm), "tables-restor") {
+		// argv[0], not comm: comm is cut at 15 bytes ("ip6tables-resto",
+		// "iptables-nft-re").
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kid))
+		name := filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))
+		if err != nil || !strings.HasPrefix(name, "ip") || !strings.Contains(name, "tables") || !strings.HasSuffix(name, "-restore") {
 			continue
 		}
 		if n, err := treeTicks(kid); err == nil {

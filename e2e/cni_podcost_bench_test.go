@@ -79,16 +79,18 @@ func (r *podCostRig) call(v cniVariant, c *callCost, what string, f func() error
 	}
 	c.lat = append(c.lat, time.Since(t0))
 	c.client += childCPU() - c0
-	if r.agent != nil && v.countAgent {
+	if r.agent == nil {
+		return
+	}
+	if v.countAgent {
 		a1 := r.agent.cpu(r.b)
 		c.serve += a1 - a0
 		c.dataplane += r.idle() - a1
 		c.restore += r.agent.restoreCPU() - rs0
-	}
-	if r.agent != nil {
+	} else {
 		r.idle()
-		c.applies += r.applies() - n0
 	}
+	c.applies += r.applies() - n0
 }
 
 // applies is how many dataplane applies the agent has made (its
