@@ -3,6 +3,7 @@ package cni
 import (
 	"encoding/json"
 	"sync"
+	"time"
 )
 
 // Busy counts the calls an Agent is serving, so that calico-node can hold
@@ -15,6 +16,8 @@ type Busy struct {
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	// ended is when n last dropped to 0 (zero: never).
+	ended time.Time
 }
 
 // Idle returns nil when no call is in flight, else a channel closed once
@@ -29,6 +32,20 @@ func (b *Busy) Idle() <-chan struct{} {
 		return nil
 	}
 	return b.idle
+}
+
+// Ended is when the last call in flight ended (zero: none has, or a call
+// is in flight now).
+func (b *Busy) Ended() time.Time {
+	if b == nil {
+		return time.Time{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n > 0 {
+		return time.Time{}
+	}
+	return b.ended
 }
 
 // Enter counts one call until the returned func is called (Serve does).
@@ -48,6 +65,7 @@ func (b *Busy) Enter() func() {
 		if b.n--; b.n == 0 {
 			close(b.idle)
 			b.idle = nil
+			b.ended = time.Now()
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package cni
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestBusy: Idle is nil with no call in flight, and a channel that closes
 // when the last of the calls in flight ends.
@@ -49,5 +52,20 @@ func TestWaitsForAgent(t *testing.T) {
 		if got := waitsForAgent([]byte(conf)); got != want {
 			t.Errorf("%s: waitsForAgent %v, want %v", conf, got, want)
 		}
+	}
+}
+
+// TestBusyEnded: Ended is zero while a call is in flight and the time the
+// last one ended after.
+func TestBusyEnded(t *testing.T) {
+	var b Busy
+	exit := b.Enter()
+	if !b.Ended().IsZero() {
+		t.Fatal("an end time with a call in flight")
+	}
+	before := time.Now()
+	exit()
+	if e := b.Ended(); e.Before(before) || e.After(time.Now()) {
+		t.Fatalf("Ended %v, want the moment the call ended (after %v)", e, before)
 	}
 }

@@ -14,9 +14,19 @@ import (
 // steady stream of calls delays policy by at most this much.
 const maxApplyHold = 50 * time.Millisecond
 
+// echoGrace is how long after the last call in flight ends a due apply
+// still waits, for the watch updates of the call's own last writes: an
+// ADD writes its endpoint and a DEL its block just before it answers,
+// and their updates reach the loop 0.2-1.3 ms after the answer (measured
+// with 10 and 30 pods). Without it, each would make an apply of its own
+// after the one that ran as the call ended (1.2-1.4 applies per call;
+// 1.00 with it). Interleaved at 250 pods, an ADD and a DEL each cost the
+// node 7 % less CPU with it, and ADD latency is lower (docs/PERFORMANCE.md).
+const echoGrace = 5 * time.Millisecond
+
 // applyHold is the loop's hold of one due apply: idle is closed when no
 // call is in flight any more, timer fires when the hold has lasted
-// maxApplyHold.
+// maxApplyHold or the echo grace is over.
 type applyHold struct {
 	since time.Time // when the due apply was first held; zero: not held
 	idle  <-chan struct{}
@@ -30,19 +40,37 @@ func newApplyHold() *applyHold {
 }
 
 // wait reports whether the due apply should wait (the loop then selects
-// on idle and timer); false: apply now.
+// on idle and timer); false: apply now. It waits while a call is in
+// flight, and for echoGrace after the last one ended, at most
+// maxApplyHold in all.
 func (h *applyHold) wait(busy *cni.Busy, now time.Time) bool {
 	idle := busy.Idle()
-	if idle != nil && h.since.IsZero() {
+	grace := time.Duration(0)
+	if ended := busy.Ended(); idle == nil && !ended.IsZero() {
+		grace = ended.Add(echoGrace).Sub(now)
+	}
+	if idle == nil && grace <= 0 {
+		h.stop()
+		return false
+	}
+	if h.since.IsZero() {
 		h.since = now
 	}
 	left := maxApplyHold - now.Sub(h.since)
-	if idle == nil || left <= 0 {
-		h.since, h.idle = time.Time{}, nil
-		h.timer.Stop()
+	if left <= 0 {
+		h.stop()
 		return false
 	}
 	h.idle = idle
+	if idle == nil {
+		left = min(left, grace)
+	}
 	h.timer.Reset(left)
 	return true
+}
+
+// stop ends the hold: the due apply runs now.
+func (h *applyHold) stop() {
+	h.since, h.idle = time.Time{}, nil
+	h.timer.Stop()
 }

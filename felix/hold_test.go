@@ -44,3 +44,39 @@ func TestApplyHold(t *testing.T) {
 		t.Fatal("held after the call ended")
 	}
 }
+
+// TestApplyHoldEchoGrace: once the last call ends, a due apply still waits
+// echoGrace for the call's own writes' watch updates, within the same
+// maxApplyHold bound, and a busy that never served a call holds nothing.
+func TestApplyHoldEchoGrace(t *testing.T) {
+	h := newApplyHold()
+	busy := &cni.Busy{}
+	busy.Enter()()
+	ended := busy.Ended()
+	if ended.IsZero() {
+		t.Fatal("no end time after a call")
+	}
+	if !h.wait(busy, ended) || h.idle != nil {
+		t.Fatal("not held (on the timer alone) just after the call ended")
+	}
+	if !h.wait(busy, ended.Add(echoGrace-time.Millisecond)) {
+		t.Fatal("not held within echoGrace of the call's end")
+	}
+	if h.wait(busy, ended.Add(echoGrace)) {
+		t.Fatal("held beyond echoGrace")
+	}
+	// A hold that began while the call was in flight keeps its bound.
+	exit := busy.Enter()
+	if !h.wait(busy, time.Now()) {
+		t.Fatal("not held with a call in flight")
+	}
+	exit()
+	ended = busy.Ended()
+	h.since = ended.Add(-maxApplyHold + time.Millisecond) // the hold began this long ago
+	if h.wait(busy, ended.Add(time.Millisecond)) {
+		t.Fatal("the echo grace extended the hold beyond maxApplyHold")
+	}
+	if (&cni.Busy{}).Ended() != (time.Time{}) || h.wait(&cni.Busy{}, time.Now()) {
+		t.Fatal("held for a call that never was")
+	}
+}
