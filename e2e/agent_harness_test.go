@@ -46,11 +46,26 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startAgent runs the binary as calico-node in the host namespace of e.
+// agentBuild is a build of calico-node other than the test's, for
+// benchmarks that measure two builds side by side: bin (empty: the test's
+// binary) run with env added to the test's environment.
+type agentBuild struct {
+	bin string
+	env []string
+}
+
+// startAgent runs the binary (e.agent's, when set) as calico-node in the
+// host namespace of e.
 func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
 	e.t.Helper()
 	args := append([]string{"--bgp=false"}, extra...)
-	return startAgentIn(e.t, e.host.ns, node, e.etcd.Endpoints()[0], e.state, args...)
+	if e.agent.bin == "" && len(e.agent.env) == 0 {
+		return startAgentIn(e.t, e.host.ns, node, e.etcd.Endpoints()[0], e.state, args...)
+	}
+	env := append([]string{"NO_DEFAULT_POOLS=true"}, e.agent.env...)
+	a := launchAgentBin(e.t, e.agent.bin, e.host.ns, node, e.state, env, append([]string{"--etcd-endpoints", e.etcd.Endpoints()[0]}, args...)...)
+	a.waitReady()
+	return a
 }
 
 // startAgentIn runs calico-node inside namespace n with its state under
@@ -81,11 +96,20 @@ func startAgentWith(t testing.TB, n ns.NetNS, node, stateDir string, env []strin
 // launchAgentWith is startAgentWith without waiting for readiness.
 func launchAgentWith(t testing.TB, n ns.NetNS, node, stateDir string, env []string, extra ...string) *agentProc {
 	t.Helper()
+	return launchAgentBin(t, "", n, node, stateDir, env, extra...)
+}
+
+// launchAgentBin is launchAgentWith running bin (empty: the test's binary).
+func launchAgentBin(t testing.TB, bin string, n ns.NetNS, node, stateDir string, env []string, extra ...string) *agentProc {
+	t.Helper()
+	if bin == "" {
+		bin = binary
+	}
 	a := &agentProc{t: t, ns: n, logs: &lockedBuffer{}, health: fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), done: make(chan error, 1)}
 	args := append([]string{"node", "--nodename", node,
 		"--lib-dir", stateDir + "/lib", "--run-dir", stateDir + "/run", "--health-addr", a.health,
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", freePortIn(t, n)), "--resync-interval", "3s"}, extra...)
-	a.cmd = exec.Command(binary, args...)
+	a.cmd = exec.Command(bin, args...)
 	a.cmd.Env = append(os.Environ(), env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
 	done, err := startIn(n, a.cmd)

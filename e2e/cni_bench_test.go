@@ -352,7 +352,13 @@ func reportRuns(b *testing.B, key string, o, p cniRun) {
 // with --resync-interval resync, and the conflists of our plugin and of
 // ptp + host-local (its state in the host's state directory).
 func newCNIBench(b *testing.B, hostIndex int, resync string) (e *cniEnv, floor *execFloor, agent *agentProc, ours, ptp *libcni.NetworkConfigList) {
+	return newCNIBenchAgent(b, hostIndex, resync, agentBuild{})
+}
+
+// newCNIBenchAgent is newCNIBench with calico-node from build.
+func newCNIBenchAgent(b *testing.B, hostIndex int, resync string, build agentBuild) (e *cniEnv, floor *execFloor, agent *agentProc, ours, ptp *libcni.NetworkConfigList) {
 	e = newCNIEnv(b, hostIndex)
+	e.agent = build
 	referencePlugins(b, e.bin)
 	createPool(b, e.cl, "bench", "10.110.0.0/16", 26)
 	floor = newExecFloor(b)

@@ -207,6 +207,16 @@ func (r *podCostRig) fill(have, want int) {
 	r.idle()
 }
 
+// fullNodeAgent is the calico-node build of the benchmark's second node:
+// CNI_PODCOST_FULL_AGENT names another binary (an older build, say) and
+// CNI_PODCOST_FULL_AGENT_ENV adds variables to its environment
+// (space-separated NAME=value). With CNI_PODCOST_FEW equal to
+// CNI_PODCOST_FULL, the "250 against 10 pods" ratios then compare the two
+// builds or settings interleaved, at one node size.
+func fullNodeAgent() agentBuild {
+	return agentBuild{bin: os.Getenv("CNI_PODCOST_FULL_AGENT"), env: strings.Fields(os.Getenv("CNI_PODCOST_FULL_AGENT_ENV"))}
+}
+
 // podCostSizes are the benchmark's sizes: pods on the node in the two
 // phases, and samples per phase; CNI_PODCOST_FEW, CNI_PODCOST_FULL and
 // CNI_PODCOST_SAMPLES override them (a quick trial run).
@@ -248,14 +258,14 @@ func BenchmarkCNIPodCost(b *testing.B) {
 	// one to full, measured interleaved sample by sample: the VM's speed
 	// drifts by tens of percent within minutes, so phases one after the
 	// other would compare two speeds as well as two node sizes.
-	newRig := func(hostIndex int) *podCostRig {
-		e, floor, agent, ours, ptp := newCNIBench(b, hostIndex, "0")
+	newRig := func(hostIndex int, build agentBuild) *podCostRig {
+		e, floor, agent, ours, ptp := newCNIBenchAgent(b, hostIndex, "0", build)
 		r := &podCostRig{b: b, e: e, agent: agent, floor: floor, vs: []cniVariant{
 			{"calico via agent", "ours", ours, true, e.cfg}, {"ptp+host-local", "ptp", ptp, false, e.cfg}}}
 		warm(b, e, r.vs)
 		return r
 	}
-	rigs := []*podCostRig{newRig(32), newRig(33)}
+	rigs := []*podCostRig{newRig(32, agentBuild{}), newRig(33, fullNodeAgent())}
 	sizes := []int{few, full}
 	for k, r := range rigs {
 		r.fill(len(r.e.hostLinks()), sizes[k])

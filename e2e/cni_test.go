@@ -30,6 +30,9 @@ type cniEnv struct {
 	cache string
 	state string
 	cfg   *libcni.CNIConfig
+	// agent is the build startAgent runs (zero: the test's binary and
+	// environment).
+	agent agentBuild
 }
 
 func newCNIEnv(t testing.TB, hostIndex int) *cniEnv {

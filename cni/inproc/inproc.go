@@ -3,10 +3,15 @@
 // does not pay for the rest of the binary's (the embedded etcd server,
 // GoBGP, the agent, calicoctl).
 //
-// Go initialises packages in import-path order, each as soon as its imports
-// are done (Go spec, since 1.21): this package's init runs once the CNI
-// plugin's own dependencies are, and before the packages only the other
-// roles link. TestCNIFastPathInitOrder (e2e) holds this.
+// Go initialises, at each step, the first package in import-path order
+// whose imports are all done (Go spec, since 1.21): this package's init
+// runs once the CNI plugin's own dependencies are, and before the packages
+// that import the agent's or calicoctl's own (the embedded etcd server's
+// embed and etcdserver, felix/config, ctl: TestCNIFastPathInitOrder, e2e,
+// holds this). Third-party packages only the other roles need but whose
+// imports are done earlier still come first when their path sorts before
+// the plugin's last dependency (k8s.io/client-go): GoBGP's, Prometheus's,
+// most of etcd's server (docs/PERFORMANCE.md, ninth pass).
 package inproc
 
 import (
