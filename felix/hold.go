@@ -19,7 +19,7 @@ const maxApplyHold = 50 * time.Millisecond
 // ADD writes its endpoint and a DEL its block just before it answers,
 // and their updates reach the loop 0.2-1.3 ms after the answer (measured
 // with 10 and 30 pods). Without it, each would make an apply of its own
-// after the one that ran as the call ended (1.2-1.4 applies per call;
+// after the one that ran as the call ended (1.2-1.6 applies per call;
 // 1.00 with it). Interleaved at 250 pods, an ADD and a DEL each cost the
 // node 7 % less CPU with it, and ADD latency is lower (docs/PERFORMANCE.md).
 const echoGrace = 5 * time.Millisecond
