@@ -58,12 +58,9 @@ type agentBuild struct {
 // host namespace of e.
 func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
 	e.t.Helper()
-	args := append([]string{"--bgp=false"}, extra...)
-	if e.agent.bin == "" && len(e.agent.env) == 0 {
-		return startAgentIn(e.t, e.host.ns, node, e.etcd.Endpoints()[0], e.state, args...)
-	}
 	env := append([]string{"NO_DEFAULT_POOLS=true"}, e.agent.env...)
-	a := launchAgentBin(e.t, e.agent.bin, e.host.ns, node, e.state, env, append([]string{"--etcd-endpoints", e.etcd.Endpoints()[0]}, args...)...)
+	args := append([]string{"--etcd-endpoints", e.etcd.Endpoints()[0], "--bgp=false"}, extra...)
+	a := launchAgentBin(e.t, e.agent.bin, e.host.ns, node, e.state, env, args...)
 	a.waitReady()
 	return a
 }

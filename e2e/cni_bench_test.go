@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/calico-aio/calico-aio/internal/proccpu"
 )
 
 // cniRun is one plugin set's figures.
@@ -55,53 +57,14 @@ func childCPU() time.Duration {
 // cpu is the CPU calico-node has used so far, its children included: its
 // own utime + stime, what its waited-for children used (iptables-save,
 // ipset; cutime + cstime), and what its live descendants (the long-lived
-// iptables-restores) have used so far, all from /proc in clock ticks of
-// 10 ms (so only sums over many calls mean much).
+// iptables-restores) have used so far (internal/proccpu: clock ticks of
+// 10 ms, so only sums over many calls mean much).
 func (a *agentProc) cpu(b *testing.B) time.Duration {
-	ticks, err := treeTicks(a.cmd.Process.Pid)
+	cpu, err := proccpu.Tree(a.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
-}
-
-// treeTicks is utime + stime + cutime + cstime of pid and of every live
-// descendant (found through /proc/<pid>/task/<tid>/children). A child
-// that exits and is reaped between two reads moves from the second term
-// to its parent's cutime, so the sum stays whole.
-func treeTicks(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	var ticks int64
-	for _, i := range []int{11, 12, 13, 14} { // fields 14-17 of stat(5)
-		n, _ := strconv.ParseInt(f[i], 10, 64)
-		ticks += n
-	}
-	for _, kid := range children(pid) {
-		if n, err := treeTicks(kid); err == nil { // gone meanwhile: counted once reaped
-			ticks += n
-		}
-	}
-	return ticks, nil
-}
-
-// children are pid's live child processes, from every thread's
-// /proc/<pid>/task/<tid>/children.
-func children(pid int) []int {
-	var out []int
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		for _, k := range strings.Fields(string(kids)) {
-			if kid, err := strconv.Atoi(k); err == nil {
-				out = append(out, kid)
-			}
-		}
-	}
-	return out
+	return cpu
 }
 
 // restoreCPU is the CPU so far of the agent's live iptables-restore and
@@ -110,8 +73,8 @@ func children(pid int) []int {
 // validation of the whole table included, which on the agent's CPU
 // alone would not show.
 func (a *agentProc) restoreCPU() time.Duration {
-	var ticks int64
-	for _, kid := range children(a.cmd.Process.Pid) {
+	var cpu time.Duration
+	for _, kid := range proccpu.Children(a.cmd.Process.Pid) {
 		// argv[0], not comm: comm is cut at 15 bytes ("ip6tables-resto",
 		// "iptables-nft-re").
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", kid))
@@ -119,11 +82,11 @@ func (a *agentProc) restoreCPU() time.Duration {
 		if err != nil || !strings.HasPrefix(name, "ip") || !strings.Contains(name, "tables") || !strings.HasSuffix(name, "-restore") {
 			continue
 		}
-		if n, err := treeTicks(kid); err == nil {
-			ticks += n
+		if n, err := proccpu.Tree(kid); err == nil {
+			cpu += n
 		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return cpu
 }
 
 // settle waits until the agent has used no CPU for two polls in a row (its
