@@ -7,6 +7,7 @@
 package fastpath
 
 import (
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -79,13 +80,29 @@ func init() {
 	}
 	stdin, err := readAll(0)
 	if err == nil {
-		rep, ok := Forward(SocketPath(stdin), Request{Plugin: plugin, Env: syscall.Environ(), Stdin: stdin})
+		procs := runtime.GOMAXPROCS(0)
+		rep, ok := forward(SocketPath(stdin), Request{Plugin: plugin, Env: syscall.Environ(), Stdin: stdin}, procs > 1)
 		if ok && rep.Mine {
 			_ = writeAll(1, rep.Stdout)
 			syscall.Exit(rep.Exit)
 		}
+		restoreProcs(procs)
 	}
 	restoreStdin(stdin)
+}
+
+// restoreProcs gives the in-process plugin back the Ps it had before
+// forward: the environment's GOMAXPROCS when set, else the runtime's
+// default (with its automatic updates).
+func restoreProcs(procs int) {
+	if runtime.GOMAXPROCS(0) == procs {
+		return
+	}
+	if _, set := syscall.Getenv("GOMAXPROCS"); set {
+		runtime.GOMAXPROCS(procs)
+		return
+	}
+	runtime.SetDefaultGOMAXPROCS()
 }
 
 // argv0 is the process's argv[0], from /proc/self/cmdline ("" when it
@@ -147,6 +164,19 @@ func SocketPath(netconf []byte) string {
 // the socket is missing or refuses, the connection drops before a complete
 // reply, or the agent is silent for replyTimeout.
 func Forward(path string, req Request) (rep Reply, ok bool) {
+	return forward(path, req, false)
+}
+
+// forward is Forward; with oneP, once connected, it sets GOMAXPROCS to 1
+// for the wait (the plugin's own process only; restoreProcs undoes it).
+// The client's only goroutine then sits in a blocking read for as long as
+// the agent works (an ADD's whole serving, a DEL's link delete): with two
+// or more Ps the others stay idle, so the runtime's sysmon neither takes
+// the blocked P back (for 10 ms) nor sleeps, and wakes every 20 µs for a
+// millisecond and more, each wake-up costing about as much as a small
+// syscall; with one P it hands that P off at its first look and sleeps
+// until the read returns. BenchmarkCNIClientWait (e2e) measures it.
+func forward(path string, req Request, oneP bool) (rep Reply, ok bool) {
 	data := appendRequest(nil, req)
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -160,6 +190,9 @@ func Forward(path string, req Request) (rep Reply, ok bool) {
 	}
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
 		return rep, false
+	}
+	if oneP {
+		runtime.GOMAXPROCS(1)
 	}
 	if writeAll(fd, data) != nil {
 		return rep, false

@@ -2,7 +2,9 @@ package fastpath
 
 import (
 	"net"
+	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -78,5 +80,31 @@ func TestWriteAllWaitsOnAFullNonBlockingPipe(t *testing.T) {
 	}
 	if err := <-errc; err != nil || len(got) != len(want) || string(got) != string(want) {
 		t.Fatalf("writeAll: %v; the reader got %d of %d bytes", err, len(got), len(want))
+	}
+}
+
+// After a forward that set one P and got no answer, the in-process plugin
+// runs with the Ps it had: the environment's GOMAXPROCS when set, else the
+// runtime's default.
+func TestRestoreProcs(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(procs)
+	t.Setenv("GOMAXPROCS", "3")
+	runtime.GOMAXPROCS(3)
+	runtime.GOMAXPROCS(1)
+	restoreProcs(3)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("with GOMAXPROCS=3 in the environment, restoreProcs left %d Ps", got)
+	}
+	os.Unsetenv("GOMAXPROCS")
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(1)
+	restoreProcs(def)
+	if got := runtime.GOMAXPROCS(0); got != def {
+		t.Fatalf("restoreProcs left %d Ps, want the runtime's default %d", got, def)
+	}
+	if def == 1 {
+		t.Log("one CPU: the default case proves nothing here")
 	}
 }
