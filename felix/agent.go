@@ -292,6 +292,7 @@ func (a *agent) loop(ctx context.Context) error {
 			ran, next := config.DueRefreshes(a.refreshes, &cur, a.dp, time.Now())
 			if slices.Contains(ran, "interfaceRefreshInterval") {
 				a.statusFiles.Resync()
+				a.ifaces.RecheckIPVS()
 			}
 			if slices.Contains(ran, "routeRefreshInterval") && a.bgp != nil {
 				a.bgp.ResyncLearned(a.extraRoutes)
@@ -354,7 +355,7 @@ func (a *agent) apply(ctx context.Context) error {
 	workload := dataplane.ParseIfacePrefixes(a.settings.Current().InterfacePrefix)
 	// IPVS mode's this-host set; host endpoints by expectedIPs
 	ipvs := a.state.KubeIPVS()
-	needIfaces := hostiface.KubeIPVS(a.dp, a.state, a.settings.Current().IptablesMarkMask) || a.state.NeedsHostInterfaces()
+	needIfaces := hostiface.KubeIPVS(a.ifaces, a.dp, a.state, a.settings.Current().IptablesMarkMask) || a.state.NeedsHostInterfaces()
 	if a.state.KubeIPVS() != ipvs {
 		a.calc.invalidate()
 	}

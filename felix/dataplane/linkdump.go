@@ -50,12 +50,27 @@ func (n *nlHandle) linksFor(count int) error {
 }
 
 // link is the interface name: from the apply's dump when it has been
-// taken, else by its own request.
+// taken, else by its own request, whose answer the rest of the apply
+// shares (an ADD's apply looks up the new interface for its neighbours,
+// then for its routes' read-back).
 func (n *nlHandle) link(name string) (netlink.Link, error) {
-	if l, ok := n.links[name]; ok && n.held {
+	if !n.held {
+		return n.h.LinkByName(name)
+	}
+	if l, ok := n.links[name]; ok {
 		return l, nil
 	}
-	return n.h.LinkByName(name)
+	if l, ok := n.looked[name]; ok {
+		return l, nil
+	}
+	l, err := n.h.LinkByName(name)
+	if err == nil {
+		if n.looked == nil {
+			n.looked = map[string]netlink.Link{}
+		}
+		n.looked[name] = l
+	}
+	return l, err
 }
 
 // ours is a device only this dataplane makes (an ifb): when the apply's
@@ -69,4 +84,4 @@ func (n *nlHandle) ours(name string) (netlink.Link, error) {
 }
 
 // release ends the apply's hold: the next apply dumps afresh.
-func (n *nlHandle) release() { n.held, n.links = false, nil }
+func (n *nlHandle) release() { n.held, n.links, n.looked = false, nil, nil }

@@ -40,6 +40,8 @@ type nlHandle struct {
 	// links is the apply's link dump by name (linkdump.go; nil: none
 	// taken yet).
 	links map[string]netlink.Link
+	// looked is what link requested by name during the apply.
+	looked map[string]netlink.Link
 }
 
 // nlOps are the rtnetlink requests the managers make, as *netlink.Handle

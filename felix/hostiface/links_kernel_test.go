@@ -82,3 +82,72 @@ func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
 		t.Error("eth7's MTU change to 1300 did not signal Links")
 	}
 }
+
+// TestWatchMarksIPVSUnknown: KubeIPVS looks at the kernel only when the
+// watch says kube-ipvs0 may have changed. In a namespace of its own, the
+// mark is set at the start; another host interface or a workload one
+// coming leaves it clear; kube-ipvs0 coming or going sets it.
+func TestWatchMarksIPVSUnknown(t *testing.T) {
+	nstest.NeedKernel(t)
+	n := nstest.NewNS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := NewWatch()
+	if !w.ipvsUnknown.Swap(false) {
+		t.Fatal("a new watch does not ask for a first look at kube-ipvs0")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = n.Do(func(ns.NetNS) error { w.Run(ctx); return nil })
+	}()
+	defer func() { cancel(); <-done }()
+	in := func(f func() error) {
+		t.Helper()
+		if err := n.Do(func(ns.NetNS) error { return f() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// seen adds (or removes) a link until the watch passes its name on,
+	// the subscription starting asynchronously.
+	seen := func(name string, f func() error) {
+		t.Helper()
+		in(f)
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case got := <-w.Links:
+				if got == name {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no event for %s", name)
+			}
+		}
+	}
+	seen("eth7", func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth7"}, PeerName: "eth7p"})
+	})
+	w.ipvsUnknown.Store(false) // the subscription's start set it
+	in(func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "cali0000000a"}, PeerName: "cali0000000b"})
+	})
+	seen("eth8", func() error {
+		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth8"}, PeerName: "eth8p"})
+	})
+	if w.ipvsUnknown.Load() {
+		t.Fatal("other interfaces coming marked kube-ipvs0 as unknown")
+	}
+	seen("kube-ipvs0", func() error {
+		return netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "kube-ipvs0"}})
+	})
+	if !w.ipvsUnknown.Swap(false) {
+		t.Fatal("kube-ipvs0 coming did not mark it unknown")
+	}
+	seen("kube-ipvs0", func() error {
+		return netlink.LinkDel(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "kube-ipvs0"}})
+	})
+	if !w.ipvsUnknown.Load() {
+		t.Fatal("kube-ipvs0 going did not mark it unknown")
+	}
+}

@@ -45,14 +45,23 @@ type Watch struct {
 	// rendering reads host interfaces; the loop sets both on each apply.
 	workload atomic.Pointer[dataplane.IfacePrefixes]
 	needed   atomic.Bool
+	// ipvsUnknown says kube-ipvs0 may have come or gone since KubeIPVS
+	// last looked: set at the start, when the subscription (re)starts,
+	// on each kube-ipvs0 event and by RecheckIPVS.
+	ipvsUnknown atomic.Bool
 }
 
 // NewWatch makes a watch that leaves out the default workload interfaces.
 func NewWatch() *Watch {
 	w := &Watch{C: make(chan struct{}, 1), Links: make(chan string, 64)}
 	w.SetWorkload(dataplane.DefaultIfacePrefixes)
+	w.ipvsUnknown.Store(true)
 	return w
 }
+
+// RecheckIPVS makes the next KubeIPVS look at the kernel again (the
+// periodic interface refresh).
+func (w *Watch) RecheckIPVS() { w.ipvsUnknown.Store(true) }
 
 // SetWorkload records the workload interface prefixes to leave out.
 func (w *Watch) SetWorkload(p dataplane.IfacePrefixes) { w.workload.Store(&p) }
@@ -110,6 +119,9 @@ func (w *Watch) watch(ctx context.Context) {
 		onErr(err)
 		return
 	}
+	// kube-ipvs0 may have come or gone before the subscription began.
+	w.ipvsUnknown.Store(true)
+	w.signal()
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,6 +129,9 @@ func (w *Watch) watch(ctx context.Context) {
 		case u, ok := <-links:
 			if !ok {
 				return
+			}
+			if u.Attrs().Name == rules.KubeIPVSInterface {
+				w.ipvsUnknown.Store(true)
 			}
 			if w.linkMatters(u.Attrs().Name) {
 				w.signal()
