@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -217,6 +218,25 @@ func fullNodeAgent() agentBuild {
 	return agentBuild{bin: os.Getenv("CNI_PODCOST_FULL_AGENT"), env: strings.Fields(os.Getenv("CNI_PODCOST_FULL_AGENT_ENV"))}
 }
 
+// fullNodeClient points the second node's calico and calico-ipam (in its
+// CNI_PATH, dir) at CNI_PODCOST_FULL_CLIENT when set: another build of the
+// binary, so that with equal sizes the two nodes compare two clients.
+func fullNodeClient(b *testing.B, dir string) {
+	bin := os.Getenv("CNI_PODCOST_FULL_CLIENT")
+	if bin == "" {
+		return
+	}
+	for _, name := range []string{"calico", "calico-ipam"} {
+		p := filepath.Join(dir, name)
+		if err := os.Remove(p); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Symlink(bin, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // podCostSizes are the benchmark's sizes: pods on the node in the two
 // phases, and samples per phase; CNI_PODCOST_FEW, CNI_PODCOST_FULL and
 // CNI_PODCOST_SAMPLES override them (a quick trial run).
@@ -266,6 +286,7 @@ func BenchmarkCNIPodCost(b *testing.B) {
 		return r
 	}
 	rigs := []*podCostRig{newRig(32, agentBuild{}), newRig(33, fullNodeAgent())}
+	fullNodeClient(b, rigs[1].e.bin)
 	sizes := []int{few, full}
 	for k, r := range rigs {
 		r.fill(len(r.e.hostLinks()), sizes[k])
