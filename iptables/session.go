@@ -137,7 +137,7 @@ type session struct {
 	stderr  bytes.Buffer
 	netns   uint64
 	lines   int    // input lines taken so far
-	sysPath string // /proc/<pid>/syscall
+	sysFd   int    // /proc/<pid>/syscall, kept open (read at offset 0: a fresh answer each time)
 	idleSys []byte // its first fields while blocked reading fd 0
 }
 
@@ -154,7 +154,7 @@ func startSession(cmd string, ns uint64) (*session, error) {
 		unix.Close(fds[1])
 		return nil, err
 	}
-	p := &session{stdin: fds[1], pidfd: -1, netns: ns, idleSys: []byte(strconv.Itoa(unix.SYS_READ) + " 0x0 ")}
+	p := &session{stdin: fds[1], pidfd: -1, sysFd: -1, netns: ns, idleSys: []byte(strconv.Itoa(unix.SYS_READ) + " 0x0 ")}
 	p.cmd = exec.Command(cmd, "--noflush")
 	p.cmd.Stdin, p.cmd.Stderr = r, &p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -162,15 +162,19 @@ func startSession(cmd string, ns uint64) (*session, error) {
 		return nil, err
 	}
 	pid := p.cmd.Process.Pid
-	p.sysPath = fmt.Sprintf("/proc/%d/syscall", pid)
 	var err error
 	if p.pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%w: pidfd_open: %v", errNoSession, err)
 	}
-	if _, err := os.ReadFile(p.sysPath); err != nil {
+	if p.sysFd, err = unix.Open(fmt.Sprintf("/proc/%d/syscall", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%w: %v", errNoSession, err)
+	}
+	var buf [64]byte
+	if _, err := unix.Pread(p.sysFd, buf[:], 0); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("%w: reading /proc/%d/syscall: %v", errNoSession, pid, err)
 	}
 	return p, nil
 }
@@ -251,12 +255,7 @@ func (p *session) idle() bool {
 		return false
 	}
 	var buf [64]byte
-	fd, err := unix.Open(p.sysPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	n, err := unix.Read(fd, buf[:])
-	unix.Close(fd)
+	n, err := unix.Pread(p.sysFd, buf[:], 0)
 	return err == nil && bytes.HasPrefix(buf[:max(n, 0)], p.idleSys)
 }
 
@@ -268,6 +267,9 @@ func (p *session) stop() []byte {
 	_ = p.cmd.Wait()
 	if p.pidfd >= 0 {
 		unix.Close(p.pidfd)
+	}
+	if p.sysFd >= 0 {
+		unix.Close(p.sysFd)
 	}
 	return bytes.TrimSpace(p.stderr.Bytes())
 }
