@@ -15,14 +15,22 @@ import (
 const maxApplyHold = 50 * time.Millisecond
 
 // echoGrace is how long after the last call in flight ends a due apply
-// still waits, for the watch updates of the call's own last writes: an
-// ADD writes its endpoint and a DEL its block just before it answers,
-// and their updates reach the loop 0.2-1.3 ms after the answer (measured
-// with 10 and 30 pods). Without it, each would make an apply of its own
-// after the one that ran as the call ended (1.2-1.6 applies per call;
-// 1.00 with it). Interleaved at 250 pods, an ADD and a DEL each cost the
-// node 7 % less CPU with it, and ADD latency is lower (docs/PERFORMANCE.md).
-const echoGrace = 5 * time.Millisecond
+// still waits: for the watch updates of the call's own last writes, and
+// for the next call of a burst. An ADD writes its endpoint and a DEL its
+// block just before it answers, and their updates reach the loop 0.2-1.3
+// ms after the answer (measured with 10 and 30 pods); without waiting for
+// them, each would make an apply of its own after the one that ran as the
+// call ended (1.2-1.6 applies per call; 1.00 with it). Pods also start in
+// bursts (a node scheduled several at once, a deployment scaled up), and
+// the runtime's next ADD reaches the agent a few milliseconds after the
+// last one answered: with 5 ms the apply for the first pods often started
+// in that gap and the next ADD competed with it for the cores (at 250 pods
+// an apply costs more CPU than the call). Interleaved at 250 pods, 15 ms
+// against 5 ms: ADD p50 back to back 8.8 against 11.2 ms (0.93x against
+// 1.18x ptp + host-local's), CPU per ADD 0.97x, a lone ADD's latency the
+// same (docs/PERFORMANCE.md, tenth pass). maxApplyHold still bounds the
+// whole wait.
+const echoGrace = 15 * time.Millisecond
 
 // applyHold is the loop's hold of one due apply: idle is closed when no
 // call is in flight any more, timer fires when the hold has lasted
