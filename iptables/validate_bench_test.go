@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/calico-aio/calico-aio/internal/nstest"
 	"github.com/calico-aio/calico-aio/internal/proccpu"
 )
@@ -129,14 +127,14 @@ func BenchmarkEndpointCommit(b *testing.B) {
 	}
 }
 
-// ownCPU is this process's own CPU so far (user + system, every thread):
-// the table's side of a commit, waiting for the session included.
+// ownCPU is this process's own CPU so far (every thread): the table's
+// side of a commit, waiting for the session included.
 func ownCPU(tb testing.TB) time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+	cpu, err := proccpu.Self()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpu
 }
 
 // restoreCPU is the CPU of this process's children so far: the restore

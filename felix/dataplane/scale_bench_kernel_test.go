@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/calico-aio/calico-aio/internal/proccpu"
 )
 
 // BenchmarkApplyOneEndpoint: the dataplane's apply of one pod added on a
@@ -43,9 +43,9 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 
 // processCPU is the user and system CPU the process has used.
 func processCPU(tb testing.TB) time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+	cpu, err := proccpu.Self()
+	if err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpu
 }

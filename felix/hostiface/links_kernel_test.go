@@ -11,27 +11,33 @@ import (
 	"github.com/calico-aio/calico-aio/internal/nstest"
 )
 
-// TestWatchLinksSignalsHostInterfaces: in a namespace of its own, a host
-// interface's MTU change passes its name on Links (whatever needed says),
-// a workload veth pair coming does not.
-func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
+// watchIn runs w in a network namespace of its own until the test ends
+// and returns what runs f in that namespace.
+func watchIn(t *testing.T, w *Watch) (in func(f func() error)) {
+	t.Helper()
 	nstest.NeedKernel(t)
 	n := nstest.NewNS(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := NewWatch()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = n.Do(func(ns.NetNS) error { w.Run(ctx); return nil })
 	}()
-	defer func() { cancel(); <-done }()
-	in := func(f func() error) {
+	t.Cleanup(func() { cancel(); <-done })
+	return func(f func() error) {
 		t.Helper()
 		if err := n.Do(func(ns.NetNS) error { return f() }); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestWatchLinksSignalsHostInterfaces: in a namespace of its own, a host
+// interface's MTU change passes its name on Links (whatever needed says),
+// a workload veth pair coming does not.
+func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
+	w := NewWatch()
+	in := watchIn(t, w)
 	in(func() error {
 		return netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "eth7"}, PeerName: "eth7p"})
 	})
@@ -88,26 +94,11 @@ func TestWatchLinksSignalsHostInterfaces(t *testing.T) {
 // mark is set at the start; another host interface or a workload one
 // coming leaves it clear; kube-ipvs0 coming or going sets it.
 func TestWatchMarksIPVSUnknown(t *testing.T) {
-	nstest.NeedKernel(t)
-	n := nstest.NewNS(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	w := NewWatch()
 	if !w.ipvsUnknown.Swap(false) {
 		t.Fatal("a new watch does not ask for a first look at kube-ipvs0")
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = n.Do(func(ns.NetNS) error { w.Run(ctx); return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	in := func(f func() error) {
-		t.Helper()
-		if err := n.Do(func(ns.NetNS) error { return f() }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	in := watchIn(t, w)
 	// seen adds (or removes) a link until the watch passes its name on,
 	// the subscription starting asynchronously.
 	seen := func(name string, f func() error) {

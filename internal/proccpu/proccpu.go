@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -88,4 +89,14 @@ func ticks(f []string, is ...int) time.Duration {
 		n += v
 	}
 	return time.Duration(n) * tick
+}
+
+// Self is the calling process's own CPU (user + system, every thread) from
+// getrusage, in microseconds rather than ticks.
+func Self() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

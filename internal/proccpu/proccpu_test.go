@@ -53,3 +53,20 @@ func TestDescendants(t *testing.T) {
 		t.Fatal("no error for a process that does not exist")
 	}
 }
+
+// TestSelf: a busy loop in this process shows in Self.
+func TestSelf(t *testing.T) {
+	before, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	after, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < 20*time.Millisecond {
+		t.Fatalf("50 ms of spinning counted %v", after-before)
+	}
+}
