@@ -65,10 +65,6 @@ func (t *Table) generation() (gen uint32, ok bool) {
 	if t.nft < 0 {
 		return 0, false
 	}
-	if t.sessions != nil {
-		gen, err := t.sessions.generation()
-		return gen, err == nil
-	}
 	gen, err := nftGeneration()
 	return gen, err == nil
 }

@@ -47,8 +47,7 @@ const sessionTimeout = 2 * time.Minute
 type Sessions struct {
 	mu       sync.Mutex
 	procs    map[string]*session
-	disabled bool       // the kernel lacks what completion detection needs
-	gen      *genSocket // for the nf_tables generation (gensocket.go)
+	disabled bool // the kernel lacks what completion detection needs
 }
 
 // NewSessions returns an empty set; a restore starts on first use.
@@ -64,10 +63,6 @@ func (s *Sessions) Close() {
 	for cmd, p := range s.procs {
 		p.stop()
 		delete(s.procs, cmd)
-	}
-	if s.gen != nil {
-		s.gen.close()
-		s.gen = nil
 	}
 }
 

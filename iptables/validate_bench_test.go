@@ -146,33 +146,3 @@ func restoreCPU(tb testing.TB) time.Duration {
 	}
 	return cpu
 }
-
-// BenchmarkEndpointChurn: one endpoint's chains added and removed again
-// (a pod's ADD and DEL) through one long-lived restore, 10 endpoints in
-// Calico's layout: wall time per pair, the table's own CPU (self-cpu-ns/op:
-// planning, writing, waiting for the commit, reading the nf_tables
-// generation) and the restore's (restore-cpu-ns/op). A removal's commit
-// leaves nf_tables destruction work behind, which the next release of a
-// NETLINK_NETFILTER socket or the next commit waits for.
-func BenchmarkEndpointChurn(b *testing.B) {
-	nstest.NeedKernel(b, "iptables-save", "iptables-restore")
-	n := nstest.NewNS(b)
-	sessions := NewSessions()
-	b.Cleanup(sessions.Close)
-	tb := NewTable("filter", 4, TableOptions{Hooks: map[string]string{"FORWARD": "cali-FORWARD", "INPUT": "cali-INPUT"}, Sessions: sessions})
-	without, with := endpointTable(10, true), endpointTable(11, true)
-	tb.SetChains(without)
-	applyIn(b, n, tb)
-	var self, kids time.Duration
-	for b.Loop() {
-		s0, k0 := ownCPU(b), restoreCPU(b)
-		tb.SetChains(with)
-		applyIn(b, n, tb)
-		tb.SetChains(without)
-		applyIn(b, n, tb)
-		self += ownCPU(b) - s0
-		kids += restoreCPU(b) - k0
-	}
-	b.ReportMetric(float64(self.Nanoseconds())/float64(b.N), "self-cpu-ns/op")
-	b.ReportMetric(float64(kids.Nanoseconds())/float64(b.N), "restore-cpu-ns/op")
-}
