@@ -58,11 +58,20 @@ type agentBuild struct {
 // host namespace of e.
 func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
 	e.t.Helper()
-	env := append([]string{"NO_DEFAULT_POOLS=true"}, e.agent.env...)
-	args := append([]string{"--etcd-endpoints", e.etcd.Endpoints()[0], "--bgp=false"}, extra...)
+	env := append([]string{noDefaultPools}, e.agent.env...)
+	args := etcdArgs(e.etcd.Endpoints()[0], append([]string{"--bgp=false"}, extra...)...)
 	a := launchAgentBin(e.t, e.agent.bin, e.host.ns, node, e.state, env, args...)
 	a.waitReady()
 	return a
+}
+
+// noDefaultPools is the harness's default environment for calico-node:
+// tests make their own pools (often after the agents start).
+const noDefaultPools = "NO_DEFAULT_POOLS=true"
+
+// etcdArgs are calico-node's arguments for the etcd at endpoint, then extra.
+func etcdArgs(endpoint string, extra ...string) []string {
+	return append([]string{"--etcd-endpoints", endpoint}, extra...)
 }
 
 // startAgentIn runs calico-node inside namespace n with its state under
@@ -71,14 +80,14 @@ func (e *cniEnv) startAgent(node string, extra ...string) *agentProc {
 // pools calico-node would otherwise create (NO_DEFAULT_POOLS=true).
 func startAgentIn(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, extra ...string) *agentProc {
 	t.Helper()
-	return startAgentEnv(t, n, node, etcdEndpoint, stateDir, []string{"NO_DEFAULT_POOLS=true"}, extra...)
+	return startAgentEnv(t, n, node, etcdEndpoint, stateDir, []string{noDefaultPools}, extra...)
 }
 
 // startAgentEnv is startAgentIn with env added to the test's environment
 // instead of NO_DEFAULT_POOLS=true.
 func startAgentEnv(t testing.TB, n ns.NetNS, node, etcdEndpoint, stateDir string, env []string, extra ...string) *agentProc {
 	t.Helper()
-	return startAgentWith(t, n, node, stateDir, env, append([]string{"--etcd-endpoints", etcdEndpoint}, extra...)...)
+	return startAgentWith(t, n, node, stateDir, env, etcdArgs(etcdEndpoint, extra...)...)
 }
 
 // startAgentWith is startAgentEnv with the datastore left to env and args

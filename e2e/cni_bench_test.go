@@ -51,6 +51,11 @@ func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func childCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return rusageCPU(&ru)
+}
+
+// rusageCPU is a rusage's user + system time.
+func rusageCPU(ru *syscall.Rusage) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
@@ -147,8 +152,7 @@ func (f *execFloor) run(b *testing.B) {
 	if err := cmd.Run(); err != nil {
 		b.Fatal(err)
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	f.sum += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	f.sum += rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage))
 	f.n++
 }
 

@@ -66,8 +66,7 @@ func clientCPU(b *testing.B, bin, netconf string) time.Duration {
 	if err != nil || string(out) != standInResult {
 		b.Fatalf("%s: %v; stdout %q, want the stand-in's %q", bin, err, out, standInResult)
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return rusageCPU(cmd.ProcessState.SysUsage().(*syscall.Rusage))
 }
 
 // BenchmarkCNIClientWait prices the fast-path client alone: the binary

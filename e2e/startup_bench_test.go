@@ -46,7 +46,7 @@ func (c *execCost) execOnce(bin, name string, env []string, stdin string) error 
 	}
 	c.wall += time.Since(t0)
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	c.cpu += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	c.cpu += rusageCPU(ru)
 	c.minflt += ru.Minflt
 	c.n++
 	return nil
