@@ -26,15 +26,18 @@ type callCost struct {
 func (c callCost) p50() time.Duration { return quantile(c.lat, .5) }
 
 // cpu is the CPU per call: client + agent serving + agent dataplane.
-func (c callCost) cpu() time.Duration {
-	return (c.client + c.serve + c.dataplane) / time.Duration(max(len(c.lat), 1))
-}
+func (c callCost) cpu() time.Duration { return c.perCall(c.client + c.serve + c.dataplane) }
 
 // cpuNetOfRestore is cpu without the restore sessions' share (their
 // commits, the kernel's validation walk of the whole table included): the
 // growth with the node that is not the kernel's (issue #25's decision).
 func (c callCost) cpuNetOfRestore() time.Duration {
-	return (c.client + c.serve + c.dataplane - c.restore) / time.Duration(max(len(c.lat), 1))
+	return c.perCall(c.client + c.serve + c.dataplane - c.restore)
+}
+
+// perCall is a sum over c's calls divided by their number.
+func (c callCost) perCall(sum time.Duration) time.Duration {
+	return sum / time.Duration(max(len(c.lat), 1))
 }
 
 // podCost is one plugin set's figures at one number of pods on the node.

@@ -109,7 +109,7 @@ func BenchmarkEndpointCommit(b *testing.B) {
 					b.StopTimer()
 					tb.SetChains(without)
 					applyIn(b, ns, tb)
-					before, selfBefore := restoreCPU(b), ownCPU(b)
+					before, selfBefore := restoreCPU(b), proccpu.MustSelf(b)
 					b.StartTimer()
 					tb.SetChains(with)
 					if st := applyIn(b, ns, tb); st.ChainsCreated != 2 {
@@ -117,7 +117,7 @@ func BenchmarkEndpointCommit(b *testing.B) {
 					}
 					b.StopTimer()
 					cpu += restoreCPU(b) - before
-					self += ownCPU(b) - selfBefore
+					self += proccpu.MustSelf(b) - selfBefore
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "restore-cpu-ns/op")
@@ -125,16 +125,6 @@ func BenchmarkEndpointCommit(b *testing.B) {
 			})
 		}
 	}
-}
-
-// ownCPU is this process's own CPU so far (every thread): the table's
-// side of a commit, waiting for the session included.
-func ownCPU(tb testing.TB) time.Duration {
-	cpu, err := proccpu.Self()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cpu
 }
 
 // restoreCPU is the CPU of this process's children so far: the restore

@@ -29,23 +29,14 @@ func BenchmarkApplyOneEndpoint(b *testing.B) {
 				b.StopTimer()
 				s.apply(b, dp, without)
 				s.cniAdd(b, n)
-				before := processCPU(b)
+				before := proccpu.MustSelf(b)
 				b.StartTimer()
 				s.apply(b, dp, with)
 				b.StopTimer()
-				cpu += processCPU(b) - before
+				cpu += proccpu.MustSelf(b) - before
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU is the user and system CPU the process has used.
-func processCPU(tb testing.TB) time.Duration {
-	cpu, err := proccpu.Self()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cpu
 }

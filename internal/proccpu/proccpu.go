@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -99,4 +100,14 @@ func Self() (time.Duration, error) {
 		return 0, fmt.Errorf("getrusage: %w", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// MustSelf is Self for a test or benchmark, failing it on an error.
+func MustSelf(tb testing.TB) time.Duration {
+	tb.Helper()
+	cpu, err := Self()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cpu
 }
